@@ -1,0 +1,47 @@
+# ctxbench: two entry points (see README Quickstart).
+#   make demo  - create .venv, install, run the quickstart job, print where the output is
+#   make test  - create .venv, install dev extras, run ruff, mypy and the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+OUT    ?= reports/quickstart
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: demo test lint typecheck bench clean venv
+
+$(VENV)/.core-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.all-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[all]"
+	touch $@ $(VENV)/.core-installed
+
+venv: $(VENV)/.core-installed
+
+demo: $(VENV)/.core-installed
+	$(BIN)/ctxbench demo -o $(OUT)
+
+lint: $(VENV)/.all-installed
+	$(BIN)/ruff check ctxbench tests benchmarks
+	$(BIN)/ruff format --check ctxbench tests benchmarks
+
+typecheck: $(VENV)/.all-installed
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest -q tests
+
+bench: $(VENV)/.all-installed
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,93 @@
+"""The ``ctxbench`` command line. Commands load lazily, so ``ctxbench --help`` stays fast.
+
+Each command lives in its own module under :mod:`ctxbench.cli` and only parses arguments into
+specs and calls the API; ctxbench's own errors print as one clear message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+import click
+
+from ctxbench.errors import CtxbenchError
+
+#: command name -> (module under ctxbench.cli, function, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": ("demo", "demo", "Run the quickstart job on the embedded scenarios and write its report."),
+    "counters": ("counting", "counters", "List token counters (exact tokenizers and estimators)."),
+    "count": ("counting", "count", "Count tokens of text or traces with one or more counters."),
+    "validate": ("validating", "validate", "Check traces for structural problems."),
+    "run": ("running", "run", "Replay traces through one compaction strategy."),
+    "strategies": ("strategies", "strategies", "List compaction strategies with their knobs."),
+    "gen": ("generating", "gen", "Generate synthetic traces from a scenario."),
+    "scenarios": ("generating", "scenarios", "List the embedded scenarios."),
+    "probes": ("probing", "probes", "Mine probes from recorded traces."),
+    "import": ("importing", "import_", "Import recorded traces into the canonical format."),
+    "calibrate": ("calibrating", "calibrate", "Compare a counter with provider-reported usage."),
+    "sweep": ("sweeping", "sweep", "Run a sweep of traces x strategies x windows x counters."),
+    "report": ("reporting", "report", "Write the HTML report of a results directory."),
+    "drift": ("reporting", "drift", "Write the token-counting drift report for traces."),
+    "baseline": ("gating", "baseline", "Record a baseline of a results directory."),
+    "check": ("gating", "check", "Compare results with a baseline; exit 1 on regression."),
+    "diff": ("gating", "diff", "Show where two replays of the same trace diverge."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands are imported only when invoked (or listed by --help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if self._available(name)]
+
+    @staticmethod
+    def _available(name: str) -> bool:
+        module = COMMANDS[name][0]
+        return importlib.util.find_spec(f"ctxbench.cli.{module}") is not None
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS or not self._available(cmd_name):
+            return None
+        module_name, attr, _ = COMMANDS[cmd_name]
+        module = importlib.import_module(f"ctxbench.cli.{module_name}")
+        command: click.Command = getattr(module, attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ctxbench")
+def cli() -> None:
+    """ctxbench: replay agent traces through context-compaction strategies, offline.
+
+    \b
+    Typical flow:
+      ctxbench gen scenarios/coding_agent.toml -o traces.jsonl
+      ctxbench run traces.jsonl --strategy dbgpt --window 32768 --counter tiktoken:o200k_base
+      ctxbench sweep scenarios/quickstart.toml -o results/ && ctxbench report results/ -o report.html
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console entry point: ctxbench errors print cleanly and exit 2."""
+    try:
+        return cli.main(args=argv, standalone_mode=False)
+    except CtxbenchError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code == 1 else exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

@@ -1,0 +1,223 @@
+"""Typed configuration: frozen dataclasses built from TOML tables and ``--set KEY=VALUE``.
+
+Precedence is defaults < file < command line. Unknown keys are errors that name the key, the
+file and the valid keys (with types and defaults). Values are converted by the field's declared
+type, never guessed: ``--set warning_threshold=0.7`` is a float because the field is a float.
+Falsy values (0, "", false) are values, never "unset".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ctxbench.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+C = TypeVar("C")
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def describe_fields(cls: type) -> list[dict[str, Any]]:
+    """``[{name, type, default, help}]`` for every field of a config dataclass."""
+    hints = _field_types(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        default: Any = None
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        out.append(
+            {
+                "name": f.name,
+                "type": _type_name(hints[f.name]),
+                "default": _jsonable(default),
+                "help": f.metadata.get("help", ""),
+            }
+        )
+    return out
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return value
+
+
+def _valid_keys(cls: type) -> str:
+    return ", ".join(f"{d['name']} ({d['type']}, default {d['default']!r})" for d in describe_fields(cls))
+
+
+def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
+    """Convert ``value`` to the declared type ``tp``; raise ConfigError naming the key."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+
+    def fail(expected: str) -> ConfigError:
+        return ConfigError(
+            f"expected {expected}, got {value!r}", path=source, key=key,
+            hint=f"give {key} as {expected}",
+        )
+
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        if isinstance(value, str) and value.lower() in ("none", "null") and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return coerce(value, arg, key=key, source=source)
+            except ConfigError as exc:
+                errors.append(exc)
+        raise fail(" or ".join(_type_name(a) for a in args))
+    if origin is typing.Literal:
+        if value in args:
+            return value
+        raise fail("one of " + ", ".join(repr(a) for a in args))
+    if origin in (tuple, Sequence, list):
+        item_tp = args[0] if args else Any
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError:
+                parsed = [v.strip() for v in value.split(",") if v.strip()] if value.strip() else []
+            value = parsed
+        if not isinstance(value, (list, tuple)):
+            raise fail("a list")
+        return tuple(coerce(v, item_tp, key=key, source=source) for v in value)
+    if tp is Any:
+        return value
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise fail("true or false")
+    if tp is int:
+        if isinstance(value, bool):
+            raise fail("an integer")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.replace("_", ""))
+            except ValueError:
+                raise fail("an integer") from None
+        raise fail("an integer")
+    if tp is float:
+        if isinstance(value, bool):
+            raise fail("a number")
+        if isinstance(value, (int, float)):
+            result = float(value)
+        elif isinstance(value, str):
+            try:
+                result = float(value.replace("_", ""))
+            except ValueError:
+                raise fail("a number") from None
+        else:
+            raise fail("a number")
+        if math.isnan(result):
+            raise fail("a number (not NaN)")
+        return result
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise fail("a string")
+    if origin in (dict, Mapping) or tp is dict:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise fail("a JSON object") from None
+        if not isinstance(value, Mapping):
+            raise fail("a table / JSON object")
+        return dict(value)
+    raise fail(_type_name(tp))
+
+
+def build(cls: type[C], params: Mapping[str, Any], *, source: str | None = None) -> C:
+    """Build config ``cls`` from ``params``; unknown keys and bad values are ConfigErrors."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    hints = _field_types(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs: dict[str, Any] = {}
+    for key, value in params.items():
+        if key not in hints:
+            import difflib
+
+            close = difflib.get_close_matches(key, names, n=1)
+            raise ConfigError(
+                f"unknown key {key!r}; valid keys: {_valid_keys(cls)}",
+                path=source, key=key,
+                hint=f"did you mean {close[0]!r}?" if close else "remove it or fix its spelling",
+            )
+        kwargs[key] = coerce(value, hints[key], key=key, source=source)
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(str(exc), path=source, hint=f"valid keys: {_valid_keys(cls)}") from None
+
+
+def to_params(config: Any) -> dict[str, Any]:
+    """The config as plain JSON-able params (every field, so a row can be re-run exactly)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def parse_set(values: Sequence[str]) -> dict[str, str]:
+    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; values stay text until typed by ``build``."""
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"--set {item!r} is not KEY=VALUE", hint="for example --set warning_threshold=0.6",
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file; syntax errors name the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise ConfigError("no such file", path=path) from None
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text", path=path, hint="save the file as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        raise ConfigError(f"invalid TOML: {exc}", path=path, line=line) from None

@@ -1,0 +1,202 @@
+"""The replay context: what a strategy sees and the only way it acts on the prompt.
+
+Pure: it records events and files in memory; nothing here touches the disk or the clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ctxbench.counting.base import TokenCounter
+from ctxbench.engine import events as ev
+from ctxbench.engine.view import ContextView
+from ctxbench.errors import SummarizerError
+from ctxbench.summarizers.base import Summarizer, SummaryRequest
+from ctxbench.trace import Message, ToolSpec, pairing_violations
+
+if TYPE_CHECKING:
+    from ctxbench.strategies.base import Strategy
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_component(text: str, *, limit: int = 64) -> str:
+    """A file-name component from untrusted text (tool names, call ids): no separators, no
+    ``..``, no leading dot, never empty. Keeps snapshot files inside the run's directory."""
+    cleaned = _UNSAFE.sub("_", text).strip("._") or "x"
+    cleaned = cleaned.replace("..", "_")
+    if len(cleaned) > limit:
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        cleaned = cleaned[: limit - 9] + "_" + digest
+    return cleaned
+
+
+class ReplayContext:
+    """Everything a strategy may read or do during one replay."""
+
+    def __init__(
+        self,
+        *,
+        trace_id: str,
+        strategy: Strategy,
+        estimator: TokenCounter,
+        true_counter: TokenCounter,
+        window: int,
+        reserved: int,
+        tools: Sequence[ToolSpec],
+        n_calls: int,
+        summarizer: Summarizer | None,
+        seed: int,
+    ) -> None:
+        self.trace_id = trace_id
+        self.strategy = strategy
+        self.estimator = estimator
+        self._true_counter = true_counter
+        self.window = window
+        self.reserved = reserved
+        self.tools = tuple(tools)
+        self.n_calls = n_calls
+        self.summarizer = summarizer
+        self.seed = seed
+        self.view = ContextView(estimator, true_counter, tools)
+        self.call = 0
+        self.events: list[ev.Event] = []
+        self.files: dict[str, bytes] = {}
+        self._system: tuple[str, ...] = ()
+
+    # -- events ---------------------------------------------------------------------------------
+    def emit(self, type_: str, **data: Any) -> ev.Event:
+        """Record an event at the current call (strategies may emit ``strategy.*`` events)."""
+        event = ev.Event(type_, len(self.events), self.call, data)
+        self.events.append(event)
+        return event
+
+    def status(self, layer: str | None = None) -> ev.Event:
+        """Emit ``context.status`` with exactly DB-GPT's fields, by the strategy's estimate."""
+        used = self.view.estimated_tokens
+        budget = self.strategy.budget(self)
+        ratio = used / budget if budget > 0 else float("inf")
+        return self.emit(
+            ev.CONTEXT_STATUS,
+            used=used,
+            budget=budget,
+            ratio=round(ratio, 4) if budget > 0 else None,
+            state=self.strategy.state_of(ratio, budget),
+            compact_layer=layer,
+        )
+
+    # -- the one way to change the prompt ---------------------------------------------------------
+    def apply(self, layer: str, messages: Sequence[Message], *, note: str = "") -> bool:
+        """Replace the view with ``messages`` as compaction ``layer``.
+
+        Emits a ``compaction`` event when anything changed (with estimated and true tokens
+        before and after, messages dropped or changed, and the pairing check), then a
+        ``context.status``. Returns whether anything changed.
+        """
+        before = self.view.messages
+        est_before, true_before = self.view.estimated_tokens, self.view.true_tokens
+        changed_flag = len(before) != len(messages) or any(a is not b and a != b for a, b in zip(before, messages))
+        if changed_flag:
+            self.view.replace(messages)
+            after_fps = {m.fingerprint for m in messages}
+            before_fps = {m.fingerprint for m in before}
+            dropped = sum(1 for m in before if m.fingerprint not in after_fps)
+            added = sum(1 for m in messages if m.fingerprint not in before_fps)
+            self.emit(
+                ev.COMPACTION,
+                layer=layer,
+                est_before=est_before,
+                est_after=self.view.estimated_tokens,
+                true_before=true_before,
+                true_after=self.view.true_tokens,
+                messages_before=len(before),
+                messages_after=len(messages),
+                dropped=dropped,
+                changed=added,
+                pairing_violations=pairing_violations(messages),
+                system_kept=self.system_kept(),
+                note=note,
+            )
+        self.status(layer)
+        return changed_flag
+
+    def tool_result_changed(self, layer: str, original: Message, kept: Message, *, note: str = "") -> None:
+        """Record that ``on_tool_result`` shrank or offloaded a result before it was appended."""
+        est_o, est_k = self.estimator.count_message(original), self.estimator.count_message(kept)
+        true_o, true_k = self._true_counter.count_message(original), self._true_counter.count_message(kept)
+        n = len(self.view)
+        self.emit(
+            ev.COMPACTION,
+            layer=layer,
+            est_before=self.view.estimated_tokens + est_o,
+            est_after=self.view.estimated_tokens + est_k,
+            true_before=self.view.true_tokens + true_o,
+            true_after=self.view.true_tokens + true_k,
+            messages_before=n + 1,
+            messages_after=n + 1,
+            dropped=0,
+            changed=1,
+            pairing_violations=0,
+            system_kept=True,
+            note=note,
+        )
+
+    def system_kept(self) -> bool:
+        """Every original system message's text still leads some system message of the view."""
+        if not self._system:
+            return True
+        texts = [m.content for m in self.view if m.role == "system"]
+        return all(any(t.startswith(orig) or orig in t for t in texts) for orig in self._system)
+
+    def remember_system(self, message: Message) -> None:
+        if message.role == "system" and message.content:
+            self._system = (*self._system, message.content)
+
+    # -- summaries ----------------------------------------------------------------------------------
+    def summarize(self, request: SummaryRequest) -> str:
+        """Call the summarizer, record a ``summary`` event, and return the text.
+
+        Raises :class:`SummarizerError` (after recording it) when there is no summarizer or it
+        fails; each strategy handles that by its own rule (breaker, fallback, abort).
+        """
+        input_tokens = self._true_counter.count(request.prompt)
+        if self.summarizer is None:
+            self.emit(ev.SUMMARY, layer=request.layer, ok=False, input_tokens=0, output_tokens=0, error="no summarizer")
+            raise SummarizerError("no summarizer configured", kind="missing")
+        try:
+            text = self.summarizer.summarize(request, self._true_counter)
+        except SummarizerError as exc:
+            self.emit(ev.SUMMARY, layer=request.layer, ok=False, input_tokens=input_tokens, output_tokens=0,
+                      error=f"{exc.kind}: {exc.message}")
+            raise
+        if not isinstance(text, str) or not text.strip():
+            self.emit(ev.SUMMARY, layer=request.layer, ok=False, input_tokens=input_tokens, output_tokens=0,
+                      error="empty: the summarizer returned no text")
+            raise SummarizerError("the summarizer returned an empty summary", kind="empty")
+        self.emit(ev.SUMMARY, layer=request.layer, ok=True, input_tokens=input_tokens,
+                  output_tokens=self._true_counter.count(text), error=None)
+        return text
+
+    def request_key(self, layer: str) -> str:
+        """A stable key for a summary request: trace, call, layer and seed."""
+        return f"{self.trace_id}:{self.call}:{layer}:{self.seed}"
+
+    # -- files at the edge ---------------------------------------------------------------------------
+    def write_file(self, relative_path: str, content: bytes) -> str:
+        """Record a file (snapshot, offload) to be written under the run's output directory.
+
+        ``relative_path`` components are sanitised; the returned path is what the prompt cites.
+        """
+        parts = [safe_component(p) for p in relative_path.split("/") if p not in ("", ".", "..")]
+        path = "/".join(parts) or "file"
+        self.files[path] = content
+        self.emit(ev.SNAPSHOT, path=path, bytes=len(content), sha256=hashlib.sha256(content).hexdigest())
+        return path
+
+    def write_json(self, relative_path: str, payload: Any) -> str:
+        data = json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=False).encode("utf-8", "surrogatepass")
+        return self.write_file(relative_path, data)

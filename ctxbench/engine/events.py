@@ -1,0 +1,66 @@
+"""What a replay emits: frozen, JSON-serialisable events, ordered by ``step``, no wall clock.
+
+Event types and their fields (besides ``type``, ``call`` and ``step``):
+
+- ``context.status``: exactly DB-GPT's fields ``used``, ``budget``, ``ratio`` (4 places),
+  ``state`` and ``compact_layer``, by the strategy's own estimate.
+- ``compaction``: ``layer``, ``est_before``/``est_after`` (strategy's estimate),
+  ``true_before``/``true_after`` (true counter), ``messages_before``/``messages_after``,
+  ``dropped`` and ``changed`` (message counts), ``pairing_violations``, ``system_kept``, ``note``.
+- ``provider.call``: ``attempt``, ``estimated_tokens``, ``true_tokens``, ``limit``, ``ok``,
+  ``error`` (the provider's message), ``cached_tokens`` (prefix shared with the last accepted
+  prompt), ``messages`` (prompt length).
+- ``call.failed``: ``true_tokens``, ``limit``, ``attempts``.
+- ``summary``: ``layer``, ``ok``, ``input_tokens``, ``output_tokens``, ``error``.
+- ``snapshot``: ``path``, ``bytes``, ``sha256`` (file contents travel beside the events).
+- ``probe``: ``probe_id``, ``kind``, ``outcome`` (in_context / via_reference / stale / lost).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CONTEXT_STATUS = "context.status"
+COMPACTION = "compaction"
+PROVIDER_CALL = "provider.call"
+CALL_FAILED = "call.failed"
+SUMMARY = "summary"
+SNAPSHOT = "snapshot"
+PROBE = "probe"
+
+EVENT_TYPES = (CONTEXT_STATUS, COMPACTION, PROVIDER_CALL, CALL_FAILED, SUMMARY, SNAPSHOT, PROBE)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened during a replay, at model call ``call``, in order ``step``."""
+
+    type: str
+    step: int
+    call: int
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        out.update(self.data)
+        out["call"] = self.call
+        out["step"] = self.step
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Event:
+        rest = {k: v for k, v in data.items() if k not in ("type", "step", "call")}
+        return cls(type=str(data["type"]), step=int(data["step"]), call=int(data["call"]), data=rest)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+
+def event_line(event: Event, **extra: Any) -> str:
+    """One event as a JSON line (deterministic), with extra leading keys such as ``run_id``."""
+    payload = dict(extra)
+    payload.update(event.to_dict())
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,170 @@
+"""The open-loop replay: a recorded trace, call by call, through one compaction strategy.
+
+Pure and deterministic: no files, no clock, no global state. The same inputs give the same
+events, byte for byte. For every recorded assistant message (a model call ``k``):
+
+1. messages recorded since the previous call are appended to the view; tool results (and
+   DB-GPT ``Observation:`` messages) pass through ``strategy.on_tool_result`` first;
+2. ``context.status`` is emitted and ``strategy.before_call`` may compact;
+3. the provider counts the prompt with the TRUE counter; over ``window - reserved`` it raises
+   an overflow, ``strategy.on_overflow`` may compact and ask for a retry; a call still over the
+   window is a failed call (the real agent would have crashed here);
+4. probes asked at call ``k`` are scored against the prompt;
+5. the recorded assistant message is appended (the replay is open loop: the recorded turns do
+   not change with compaction).
+
+Probes asked at the end are scored after a last ``before_call`` (the prompt a next call would
+see); no provider call is made for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ctxbench.counting.base import TokenCounter
+from ctxbench.engine import events as ev
+from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
+from ctxbench.errors import ProviderOverflowError
+from ctxbench.probes.model import Probe
+from ctxbench.probes.scoring import score_probes
+from ctxbench.strategies.base import Strategy
+from ctxbench.summarizers.base import Summarizer
+from ctxbench.trace import Message, Trace
+
+#: Safety valve: no strategy may retry one call more often than this.
+MAX_ATTEMPTS = 16
+
+
+@dataclass(frozen=True)
+class ReplayOutput:
+    """What one replay produced: its events, its row, and the files the edge should write."""
+
+    events: tuple[ev.Event, ...]
+    result: RunResult
+    files: Mapping[str, bytes] = field(default_factory=dict)
+
+
+def _is_tool_result(message: Message) -> bool:
+    return message.role == "tool" or message.is_observation
+
+
+def replay(
+    trace: Trace,
+    strategy: Strategy,
+    provider: SimulatedProvider,
+    *,
+    true_counter: TokenCounter,
+    estimator: TokenCounter,
+    summarizer: Summarizer | None = None,
+    probes: Sequence[Probe] | None = None,
+    seed: int = 0,
+    identity: Identity | None = None,
+    prices: Prices | None = None,
+) -> ReplayOutput:
+    """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring."""
+    calls = trace.call_indices
+    messages = trace.messages
+    probe_list = tuple(trace.probes if probes is None else probes)
+    n_calls = len(calls)
+    ctx = ReplayContext(
+        trace_id=trace.id,
+        strategy=strategy,
+        estimator=estimator,
+        true_counter=true_counter,
+        window=provider.window,
+        reserved=provider.reserved,
+        tools=trace.tools,
+        n_calls=n_calls,
+        summarizer=summarizer,
+        seed=seed,
+    )
+    asked: dict[int, list[Probe]] = {}
+    for probe in probe_list:
+        at = n_calls if probe.ask_at is None or probe.ask_at >= n_calls else max(probe.ask_at, 0)
+        asked.setdefault(at, []).append(probe)
+
+    strategy.on_start(ctx)
+    position = 0
+    for k, index in enumerate(calls):
+        ctx.call = k
+        _ingest(ctx, strategy, messages[position:index])
+        _model_call(ctx, strategy, provider)
+        _score(ctx, asked.get(k, ()))
+        ctx.view.append(messages[index])
+        position = index + 1
+    ctx.call = n_calls
+    _ingest(ctx, strategy, messages[position:])
+    if asked.get(n_calls):
+        ctx.status(None)
+        strategy.before_call(ctx)
+        _score(ctx, asked[n_calls])
+
+    result = result_from_events(ctx.events, identity or Identity(trace_id=trace.id, strategy=strategy.name), prices=prices)
+    return ReplayOutput(tuple(ctx.events), result, dict(ctx.files))
+
+
+def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message]) -> None:
+    """Append recorded messages; consecutive tool results go to the strategy as one batch."""
+    batch: list[Message] = []
+    for message in new:
+        if _is_tool_result(message):
+            batch.append(message)
+            continue
+        _flush(ctx, strategy, batch)
+        ctx.remember_system(message)
+        ctx.view.append(message)
+    _flush(ctx, strategy, batch)
+
+
+def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[Message]) -> None:
+    if not batch:
+        return
+    for message in strategy.on_tool_results(list(batch), ctx):
+        ctx.view.append(message)
+    batch.clear()
+
+
+def _model_call(ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvider) -> None:
+    ctx.status(None)
+    strategy.before_call(ctx)
+    for attempt in range(MAX_ATTEMPTS):
+        true_tokens = ctx.view.true_tokens
+        try:
+            provider.check(true_tokens)
+        except ProviderOverflowError as error:
+            ctx.emit(
+                ev.PROVIDER_CALL,
+                attempt=attempt,
+                estimated_tokens=ctx.view.estimated_tokens,
+                true_tokens=true_tokens,
+                limit=provider.limit,
+                ok=False,
+                error=str(error),
+                cached_tokens=0,
+                messages=len(ctx.view),
+            )
+            if attempt + 1 < MAX_ATTEMPTS and strategy.on_overflow(error, attempt, ctx):
+                continue
+            ctx.emit(ev.CALL_FAILED, true_tokens=true_tokens, limit=provider.limit, attempts=attempt + 1)
+            return
+        ctx.emit(
+            ev.PROVIDER_CALL,
+            attempt=attempt,
+            estimated_tokens=ctx.view.estimated_tokens,
+            true_tokens=true_tokens,
+            limit=provider.limit,
+            ok=True,
+            error=None,
+            cached_tokens=ctx.view.cached_prefix_tokens(),
+            messages=len(ctx.view),
+        )
+        ctx.view.mark_sent()
+        return
+
+
+def _score(ctx: ReplayContext, probes: Sequence[Probe]) -> None:
+    for probe, outcome in score_probes(probes, ctx.view.messages, ctx.files):
+        ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome)

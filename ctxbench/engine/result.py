@@ -1,0 +1,197 @@
+"""The result row of one replay, computed from its events alone.
+
+Every metric is a function of the event list, so a row can always be re-derived (and checked)
+from the events file. The column names are a contract read by reports, ``check`` and users.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from ctxbench.engine import events as ev
+
+SCHEMA_VERSION = "ctxbench.result/1"
+
+#: Columns whose values depend on the machine (excluded from determinism comparisons).
+TIMING_COLUMNS: tuple[str, ...] = ("replay_seconds",)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What the row is about (from the RunSpec)."""
+
+    run_id: str = ""
+    trace_id: str = ""
+    strategy: str = ""
+    params: str = "{}"
+    window: int = 0
+    reserved: int = 0
+    counter: str = ""
+    estimator: str = ""
+    summarizer: str = ""
+    spec: str = "{}"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One row: identity, metrics computed from events, and provenance."""
+
+    run_id: str
+    trace_id: str
+    strategy: str
+    params: str
+    window: int
+    reserved: int
+    counter: str
+    estimator: str
+    summarizer: str
+    calls: int
+    failed_calls: int
+    overflow_errors: int
+    reactive_retries: int
+    compactions: str
+    summary_calls: int
+    summary_tokens: int
+    input_tokens_total: int
+    cached_input_tokens: int
+    peak_ratio: float
+    pairing_violations: int
+    system_kept: bool
+    probes: int
+    in_context: int
+    via_reference: int
+    stale: int
+    lost: int
+    retention: float | None
+    recoverability: float | None
+    retention_by_kind: str
+    cost_usd: float | None
+    replay_seconds: float
+    ctxbench_version: str
+    schema_version: str
+    error: str | None
+    spec: str
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens: fresh input, cached input, output (summaries count as calls)."""
+
+    input_per_mtok: float
+    cached_input_per_mtok: float | None = None
+    output_per_mtok: float = 0.0
+
+    def cost(self, input_tokens: int, cached_tokens: int, summary_in: int, summary_out: int) -> float:
+        cached_price = self.cached_input_per_mtok if self.cached_input_per_mtok is not None else self.input_per_mtok
+        fresh = input_tokens - cached_tokens + summary_in
+        usd = (fresh * self.input_per_mtok + cached_tokens * cached_price + summary_out * self.output_per_mtok) / 1e6
+        return round(usd, 6)
+
+
+def _version() -> str:
+    from ctxbench import __version__
+
+    return __version__
+
+
+def result_from_events(
+    events: Iterable[ev.Event | Mapping[str, Any]],
+    identity: Identity,
+    *,
+    prices: Prices | None = None,
+    replay_seconds: float = 0.0,
+    error: str | None = None,
+) -> RunResult:
+    """Compute the row from a replay's events (Event objects or their dicts)."""
+    calls: set[int] = set()
+    failed = overflow = retries = 0
+    layers: Counter[str] = Counter()
+    summary_calls = summary_in = summary_out = 0
+    input_total = cached_total = 0
+    peak = 0.0
+    pairing = 0
+    system_kept = True
+    outcomes: Counter[str] = Counter()
+    by_kind: dict[str, Counter[str]] = {}
+    for raw in events:
+        e = raw.to_dict() if isinstance(raw, ev.Event) else dict(raw)
+        kind = e["type"]
+        if kind == ev.PROVIDER_CALL:
+            calls.add(int(e["call"]))
+            if e["limit"] > 0:
+                peak = max(peak, e["true_tokens"] / e["limit"])
+            if e["attempt"] > 0:
+                retries += 1
+            if e["ok"]:
+                input_total += e["true_tokens"]
+                cached_total += e["cached_tokens"]
+            else:
+                overflow += 1
+        elif kind == ev.CALL_FAILED:
+            failed += 1
+        elif kind == ev.COMPACTION:
+            layers[e["layer"]] += 1
+            pairing += int(e["pairing_violations"])
+            system_kept = system_kept and bool(e["system_kept"])
+        elif kind == ev.SUMMARY:
+            summary_calls += 1
+            summary_in += int(e["input_tokens"])
+            summary_out += int(e["output_tokens"])
+        elif kind == ev.PROBE:
+            outcomes[e["outcome"]] += 1
+            by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
+    n_probes = sum(outcomes.values())
+    retention = outcomes["in_context"] / n_probes if n_probes else None
+    recoverability = (outcomes["in_context"] + outcomes["via_reference"]) / n_probes if n_probes else None
+    kind_retention = {
+        k: round(c["in_context"] / sum(c.values()), 4) for k, c in sorted(by_kind.items()) if sum(c.values())
+    }
+    cost = prices.cost(input_total, cached_total, summary_in, summary_out) if prices else None
+    return RunResult(
+        run_id=identity.run_id,
+        trace_id=identity.trace_id,
+        strategy=identity.strategy,
+        params=identity.params,
+        window=identity.window,
+        reserved=identity.reserved,
+        counter=identity.counter,
+        estimator=identity.estimator,
+        summarizer=identity.summarizer,
+        calls=len(calls),
+        failed_calls=failed,
+        overflow_errors=overflow,
+        reactive_retries=retries,
+        compactions=json.dumps(dict(sorted(layers.items())), separators=(",", ":")),
+        summary_calls=summary_calls,
+        summary_tokens=summary_in + summary_out,
+        input_tokens_total=input_total,
+        cached_input_tokens=cached_total,
+        peak_ratio=round(peak, 4),
+        pairing_violations=pairing,
+        system_kept=system_kept,
+        probes=n_probes,
+        in_context=outcomes["in_context"],
+        via_reference=outcomes["via_reference"],
+        stale=outcomes["stale"],
+        lost=outcomes["lost"],
+        retention=round(retention, 4) if retention is not None else None,
+        recoverability=round(recoverability, 4) if recoverability is not None else None,
+        retention_by_kind=json.dumps(kind_retention, separators=(",", ":")),
+        cost_usd=cost,
+        replay_seconds=replay_seconds,
+        ctxbench_version=_version(),
+        schema_version=SCHEMA_VERSION,
+        error=error,
+        spec=identity.spec,
+    )

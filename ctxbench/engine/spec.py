@@ -1,0 +1,96 @@
+"""RunSpec: one cell (trace, strategy + params, window, counters, summarizer) with a stable id.
+
+``run_id`` hashes the canonical JSON of the spec together with the trace's content hash, so
+the same cell always gets the same id, on any machine, in any order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ctxbench.errors import ConfigError
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8: the one serialisation ids are computed from."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything needed to re-run one replay; ``trace_source`` says where to load the trace."""
+
+    trace_id: str
+    trace_hash: str
+    strategy: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    window: int = 0
+    reserved: int = 4096
+    counter: str = "tiktoken:o200k_base"
+    estimator: str = ""
+    summarizer: str = "extractive"
+    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
+    error_style: str = "openai"
+    seed: int = 0
+    mine_probes: bool = False
+    trace_source: str = ""
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that define the cell (where the trace was loaded from is not one)."""
+        return {
+            "trace_id": self.trace_id,
+            "trace_hash": self.trace_hash,
+            "strategy": self.strategy,
+            "params": dict(self.params),
+            "window": self.window,
+            "reserved": self.reserved,
+            "counter": self.counter,
+            "estimator": self.estimator,
+            "summarizer": self.summarizer,
+            "summarizer_params": dict(self.summarizer_params),
+            "error_style": self.error_style,
+            "seed": self.seed,
+            "mine_probes": self.mine_probes,
+        }
+
+    @property
+    def run_id(self) -> str:
+        return hashlib.sha256(canonical_json(self.identity()).encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def key(self) -> str:
+        """A readable key that survives re-hashing: trace, strategy, params, window, counters."""
+        params = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return (
+            f"{self.trace_id}|{self.strategy}({params})|w={self.window}|r={self.reserved}"
+            f"|{self.counter}|{self.estimator}|{self.summarizer}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.identity()
+        out["trace_source"] = self.trace_source
+        out["run_id"] = self.run_id
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(k for k in data if k not in known and k != "run_id")
+        if unknown:
+            raise ConfigError(
+                f"unknown run spec keys {unknown}", hint=f"valid keys: {', '.join(sorted(known))}",
+            )
+        spec = cls(**{k: v for k, v in data.items() if k in known})
+        if "run_id" in data and data["run_id"] != spec.run_id:
+            raise ConfigError(
+                f"run_id {data['run_id']!r} does not match the spec (recomputed {spec.run_id!r})",
+                hint="the row was edited, or written by another ctxbench version",
+            )
+        return spec
+
+    def with_(self, **changes: Any) -> RunSpec:
+        return replace(self, **changes)

@@ -1,0 +1,85 @@
+"""The few errors ctxbench raises on purpose.
+
+Every error says *where* (file, line, key or JSON path) and *what to do*. The CLI prints
+``str(error)`` and exits with code 2; it never shows a traceback for these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class CtxbenchError(Exception):
+    """Base class: a problem with the user's input or environment, never a bug in ctxbench."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.key = key
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path
+            if self.line is not None:
+                where += f":{self.line}"
+            where += ": "
+        text = where
+        if self.key is not None:
+            text += f"{self.key}: "
+        text += self.message
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class TraceFormatError(CtxbenchError):
+    """A trace file (canonical or recorded) cannot be read as the format it claims to be."""
+
+
+class ConfigError(CtxbenchError):
+    """A TOML file, ``--set`` value or config field is unknown or has the wrong type."""
+
+
+class UnknownNameError(CtxbenchError):
+    """A registry name (strategy, counter, format, summarizer) does not exist."""
+
+
+class TokenizerNotFoundError(CtxbenchError):
+    """A vendored tokenizer file is missing or does not match its recorded sha256."""
+
+
+class ProviderOverflowError(CtxbenchError):
+    """The simulated provider rejected a prompt as longer than its context window.
+
+    ``str(error)`` is a realistic provider message (OpenAI, Anthropic or vLLM wording), so
+    strategies detect overflows by the same substrings the real systems match.
+    """
+
+    def __init__(self, provider_message: str, *, prompt_tokens: int, limit: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.limit = limit
+        super().__init__(provider_message)
+
+
+class SummarizerError(CtxbenchError):
+    """A summarizer failed (timeout, HTTP error, empty or malformed response)."""
+
+    def __init__(self, message: str, *, kind: str = "error") -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+class OutputError(CtxbenchError):
+    """Results could not be written (read-only directory, disk full); finished results are intact."""

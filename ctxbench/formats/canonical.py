@@ -1,0 +1,160 @@
+"""Read and write the canonical ``ctxbench.trace/1`` format.
+
+JSON Lines, one trace per line (``.jsonl``, optionally ``.gz``), or a single trace in a
+``.json`` file. Reading streams: traces are parsed one line at a time, so memory does not
+grow with the number of traces in a file. Errors name the file, the line and the JSON path.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any
+
+from ctxbench.errors import TraceFormatError
+from ctxbench.trace import SCHEMA, Trace
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of one canonical trace (shipped in the package)."""
+    text = resources.files("ctxbench.formats").joinpath("trace.schema.json").read_text("utf-8")
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def parse_trace(data: Any, *, path: str | Path, line: int | None = None) -> Trace:
+    """One canonical trace from parsed JSON; shape errors name the file, line and JSON path."""
+    if not isinstance(data, dict):
+        raise TraceFormatError(
+            f"expected a trace object, got {type(data).__name__}",
+            path=path, line=line, hint="each line of a .jsonl trace file holds one JSON object",
+        )
+    declared = data.get("schema", SCHEMA)
+    if declared != SCHEMA:
+        raise TraceFormatError(
+            f"schema is {declared!r}, expected {SCHEMA!r}",
+            path=path, line=line, key="$.schema",
+            hint="import recorded traces with `ctxbench import FILE -o traces.jsonl` first",
+        )
+    for key in ("id", "messages"):
+        if key not in data:
+            raise TraceFormatError(
+                f"missing required key {key!r}", path=path, line=line, key="$",
+                hint="a canonical trace needs 'id' and 'messages'; see `ctxbench.formats.canonical.schema()`",
+            )
+    try:
+        return Trace.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TraceFormatError(
+            f"invalid trace: {_describe(exc)}", path=path, line=line, key=_locate(data, exc),
+            hint="compare with the ctxbench.trace/1 schema in DESIGN.md",
+        ) from None
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing key {exc.args[0]!r}"
+    return str(exc)
+
+
+def _locate(data: dict[str, Any], exc: Exception) -> str:
+    """Best-effort JSON path of the failing element, by re-parsing element by element."""
+    from ctxbench.probes.model import Probe
+    from ctxbench.trace import Message, ToolSpec
+
+    for key, cls in (("messages", Message), ("tools", ToolSpec), ("probes", Probe)):
+        items = data.get(key)
+        if not isinstance(items, list):
+            continue
+        for i, item in enumerate(items):
+            try:
+                cls.from_dict(item)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                return f"$.{key}[{i}]"
+    return "$"
+
+
+def read_traces(path: str | Path) -> Iterator[Trace]:
+    """Stream the traces of a canonical ``.jsonl`` / ``.jsonl.gz`` / ``.json`` file."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceFormatError("no such file", path=path, hint="check the path")
+    if path.is_dir():
+        raise TraceFormatError("is a directory, not a trace file", path=path, hint="give the .jsonl files inside it")
+    stem_suffix = Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
+    try:
+        if stem_suffix == ".json":
+            with _open_text(path) as fh:
+                try:
+                    data = json.load(fh)
+                except json.JSONDecodeError as exc:
+                    raise TraceFormatError(
+                        f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno,
+                        hint="fix the JSON syntax",
+                    ) from None
+            items = data if isinstance(data, list) else [data]
+            for item in items:
+                yield parse_trace(item, path=path)
+            return
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise TraceFormatError(
+                        f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno,
+                        hint="each line must be one complete JSON object; was the file truncated?",
+                    ) from None
+                yield parse_trace(data, path=path, line=lineno)
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path,
+            hint="re-encode the file as UTF-8",
+        ) from None
+    except (OSError, EOFError) as exc:
+        raise TraceFormatError(f"cannot read: {exc}", path=path, hint="is the file complete and readable?") from None
+    except RecursionError:
+        raise TraceFormatError("JSON nested too deeply", path=path, hint="flatten the data") from None
+
+
+def trace_line(trace: Trace) -> str:
+    """One trace as a canonical JSON line (deterministic key order, no trailing newline)."""
+    return json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def write_traces(path: str | Path, traces: Iterable[Trace]) -> int:
+    """Write traces to ``path`` atomically (temp file + rename). Returns how many were written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    count = 0
+    try:
+        raw = os.fdopen(fd, "wb")
+        stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.suffix == ".gz" else raw
+        with raw, stream:
+            single_json = path.suffix == ".json"
+            for trace in traces:
+                if single_json and count:
+                    raise TraceFormatError(
+                        "a .json file holds one trace", path=path, hint="write several traces to a .jsonl file",
+                    )
+                stream.write(trace_line(trace).encode("utf-8", "surrogatepass") + b"\n")
+                count += 1
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count

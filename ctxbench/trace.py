@@ -1,0 +1,574 @@
+"""The canonical trace model: immutable messages, rounds, and structural validation.
+
+Every importer, generator and strategy speaks this model. Messages follow OpenAI chat
+conventions (system, user, assistant with ``tool_calls``, tool with ``tool_call_id``).
+Unknown keys of a recorded trace are kept under ``meta`` so a round trip loses nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from ctxbench.probes.model import Probe
+
+SCHEMA = "ctxbench.trace/1"
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+#: Provider replay fields: sent back to the model on later calls, so counters count them.
+REPLAY_KEYS: tuple[str, ...] = (
+    "reasoning_content",
+    "reasoning",
+    "reasoning_details",
+    "thinking_blocks",
+    "codex_reasoning_items",
+    "codex_message_items",
+)
+
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "usage", "meta", *REPLAY_KEYS)
+_CALL_KEYS = ("id", "name", "arguments", "meta")
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "meta")
+_TOOL_KEYS = ("name", "description", "parameters", "meta")
+_TRACE_KEYS = ("schema", "id", "meta", "tools", "messages", "probes")
+
+OBSERVATION_PREFIX = "Observation:"
+
+
+def _split_known(data: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
+    """Unknown keys of ``data`` merged into its ``meta`` (explicit meta keys win)."""
+    extra = {k: v for k, v in data.items() if k not in known}
+    meta = dict(data.get("meta") or {})
+    for key, value in extra.items():
+        meta.setdefault(key, value)
+    return meta
+
+
+@dataclass(frozen=True)
+class Part:
+    """One content part of a list-content message (``text``, ``image_url``, ``input_audio``...)."""
+
+    type: str
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_text(self) -> bool:
+        return self.type == "text"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        if self.is_text:
+            out["text"] = self.text
+        out.update(self.data)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Part:
+        kind = str(data.get("type", "text"))
+        rest = {k: v for k, v in data.items() if k not in ("type", "text")}
+        if kind == "text":
+            return cls(kind, str(data.get("text") or ""), rest)
+        if "text" in data:
+            rest["text"] = data["text"]
+        return cls(kind, "", rest)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A function call made by an assistant message. ``arguments`` is the JSON text as sent."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.meta:
+            out["meta"] = dict(self.meta)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        args = data.get("arguments", "{}")
+        if not isinstance(args, str):
+            args = json.dumps(args, ensure_ascii=False)
+        return cls(
+            id=str(data["id"]),
+            name=str(data["name"]),
+            arguments=args,
+            meta=_split_known(data, _CALL_KEYS),
+        )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Provider-reported token usage of one model call (kept from recorded traces)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+        }
+        if self.meta:
+            out["meta"] = dict(self.meta)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        def _int(key: str) -> int | None:
+            value = data.get(key)
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"usage.{key} must be an integer or null, not {value!r}")
+            return value
+
+        return cls(
+            prompt_tokens=_int("prompt_tokens"),
+            completion_tokens=_int("completion_tokens"),
+            cached_tokens=_int("cached_tokens"),
+            meta=_split_known(data, _USAGE_KEYS),
+        )
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message. Immutable: strategies build new messages, never edit old ones.
+
+    ``content`` is always the message text. ``parts`` is ``None`` when the recorded content was
+    a plain string, else the full ordered list of parts (text parts included; ``content`` is
+    then their text joined by newlines). ``replay`` holds provider replay fields such as
+    ``reasoning_content``, which are sent back to the model and therefore counted.
+    """
+
+    role: str
+    content: str = ""
+    parts: tuple[Part, ...] | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    usage: Usage | None = None
+    replay: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_parts(cls, role: str, parts: Iterable[Part], **kwargs: Any) -> Message:
+        parts = tuple(parts)
+        text = "\n".join(p.text for p in parts if p.is_text)
+        return cls(role=role, content=text, parts=parts, **kwargs)
+
+    @property
+    def media_parts(self) -> tuple[Part, ...]:
+        """Non-text parts (images, audio, files)."""
+        return tuple(p for p in self.parts or () if not p.is_text)
+
+    @property
+    def is_observation(self) -> bool:
+        """A DB-GPT text-ReAct observation: a user message starting with ``Observation:``."""
+        return self.role == "user" and self.content.lstrip().startswith(OBSERVATION_PREFIX)
+
+    def with_text(self, text: str) -> Message:
+        """A copy with new text; media parts are kept after the text."""
+        if self.parts is None:
+            return replace(self, content=text)
+        media = self.media_parts
+        if not media:
+            return replace(self, content=text, parts=None)
+        return replace(self, content=text, parts=(Part("text", text), *media))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A content hash of everything a token counter sees; the key of count caches."""
+        payload = json.dumps(
+            [
+                self.role,
+                self.content,
+                [p.to_dict() for p in self.parts] if self.parts is not None else None,
+                [[c.id, c.name, c.arguments] for c in self.tool_calls],
+                self.tool_call_id,
+                self.name,
+                dict(self.replay),
+            ],
+            ensure_ascii=False,
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role}
+        out["content"] = [p.to_dict() for p in self.parts] if self.parts is not None else self.content
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        if self.usage is not None:
+            out["usage"] = self.usage.to_dict()
+        for key in REPLAY_KEYS:
+            if key in self.replay:
+                out[key] = self.replay[key]
+        if self.meta:
+            out["meta"] = dict(self.meta)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """Build from a canonical dict. Raises KeyError/TypeError/ValueError on bad shapes."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a message must be an object, not {type(data).__name__}")
+        role = data["role"]
+        if not isinstance(role, str):
+            raise TypeError(f"message 'role' must be a string, not {role!r}")
+        raw = data.get("content")
+        parts: tuple[Part, ...] | None = None
+        if raw is None:
+            content = ""
+        elif isinstance(raw, str):
+            content = raw
+        elif isinstance(raw, list):
+            parts = tuple(Part.from_dict(p if isinstance(p, Mapping) else {"type": "text", "text": str(p)}) for p in raw)
+            content = "\n".join(p.text for p in parts if p.is_text)
+        else:
+            raise TypeError(f"message 'content' must be a string, a list of parts or null, not {type(raw).__name__}")
+        calls_raw = data.get("tool_calls") or []
+        if not isinstance(calls_raw, list):
+            raise TypeError("message 'tool_calls' must be a list")
+        usage_raw = data.get("usage")
+        if usage_raw is not None and not isinstance(usage_raw, Mapping):
+            raise TypeError("message 'usage' must be an object or null")
+        tool_call_id = data.get("tool_call_id")
+        name = data.get("name")
+        return cls(
+            role=role,
+            content=content,
+            parts=parts,
+            tool_calls=tuple(ToolCall.from_dict(c) for c in calls_raw),
+            tool_call_id=str(tool_call_id) if tool_call_id is not None else None,
+            name=str(name) if name is not None else None,
+            usage=Usage.from_dict(usage_raw) if usage_raw is not None else None,
+            replay={k: data[k] for k in REPLAY_KEYS if data.get(k) is not None},
+            meta=_split_known(data, _MESSAGE_KEYS),
+        )
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the agent was given (name, description, JSON-Schema parameters)."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+        }
+        if self.meta:
+            out["meta"] = dict(self.meta)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolSpec:
+        params = data.get("parameters") or {}
+        if not isinstance(params, Mapping):
+            raise TypeError("tool 'parameters' must be an object")
+        return cls(
+            name=str(data["name"]),
+            description=str(data.get("description") or ""),
+            parameters=dict(params),
+            meta=_split_known(data, _TOOL_KEYS),
+        )
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A recorded or synthetic agent run: messages, the tools offered, probes and metadata."""
+
+    id: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    probes: tuple[Probe, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def call_indices(self) -> tuple[int, ...]:
+        """Message indices of the model calls (every assistant message, in order)."""
+        return tuple(i for i, m in enumerate(self.messages) if m.role == "assistant")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "id": self.id,
+            "meta": dict(self.meta),
+            "tools": [t.to_dict() for t in self.tools],
+            "messages": [m.to_dict() for m in self.messages],
+            "probes": [p.to_dict() for p in self.probes],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Trace:
+        """Build from a canonical dict. Raises KeyError/TypeError/ValueError on bad shapes;
+        :mod:`ctxbench.formats.canonical` turns those into errors naming file, line and path."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a trace must be a JSON object, not {type(data).__name__}")
+        messages = data["messages"]
+        if not isinstance(messages, list):
+            raise TypeError("trace 'messages' must be a list")
+        tools = data.get("tools") or []
+        probes = data.get("probes") or []
+        if not isinstance(tools, list) or not isinstance(probes, list):
+            raise TypeError("trace 'tools' and 'probes' must be lists")
+        return cls(
+            id=str(data["id"]),
+            messages=tuple(Message.from_dict(m) for m in messages),
+            tools=tuple(ToolSpec.from_dict(t) for t in tools),
+            probes=tuple(Probe.from_dict(p) for p in probes),
+            meta=_split_known(data, _TRACE_KEYS),
+        )
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON: the trace's identity in run ids."""
+        text = json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# rounds
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round: an assistant message and the tool results answering its calls, plus the
+    user messages leading up to it. ``indices`` are positions in the segmented sequence."""
+
+    index: int
+    indices: tuple[int, ...]
+    complete: bool
+
+    @property
+    def first(self) -> int:
+        return self.indices[0]
+
+    @property
+    def last(self) -> int:
+        return self.indices[-1]
+
+
+def _next_non_system(messages: Sequence[Message], i: int) -> Message | None:
+    for m in messages[i + 1 :]:
+        if m.role != "system":
+            return m
+    return None
+
+
+def _closes_round(messages: Sequence[Message], i: int) -> bool:
+    msg = messages[i]
+    nxt = _next_non_system(messages, i)
+    if msg.is_observation:
+        return True
+    if msg.role == "assistant":
+        if msg.tool_calls:
+            return nxt is None or nxt.role != "tool"
+        return nxt is None or not nxt.is_observation
+    if msg.role == "tool":
+        return nxt is None or nxt.role != "tool"
+    return False
+
+
+def rounds(messages: Sequence[Message] | Trace) -> list[Round]:
+    """Segment messages into rounds, the one segmentation every strategy uses.
+
+    - Tool calling: a round closes after the tool results that follow an assistant message
+      with calls (parallel calls included), or at an assistant message without calls.
+    - Text ReAct (DB-GPT style): a user message starting with ``Observation:`` closes the
+      round, so ``Thought/Action`` assistant text and its observation stay together.
+    - System messages belong to no round. Trailing messages form an incomplete last round.
+    """
+    seq = messages.messages if isinstance(messages, Trace) else messages
+    out: list[Round] = []
+    current: list[int] = []
+    for i, msg in enumerate(seq):
+        if msg.role == "system":
+            continue
+        current.append(i)
+        if _closes_round(seq, i):
+            out.append(Round(len(out), tuple(current), True))
+            current = []
+    if current:
+        out.append(Round(len(out), tuple(current), False))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One structural problem found by :func:`validate`."""
+
+    code: str
+    index: int | None
+    message: str
+    hint: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "index": self.index, "message": self.message, "hint": self.hint}
+
+
+PROBLEM_CODES: tuple[str, ...] = (
+    "empty_trace",
+    "unknown_role",
+    "orphan_tool_result",
+    "missing_tool_result",
+    "duplicate_call_id",
+    "tool_not_adjacent",
+    "probe_evidence_out_of_range",
+    "probe_answer_not_in_evidence",
+    "probe_ask_at_out_of_range",
+    "duplicate_probe_id",
+)
+
+
+def message_search_text(message: Message) -> str:
+    """All text a reader of the message sees: content, tool-call names and arguments."""
+    pieces = [message.content]
+    for call in message.tool_calls:
+        pieces.append(call.name)
+        pieces.append(call.arguments)
+    return "\n".join(pieces)
+
+
+def validate(trace: Trace) -> list[Problem]:
+    """Structural problems of a trace, each with its message index and a fix hint."""
+    problems: list[Problem] = []
+    msgs = trace.messages
+    if not msgs:
+        problems.append(Problem("empty_trace", None, "the trace has no messages", "add at least one user and one assistant message"))
+    seen_ids: dict[str, int] = {}
+    open_calls: dict[str, int] = {}  # call id -> assistant index, awaiting a result
+    answered: set[str] = set()
+    block_owner: int | None = None  # assistant index whose tool results may follow now
+    for i, msg in enumerate(msgs):
+        if msg.role not in ROLES:
+            problems.append(Problem("unknown_role", i, f"unknown role {msg.role!r}", f"use one of {', '.join(ROLES)}"))
+            block_owner = None
+            continue
+        if msg.role == "assistant":
+            block_owner = i if msg.tool_calls else None
+            for call in msg.tool_calls:
+                if call.id in seen_ids:
+                    problems.append(Problem(
+                        "duplicate_call_id", i,
+                        f"tool call id {call.id!r} was already used at message {seen_ids[call.id]}",
+                        "give every tool call a unique id",
+                    ))
+                else:
+                    seen_ids[call.id] = i
+                    open_calls[call.id] = i
+            continue
+        if msg.role == "tool":
+            cid = msg.tool_call_id
+            if cid is None or cid not in seen_ids:
+                problems.append(Problem(
+                    "orphan_tool_result", i,
+                    f"tool result for call id {cid!r} has no matching assistant tool call",
+                    "set tool_call_id to the id of a call in an earlier assistant message, or drop the result",
+                ))
+                continue
+            if cid in answered:
+                problems.append(Problem(
+                    "orphan_tool_result", i,
+                    f"call id {cid!r} already has a result",
+                    "keep one tool result per call",
+                ))
+                continue
+            answered.add(cid)
+            owner = open_calls.pop(cid, seen_ids[cid])
+            if block_owner != owner:
+                problems.append(Problem(
+                    "tool_not_adjacent", i,
+                    f"tool result for call {cid!r} (made at message {owner}) does not directly follow its assistant message",
+                    "move tool results right after the assistant message that made the calls",
+                ))
+            continue
+        if msg.role != "system":
+            block_owner = None
+    for cid, owner in sorted(open_calls.items(), key=lambda kv: kv[1]):
+        problems.append(Problem(
+            "missing_tool_result", owner,
+            f"tool call {cid!r} has no result",
+            "add a tool message with this tool_call_id after the assistant message",
+        ))
+    n_calls = len(trace.call_indices)
+    probe_ids: set[str] = set()
+    for probe in trace.probes:
+        if probe.id in probe_ids:
+            problems.append(Problem("duplicate_probe_id", None, f"probe id {probe.id!r} is used twice", "give every probe a unique id"))
+        probe_ids.add(probe.id)
+        if probe.ask_at is not None and not 0 <= probe.ask_at <= n_calls:
+            problems.append(Problem(
+                "probe_ask_at_out_of_range", None,
+                f"probe {probe.id!r} ask_at={probe.ask_at} but the trace has {n_calls} model calls",
+                f"use null (end of trace) or a call index in 0..{n_calls}",
+            ))
+        bad = [e for e in probe.evidence if not 0 <= e < len(msgs)]
+        for e in bad:
+            problems.append(Problem(
+                "probe_evidence_out_of_range", e,
+                f"probe {probe.id!r} cites evidence message {e}, but the trace has {len(msgs)} messages",
+                "evidence holds 0-based message indices",
+            ))
+        good = [e for e in probe.evidence if 0 <= e < len(msgs)]
+        if good and not bad:
+            text = "\n".join(message_search_text(msgs[e]) for e in good)
+            if not any(a in text for a in probe.answers):
+                problems.append(Problem(
+                    "probe_answer_not_in_evidence", good[0],
+                    f"none of probe {probe.id!r}'s answers appears verbatim in its evidence messages {good}",
+                    "fix the evidence indices or the answers",
+                ))
+    return problems
+
+
+def pairing_violations(messages: Sequence[Message]) -> int:
+    """Tool-pairing defects a provider would reject in a prompt: results without their call,
+    calls without their result, and results not directly after the assistant that made the call."""
+    violations = 0
+    owner_of: dict[str, int] = {}
+    answered: set[str] = set()
+    block_owner: int | None = None
+    for i, msg in enumerate(messages):
+        if msg.role == "assistant":
+            block_owner = i if msg.tool_calls else None
+            for call in msg.tool_calls:
+                owner_of.setdefault(call.id, i)
+        elif msg.role == "tool":
+            cid = msg.tool_call_id
+            if cid is None or cid not in owner_of or cid in answered:
+                violations += 1
+            else:
+                answered.add(cid)
+                if owner_of[cid] != block_owner:
+                    violations += 1
+        elif msg.role != "system":
+            block_owner = None
+    violations += sum(1 for cid in owner_of if cid not in answered)
+    return violations
