@@ -68,7 +68,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def _valid_keys(cls: type) -> str:
-    return ", ".join(f"{d['name']} ({d['type']}, default {d['default']!r})" for d in describe_fields(cls))
+    return ", ".join(
+        f"{d['name']} ({d['type']}, default {d['default']!r})" for d in describe_fields(cls)
+    )
 
 
 def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
@@ -78,7 +80,9 @@ def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
 
     def fail(expected: str) -> ConfigError:
         return ConfigError(
-            f"expected {expected}, got {value!r}", path=source, key=key,
+            f"expected {expected}, got {value!r}",
+            path=source,
+            key=key,
             hint=f"give {key} as {expected}",
         )
 
@@ -175,7 +179,8 @@ def build(cls: type[C], params: Mapping[str, Any], *, source: str | None = None)
             close = difflib.get_close_matches(key, names, n=1)
             raise ConfigError(
                 f"unknown key {key!r}; valid keys: {_valid_keys(cls)}",
-                path=source, key=key,
+                path=source,
+                key=key,
                 hint=f"did you mean {close[0]!r}?" if close else "remove it or fix its spelling",
             )
         kwargs[key] = coerce(value, hints[key], key=key, source=source)
@@ -201,7 +206,8 @@ def parse_set(values: Sequence[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(
-                f"--set {item!r} is not KEY=VALUE", hint="for example --set warning_threshold=0.6",
+                f"--set {item!r} is not KEY=VALUE",
+                hint="for example --set warning_threshold=0.6",
             )
         out[key.strip()] = value.strip()
     return out
@@ -220,4 +226,9 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
+        if line is None:
+            import re
+
+            found = re.search(r"line (\d+)", str(exc))
+            line = int(found.group(1)) if found else None
         raise ConfigError(f"invalid TOML: {exc}", path=path, line=line) from None

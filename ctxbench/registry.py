@@ -71,7 +71,8 @@ class Registry:
         listing = ", ".join(self.names())
         return UnknownNameError(
             f"unknown {self.kind} {name!r}; known: {listing}",
-            hint=hint or f"run `ctxbench {self.kind}s` to list them, or give a plug-in as module:Class",
+            hint=hint
+            or f"run `ctxbench {self.kind}s` to list them, or give a plug-in as module:Class",
         )
 
 

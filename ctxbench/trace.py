@@ -29,7 +29,16 @@ REPLAY_KEYS: tuple[str, ...] = (
     "codex_message_items",
 )
 
-_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "usage", "meta", *REPLAY_KEYS)
+_MESSAGE_KEYS = (
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "usage",
+    "meta",
+    *REPLAY_KEYS,
+)
 _CALL_KEYS = ("id", "name", "arguments", "meta")
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "meta")
 _TOOL_KEYS = ("name", "description", "parameters", "meta")
@@ -208,7 +217,9 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role}
-        out["content"] = [p.to_dict() for p in self.parts] if self.parts is not None else self.content
+        out["content"] = (
+            [p.to_dict() for p in self.parts] if self.parts is not None else self.content
+        )
         if self.tool_calls:
             out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
         if self.tool_call_id is not None:
@@ -239,10 +250,15 @@ class Message:
         elif isinstance(raw, str):
             content = raw
         elif isinstance(raw, list):
-            parts = tuple(Part.from_dict(p if isinstance(p, Mapping) else {"type": "text", "text": str(p)}) for p in raw)
+            parts = tuple(
+                Part.from_dict(p if isinstance(p, Mapping) else {"type": "text", "text": str(p)})
+                for p in raw
+            )
             content = "\n".join(p.text for p in parts if p.is_text)
         else:
-            raise TypeError(f"message 'content' must be a string, a list of parts or null, not {type(raw).__name__}")
+            raise TypeError(
+                f"message 'content' must be a string, a list of parts or null, not {type(raw).__name__}"
+            )
         calls_raw = data.get("tool_calls") or []
         if not isinstance(calls_raw, list):
             raise TypeError("message 'tool_calls' must be a list")
@@ -345,7 +361,9 @@ class Trace:
     @cached_property
     def content_hash(self) -> str:
         """sha256 of the canonical JSON: the trace's identity in run ids."""
-        text = json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+        text = json.dumps(
+            self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str
+        )
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -461,25 +479,42 @@ def validate(trace: Trace) -> list[Problem]:
     problems: list[Problem] = []
     msgs = trace.messages
     if not msgs:
-        problems.append(Problem("empty_trace", None, "the trace has no messages", "add at least one user and one assistant message"))
+        problems.append(
+            Problem(
+                "empty_trace",
+                None,
+                "the trace has no messages",
+                "add at least one user and one assistant message",
+            )
+        )
     seen_ids: dict[str, int] = {}
     open_calls: dict[str, int] = {}  # call id -> assistant index, awaiting a result
     answered: set[str] = set()
     block_owner: int | None = None  # assistant index whose tool results may follow now
     for i, msg in enumerate(msgs):
         if msg.role not in ROLES:
-            problems.append(Problem("unknown_role", i, f"unknown role {msg.role!r}", f"use one of {', '.join(ROLES)}"))
+            problems.append(
+                Problem(
+                    "unknown_role",
+                    i,
+                    f"unknown role {msg.role!r}",
+                    f"use one of {', '.join(ROLES)}",
+                )
+            )
             block_owner = None
             continue
         if msg.role == "assistant":
             block_owner = i if msg.tool_calls else None
             for call in msg.tool_calls:
                 if call.id in seen_ids:
-                    problems.append(Problem(
-                        "duplicate_call_id", i,
-                        f"tool call id {call.id!r} was already used at message {seen_ids[call.id]}",
-                        "give every tool call a unique id",
-                    ))
+                    problems.append(
+                        Problem(
+                            "duplicate_call_id",
+                            i,
+                            f"tool call id {call.id!r} was already used at message {seen_ids[call.id]}",
+                            "give every tool call a unique id",
+                        )
+                    )
                 else:
                     seen_ids[call.id] = i
                     open_calls[call.id] = i
@@ -487,64 +522,92 @@ def validate(trace: Trace) -> list[Problem]:
         if msg.role == "tool":
             cid = msg.tool_call_id
             if cid is None or cid not in seen_ids:
-                problems.append(Problem(
-                    "orphan_tool_result", i,
-                    f"tool result for call id {cid!r} has no matching assistant tool call",
-                    "set tool_call_id to the id of a call in an earlier assistant message, or drop the result",
-                ))
+                problems.append(
+                    Problem(
+                        "orphan_tool_result",
+                        i,
+                        f"tool result for call id {cid!r} has no matching assistant tool call",
+                        "set tool_call_id to the id of a call in an earlier assistant message, or drop the result",
+                    )
+                )
                 continue
             if cid in answered:
-                problems.append(Problem(
-                    "orphan_tool_result", i,
-                    f"call id {cid!r} already has a result",
-                    "keep one tool result per call",
-                ))
+                problems.append(
+                    Problem(
+                        "orphan_tool_result",
+                        i,
+                        f"call id {cid!r} already has a result",
+                        "keep one tool result per call",
+                    )
+                )
                 continue
             answered.add(cid)
             owner = open_calls.pop(cid, seen_ids[cid])
             if block_owner != owner:
-                problems.append(Problem(
-                    "tool_not_adjacent", i,
-                    f"tool result for call {cid!r} (made at message {owner}) does not directly follow its assistant message",
-                    "move tool results right after the assistant message that made the calls",
-                ))
+                problems.append(
+                    Problem(
+                        "tool_not_adjacent",
+                        i,
+                        f"tool result for call {cid!r} (made at message {owner}) does not directly follow its assistant message",
+                        "move tool results right after the assistant message that made the calls",
+                    )
+                )
             continue
         if msg.role != "system":
             block_owner = None
     for cid, owner in sorted(open_calls.items(), key=lambda kv: kv[1]):
-        problems.append(Problem(
-            "missing_tool_result", owner,
-            f"tool call {cid!r} has no result",
-            "add a tool message with this tool_call_id after the assistant message",
-        ))
+        problems.append(
+            Problem(
+                "missing_tool_result",
+                owner,
+                f"tool call {cid!r} has no result",
+                "add a tool message with this tool_call_id after the assistant message",
+            )
+        )
     n_calls = len(trace.call_indices)
     probe_ids: set[str] = set()
     for probe in trace.probes:
         if probe.id in probe_ids:
-            problems.append(Problem("duplicate_probe_id", None, f"probe id {probe.id!r} is used twice", "give every probe a unique id"))
+            problems.append(
+                Problem(
+                    "duplicate_probe_id",
+                    None,
+                    f"probe id {probe.id!r} is used twice",
+                    "give every probe a unique id",
+                )
+            )
         probe_ids.add(probe.id)
         if probe.ask_at is not None and not 0 <= probe.ask_at <= n_calls:
-            problems.append(Problem(
-                "probe_ask_at_out_of_range", None,
-                f"probe {probe.id!r} ask_at={probe.ask_at} but the trace has {n_calls} model calls",
-                f"use null (end of trace) or a call index in 0..{n_calls}",
-            ))
+            problems.append(
+                Problem(
+                    "probe_ask_at_out_of_range",
+                    None,
+                    f"probe {probe.id!r} ask_at={probe.ask_at} but the trace has {n_calls} model calls",
+                    f"use null (end of trace) or a call index in 0..{n_calls}",
+                )
+            )
         bad = [e for e in probe.evidence if not 0 <= e < len(msgs)]
         for e in bad:
-            problems.append(Problem(
-                "probe_evidence_out_of_range", e,
-                f"probe {probe.id!r} cites evidence message {e}, but the trace has {len(msgs)} messages",
-                "evidence holds 0-based message indices",
-            ))
+            problems.append(
+                Problem(
+                    "probe_evidence_out_of_range",
+                    e,
+                    f"probe {probe.id!r} cites evidence message {e}, but the trace has {len(msgs)} messages",
+                    "evidence holds 0-based message indices",
+                )
+            )
         good = [e for e in probe.evidence if 0 <= e < len(msgs)]
         if good and not bad:
             text = "\n".join(message_search_text(msgs[e]) for e in good)
             if not any(a in text for a in probe.answers):
-                problems.append(Problem(
-                    "probe_answer_not_in_evidence", good[0],
-                    f"none of probe {probe.id!r}'s answers appears verbatim in its evidence messages {good}",
-                    "fix the evidence indices or the answers",
-                ))
+                problems.append(
+                    Problem(
+                        "probe_answer_not_in_evidence",
+                        good[0],
+                        f"none of probe {probe.id!r}'s answers appears verbatim in its evidence messages {good}",
+                        "fix the evidence indices or the answers",
+                    )
+                )
     return problems
 
 

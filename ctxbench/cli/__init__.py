@@ -17,7 +17,11 @@ from ctxbench.errors import CtxbenchError
 
 #: command name -> (module under ctxbench.cli, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "demo": ("demo", "demo", "Run the quickstart job on the embedded scenarios and write its report."),
+    "demo": (
+        "demo",
+        "demo",
+        "Run the quickstart job on the embedded scenarios and write its report.",
+    ),
     "counters": ("counting", "counters", "List token counters (exact tokenizers and estimators)."),
     "count": ("counting", "count", "Count tokens of text or traces with one or more counters."),
     "validate": ("validating", "validate", "Check traces for structural problems."),

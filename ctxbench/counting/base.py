@@ -91,7 +91,11 @@ def tool_schemas_json(tools: Sequence[ToolSpec]) -> str:
     payload = [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.parameters),
+            },
         }
         for t in tools
     ]

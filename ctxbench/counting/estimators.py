@@ -73,7 +73,13 @@ class DbgptCounter(TokenCounter):
 
 def _str_tool_call(call: Any) -> str:
     """``str(tc)`` of an OpenAI-style tool-call dict, as Hermes measures the envelope."""
-    return str({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}})
+    return str(
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+    )
 
 
 class AgentScopeCounter(TokenCounter):

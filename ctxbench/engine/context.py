@@ -99,7 +99,9 @@ class ReplayContext:
         """
         before = self.view.messages
         est_before, true_before = self.view.estimated_tokens, self.view.true_tokens
-        changed_flag = len(before) != len(messages) or any(a is not b and a != b for a, b in zip(before, messages))
+        changed_flag = len(before) != len(messages) or any(
+            a is not b and a != b for a, b in zip(before, messages)
+        )
         if changed_flag:
             self.view.replace(messages)
             after_fps = {m.fingerprint for m in messages}
@@ -124,10 +126,15 @@ class ReplayContext:
         self.status(layer)
         return changed_flag
 
-    def tool_result_changed(self, layer: str, original: Message, kept: Message, *, note: str = "") -> None:
+    def tool_result_changed(
+        self, layer: str, original: Message, kept: Message, *, note: str = ""
+    ) -> None:
         """Record that ``on_tool_result`` shrank or offloaded a result before it was appended."""
         est_o, est_k = self.estimator.count_message(original), self.estimator.count_message(kept)
-        true_o, true_k = self._true_counter.count_message(original), self._true_counter.count_message(kept)
+        true_o, true_k = (
+            self._true_counter.count_message(original),
+            self._true_counter.count_message(kept),
+        )
         n = len(self.view)
         self.emit(
             ev.COMPACTION,
@@ -165,20 +172,45 @@ class ReplayContext:
         """
         input_tokens = self._true_counter.count(request.prompt)
         if self.summarizer is None:
-            self.emit(ev.SUMMARY, layer=request.layer, ok=False, input_tokens=0, output_tokens=0, error="no summarizer")
+            self.emit(
+                ev.SUMMARY,
+                layer=request.layer,
+                ok=False,
+                input_tokens=0,
+                output_tokens=0,
+                error="no summarizer",
+            )
             raise SummarizerError("no summarizer configured", kind="missing")
         try:
             text = self.summarizer.summarize(request, self._true_counter)
         except SummarizerError as exc:
-            self.emit(ev.SUMMARY, layer=request.layer, ok=False, input_tokens=input_tokens, output_tokens=0,
-                      error=f"{exc.kind}: {exc.message}")
+            self.emit(
+                ev.SUMMARY,
+                layer=request.layer,
+                ok=False,
+                input_tokens=input_tokens,
+                output_tokens=0,
+                error=f"{exc.kind}: {exc.message}",
+            )
             raise
         if not isinstance(text, str) or not text.strip():
-            self.emit(ev.SUMMARY, layer=request.layer, ok=False, input_tokens=input_tokens, output_tokens=0,
-                      error="empty: the summarizer returned no text")
+            self.emit(
+                ev.SUMMARY,
+                layer=request.layer,
+                ok=False,
+                input_tokens=input_tokens,
+                output_tokens=0,
+                error="empty: the summarizer returned no text",
+            )
             raise SummarizerError("the summarizer returned an empty summary", kind="empty")
-        self.emit(ev.SUMMARY, layer=request.layer, ok=True, input_tokens=input_tokens,
-                  output_tokens=self._true_counter.count(text), error=None)
+        self.emit(
+            ev.SUMMARY,
+            layer=request.layer,
+            ok=True,
+            input_tokens=input_tokens,
+            output_tokens=self._true_counter.count(text),
+            error=None,
+        )
         return text
 
     def request_key(self, layer: str) -> str:
@@ -194,9 +226,13 @@ class ReplayContext:
         parts = [safe_component(p) for p in relative_path.split("/") if p not in ("", ".", "..")]
         path = "/".join(parts) or "file"
         self.files[path] = content
-        self.emit(ev.SNAPSHOT, path=path, bytes=len(content), sha256=hashlib.sha256(content).hexdigest())
+        self.emit(
+            ev.SNAPSHOT, path=path, bytes=len(content), sha256=hashlib.sha256(content).hexdigest()
+        )
         return path
 
     def write_json(self, relative_path: str, payload: Any) -> str:
-        data = json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=False).encode("utf-8", "surrogatepass")
+        data = json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=False).encode(
+            "utf-8", "surrogatepass"
+        )
         return self.write_file(relative_path, data)

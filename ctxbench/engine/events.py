@@ -53,7 +53,9 @@ class Event:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Event:
         rest = {k: v for k, v in data.items() if k not in ("type", "step", "call")}
-        return cls(type=str(data["type"]), step=int(data["step"]), call=int(data["call"]), data=rest)
+        return cls(
+            type=str(data["type"]), step=int(data["step"]), call=int(data["call"]), data=rest
+        )
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]

@@ -48,10 +48,12 @@ def overflow_message(style: str, *, window: int, reserved: int, prompt_tokens: i
         return (
             f"Error code: 400 - {{'object': 'error', 'message': \"This model's maximum context length is "
             f"{window} tokens. However, you requested {requested} tokens ({prompt_tokens} in the messages, "
-            f"{reserved} in the completion). Please reduce the length of the messages or completion.\", "
+            f'{reserved} in the completion). Please reduce the length of the messages or completion.", '
             "'type': 'BadRequestError', 'param': None, 'code': 400}"
         )
-    raise ConfigError(f"unknown provider error style {style!r}", hint=f"use one of {', '.join(ERROR_STYLES)}")
+    raise ConfigError(
+        f"unknown provider error style {style!r}", hint=f"use one of {', '.join(ERROR_STYLES)}"
+    )
 
 
 def is_overflow_error(text: str) -> bool:
@@ -73,14 +75,19 @@ class SimulatedProvider:
 
     def __post_init__(self) -> None:
         if self.window <= 0:
-            raise ConfigError(f"window must be a positive number of tokens, not {self.window}", key="window")
+            raise ConfigError(
+                f"window must be a positive number of tokens, not {self.window}", key="window"
+            )
         if self.reserved < 0 or self.reserved >= self.window:
             raise ConfigError(
                 f"reserved ({self.reserved}) must be >= 0 and smaller than the window ({self.window})",
                 key="reserved",
             )
         if self.error_style not in ERROR_STYLES:
-            raise ConfigError(f"unknown error style {self.error_style!r}", hint=f"use one of {', '.join(ERROR_STYLES)}")
+            raise ConfigError(
+                f"unknown error style {self.error_style!r}",
+                hint=f"use one of {', '.join(ERROR_STYLES)}",
+            )
 
     @property
     def limit(self) -> int:
@@ -91,7 +98,12 @@ class SimulatedProvider:
         """Accept the prompt, or raise :class:`ProviderOverflowError` with the provider's text."""
         if true_tokens > self.limit:
             raise ProviderOverflowError(
-                overflow_message(self.error_style, window=self.window, reserved=self.reserved, prompt_tokens=true_tokens),
+                overflow_message(
+                    self.error_style,
+                    window=self.window,
+                    reserved=self.reserved,
+                    prompt_tokens=true_tokens,
+                ),
                 prompt_tokens=true_tokens,
                 limit=self.limit,
             )

@@ -45,6 +45,8 @@ class ReplayOutput:
     events: tuple[ev.Event, ...]
     result: RunResult
     files: Mapping[str, bytes] = field(default_factory=dict)
+    #: the strategy's view after the last recorded message (what a next call would build on)
+    final_view: tuple[Message, ...] = ()
 
 
 def _is_tool_result(message: Message) -> bool:
@@ -102,8 +104,10 @@ def replay(
         strategy.before_call(ctx)
         _score(ctx, asked[n_calls])
 
-    result = result_from_events(ctx.events, identity or Identity(trace_id=trace.id, strategy=strategy.name), prices=prices)
-    return ReplayOutput(tuple(ctx.events), result, dict(ctx.files))
+    result = result_from_events(
+        ctx.events, identity or Identity(trace_id=trace.id, strategy=strategy.name), prices=prices
+    )
+    return ReplayOutput(tuple(ctx.events), result, dict(ctx.files), ctx.view.messages)
 
 
 def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message]) -> None:
@@ -148,7 +152,9 @@ def _model_call(ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvi
             )
             if attempt + 1 < MAX_ATTEMPTS and strategy.on_overflow(error, attempt, ctx):
                 continue
-            ctx.emit(ev.CALL_FAILED, true_tokens=true_tokens, limit=provider.limit, attempts=attempt + 1)
+            ctx.emit(
+                ev.CALL_FAILED, true_tokens=true_tokens, limit=provider.limit, attempts=attempt + 1
+            )
             return
         ctx.emit(
             ev.PROVIDER_CALL,

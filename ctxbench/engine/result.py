@@ -92,10 +92,20 @@ class Prices:
     cached_input_per_mtok: float | None = None
     output_per_mtok: float = 0.0
 
-    def cost(self, input_tokens: int, cached_tokens: int, summary_in: int, summary_out: int) -> float:
-        cached_price = self.cached_input_per_mtok if self.cached_input_per_mtok is not None else self.input_per_mtok
+    def cost(
+        self, input_tokens: int, cached_tokens: int, summary_in: int, summary_out: int
+    ) -> float:
+        cached_price = (
+            self.cached_input_per_mtok
+            if self.cached_input_per_mtok is not None
+            else self.input_per_mtok
+        )
         fresh = input_tokens - cached_tokens + summary_in
-        usd = (fresh * self.input_per_mtok + cached_tokens * cached_price + summary_out * self.output_per_mtok) / 1e6
+        usd = (
+            fresh * self.input_per_mtok
+            + cached_tokens * cached_price
+            + summary_out * self.output_per_mtok
+        ) / 1e6
         return round(usd, 6)
 
 
@@ -153,9 +163,13 @@ def result_from_events(
             by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
     n_probes = sum(outcomes.values())
     retention = outcomes["in_context"] / n_probes if n_probes else None
-    recoverability = (outcomes["in_context"] + outcomes["via_reference"]) / n_probes if n_probes else None
+    recoverability = (
+        (outcomes["in_context"] + outcomes["via_reference"]) / n_probes if n_probes else None
+    )
     kind_retention = {
-        k: round(c["in_context"] / sum(c.values()), 4) for k, c in sorted(by_kind.items()) if sum(c.values())
+        k: round(c["in_context"] / sum(c.values()), 4)
+        for k, c in sorted(by_kind.items())
+        if sum(c.values())
     }
     cost = prices.cost(input_total, cached_total, summary_in, summary_out) if prices else None
     return RunResult(

@@ -58,12 +58,22 @@ def run_spec(spec: RunSpec, trace: Trace, *, prices: Prices | None = None) -> Re
         probes = mine_probes(trace)
     started = time.perf_counter()
     output = replay(
-        trace, strategy, provider, true_counter=true_counter, estimator=estimator,
-        summarizer=summarizer, probes=probes, seed=spec.seed, identity=identity_of(spec), prices=prices,
+        trace,
+        strategy,
+        provider,
+        true_counter=true_counter,
+        estimator=estimator,
+        summarizer=summarizer,
+        probes=probes,
+        seed=spec.seed,
+        identity=identity_of(spec),
+        prices=prices,
     )
     elapsed = round(time.perf_counter() - started, 6)
-    result = result_from_events(output.events, identity_of(spec), prices=prices, replay_seconds=elapsed)
-    return ReplayOutput(output.events, result, output.files)
+    result = result_from_events(
+        output.events, identity_of(spec), prices=prices, replay_seconds=elapsed
+    )
+    return ReplayOutput(output.events, result, output.files, output.final_view)
 
 
 def error_result(spec: RunSpec, error: BaseException) -> RunResult:
@@ -85,7 +95,10 @@ def write_files(root: str | Path, files: Mapping[str, bytes]) -> list[Path]:
             tmp.write_bytes(content)
             os.replace(tmp, target)
         except OSError as exc:
-            raise OutputError(f"cannot write {target}: {exc.strerror or exc}", path=target,
-                              hint="check free space and permissions of the output directory") from None
+            raise OutputError(
+                f"cannot write {target}: {exc.strerror or exc}",
+                path=target,
+                hint="check free space and permissions of the output directory",
+            ) from None
         written.append(target)
     return written

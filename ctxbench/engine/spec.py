@@ -82,7 +82,8 @@ class RunSpec:
         unknown = sorted(k for k in data if k not in known and k != "run_id")
         if unknown:
             raise ConfigError(
-                f"unknown run spec keys {unknown}", hint=f"valid keys: {', '.join(sorted(known))}",
+                f"unknown run spec keys {unknown}",
+                hint=f"valid keys: {', '.join(sorted(known))}",
             )
         spec = cls(**{k: v for k, v in data.items() if k in known})
         if "run_id" in data and data["run_id"] != spec.run_id:

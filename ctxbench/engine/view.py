@@ -17,7 +17,9 @@ from ctxbench.trace import Message, Round, ToolSpec, rounds
 class ContextView:
     """An ordered list of messages with incremental estimated and true token totals."""
 
-    def __init__(self, estimator: TokenCounter, true_counter: TokenCounter, tools: Sequence[ToolSpec] = ()) -> None:
+    def __init__(
+        self, estimator: TokenCounter, true_counter: TokenCounter, tools: Sequence[ToolSpec] = ()
+    ) -> None:
         self.estimator = estimator
         self.true_counter = true_counter
         self._messages: list[Message] = []

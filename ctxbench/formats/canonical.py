@@ -38,26 +38,36 @@ def parse_trace(data: Any, *, path: str | Path, line: int | None = None) -> Trac
     if not isinstance(data, dict):
         raise TraceFormatError(
             f"expected a trace object, got {type(data).__name__}",
-            path=path, line=line, hint="each line of a .jsonl trace file holds one JSON object",
+            path=path,
+            line=line,
+            hint="each line of a .jsonl trace file holds one JSON object",
         )
     declared = data.get("schema", SCHEMA)
     if declared != SCHEMA:
         raise TraceFormatError(
             f"schema is {declared!r}, expected {SCHEMA!r}",
-            path=path, line=line, key="$.schema",
+            path=path,
+            line=line,
+            key="$.schema",
             hint="import recorded traces with `ctxbench import FILE -o traces.jsonl` first",
         )
     for key in ("id", "messages"):
         if key not in data:
             raise TraceFormatError(
-                f"missing required key {key!r}", path=path, line=line, key="$",
+                f"missing required key {key!r}",
+                path=path,
+                line=line,
+                key="$",
                 hint="a canonical trace needs 'id' and 'messages'; see `ctxbench.formats.canonical.schema()`",
             )
     try:
         return Trace.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise TraceFormatError(
-            f"invalid trace: {_describe(exc)}", path=path, line=line, key=_locate(data, exc),
+            f"invalid trace: {_describe(exc)}",
+            path=path,
+            line=line,
+            key=_locate(data, exc),
             hint="compare with the ctxbench.trace/1 schema in DESIGN.md",
         ) from None
 
@@ -91,7 +101,9 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
     if not path.exists():
         raise TraceFormatError("no such file", path=path, hint="check the path")
     if path.is_dir():
-        raise TraceFormatError("is a directory, not a trace file", path=path, hint="give the .jsonl files inside it")
+        raise TraceFormatError(
+            "is a directory, not a trace file", path=path, hint="give the .jsonl files inside it"
+        )
     stem_suffix = Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
     try:
         if stem_suffix == ".json":
@@ -100,7 +112,9 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
                     data = json.load(fh)
                 except json.JSONDecodeError as exc:
                     raise TraceFormatError(
-                        f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno,
+                        f"malformed JSON: {exc.msg} (column {exc.colno})",
+                        path=path,
+                        line=exc.lineno,
                         hint="fix the JSON syntax",
                     ) from None
             items = data if isinstance(data, list) else [data]
@@ -115,19 +129,26 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise TraceFormatError(
-                        f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno,
+                        f"malformed JSON: {exc.msg} (column {exc.colno})",
+                        path=path,
+                        line=lineno,
                         hint="each line must be one complete JSON object; was the file truncated?",
                     ) from None
                 yield parse_trace(data, path=path, line=lineno)
     except UnicodeDecodeError as exc:
         raise TraceFormatError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path,
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            path=path,
             hint="re-encode the file as UTF-8",
         ) from None
     except (OSError, EOFError) as exc:
-        raise TraceFormatError(f"cannot read: {exc}", path=path, hint="is the file complete and readable?") from None
+        raise TraceFormatError(
+            f"cannot read: {exc}", path=path, hint="is the file complete and readable?"
+        ) from None
     except RecursionError:
-        raise TraceFormatError("JSON nested too deeply", path=path, hint="flatten the data") from None
+        raise TraceFormatError(
+            "JSON nested too deeply", path=path, hint="flatten the data"
+        ) from None
 
 
 def trace_line(trace: Trace) -> str:
@@ -143,13 +164,17 @@ def write_traces(path: str | Path, traces: Iterable[Trace]) -> int:
     count = 0
     try:
         raw = os.fdopen(fd, "wb")
-        stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.suffix == ".gz" else raw
+        stream: IO[bytes] = (
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.suffix == ".gz" else raw  # type: ignore[assignment]
+        )
         with raw, stream:
             single_json = path.suffix == ".json"
             for trace in traces:
                 if single_json and count:
                     raise TraceFormatError(
-                        "a .json file holds one trace", path=path, hint="write several traces to a .jsonl file",
+                        "a .json file holds one trace",
+                        path=path,
+                        hint="write several traces to a .jsonl file",
                     )
                 stream.write(trace_line(trace).encode("utf-8", "surrogatepass") + b"\n")
                 count += 1

@@ -90,7 +90,9 @@ class PromptScorer:
         raw = prompt_text(messages)
         self._index = TextIndex.of(raw)
         self._cited = [
-            TextIndex.of(content.decode("utf-8", "replace")) for path, content in sorted(files.items()) if path in raw
+            TextIndex.of(content.decode("utf-8", "replace"))
+            for path, content in sorted(files.items())
+            if path in raw
         ]
 
     def score(self, probe: Probe) -> str:
@@ -103,7 +105,9 @@ class PromptScorer:
         return "lost"
 
 
-def score_probes(probes: Sequence[Probe], messages: Sequence[Message], files: Mapping[str, bytes]) -> list[tuple[Probe, str]]:
+def score_probes(
+    probes: Sequence[Probe], messages: Sequence[Message], files: Mapping[str, bytes]
+) -> list[tuple[Probe, str]]:
     """Each probe with its outcome on this prompt."""
     if not probes:
         return []

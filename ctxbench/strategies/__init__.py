@@ -14,13 +14,19 @@ from ctxbench.registry import Registry
 from ctxbench.strategies.base import Strategy
 
 STRATEGIES = Registry("strategy")
-STRATEGIES.add("none", "ctxbench.strategies.none:NoCompaction", "Never compacts: shows where a trace overflows.")
 STRATEGIES.add(
-    "sliding_window", "ctxbench.strategies.sliding_window:SlidingWindow",
+    "none",
+    "ctxbench.strategies.none:NoCompaction",
+    "Never compacts: shows where a trace overflows.",
+)
+STRATEGIES.add(
+    "sliding_window",
+    "ctxbench.strategies.sliding_window:SlidingWindow",
     "System + the last N whole rounds (optionally pinning the first user message).",
 )
 STRATEGIES.add(
-    "dbgpt", "ctxbench.strategies.dbgpt:DbgptStrategy",
+    "dbgpt",
+    "ctxbench.strategies.dbgpt:DbgptStrategy",
     "DB-GPT agent context management: 5 states, layers 1-4, snapshots.",
 )
 
@@ -41,7 +47,9 @@ def strategy_class(name: str) -> type[Strategy]:
     return result
 
 
-def build_strategy(name: str, params: Mapping[str, Any] | None = None, *, source: str | None = None) -> Strategy:
+def build_strategy(
+    name: str, params: Mapping[str, Any] | None = None, *, source: str | None = None
+) -> Strategy:
     """A fresh strategy instance configured from ``params`` (unknown keys are errors)."""
     cls = strategy_class(name)
     cfg = configuration.build(cls.Config, dict(params or {}), source=source or f"strategy {name}")

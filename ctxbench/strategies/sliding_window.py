@@ -23,8 +23,12 @@ from ctxbench.trace import Message
 @dataclass(frozen=True)
 class SlidingWindowConfig:
     keep_rounds: int = field(default=8, metadata={"help": "whole rounds kept in the prompt"})
-    pin_first_user: bool = field(default=False, metadata={"help": "also keep the first user message"})
-    trigger_ratio: float = field(default=0.0, metadata={"help": "slide only at this fraction of the budget (0 = always)"})
+    pin_first_user: bool = field(
+        default=False, metadata={"help": "also keep the first user message"}
+    )
+    trigger_ratio: float = field(
+        default=0.0, metadata={"help": "slide only at this fraction of the budget (0 = always)"}
+    )
 
     def __post_init__(self) -> None:
         if self.keep_rounds < 1:
@@ -33,7 +37,9 @@ class SlidingWindowConfig:
             raise ValueError(f"trigger_ratio must be within [0, 1], not {self.trigger_ratio}")
 
 
-def window_of(messages: tuple[Message, ...], keep_rounds: int, pin_first_user: bool) -> list[Message]:
+def window_of(
+    messages: tuple[Message, ...], keep_rounds: int, pin_first_user: bool
+) -> list[Message]:
     """System messages, optionally the first user message, and the last ``keep_rounds`` rounds."""
     from ctxbench.trace import rounds
 

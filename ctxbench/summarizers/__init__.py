@@ -12,11 +12,13 @@ from ctxbench.summarizers.base import Summarizer, SummaryRequest
 
 SUMMARIZERS = Registry("summarizer")
 SUMMARIZERS.add(
-    "extractive", "ctxbench.summarizers.extractive:ExtractiveSummarizer",
+    "extractive",
+    "ctxbench.summarizers.extractive:ExtractiveSummarizer",
     "Deterministic, offline: keeps paths, ids, numbers, errors, decisions, next steps.",
 )
 SUMMARIZERS.add(
-    "lossy", "ctxbench.summarizers.extractive:LossySummarizer",
+    "lossy",
+    "ctxbench.summarizers.extractive:LossySummarizer",
     "The extractive summary with a seeded drop rate (an imperfect LLM).",
 )
 
@@ -27,7 +29,9 @@ def build_summarizer(name: str, params: Mapping[str, Any] | None = None) -> Summ
     try:
         summarizer = factory(**dict(params or {}))
     except TypeError as exc:
-        raise ConfigError(f"bad parameters for summarizer {name!r}: {exc}", key="summarizer_params") from None
+        raise ConfigError(
+            f"bad parameters for summarizer {name!r}: {exc}", key="summarizer_params"
+        ) from None
     if not hasattr(summarizer, "summarize"):
         raise ConfigError(f"{name!r} is not a summarizer: it has no summarize()")
     result: Summarizer = summarizer

@@ -18,14 +18,27 @@ from ctxbench.counting.base import TokenCounter
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.trace import Message
 
-PATH_RE = re.compile(r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b|(?<![\w/])[\w-]+\.(?:py|js|ts|go|rs|java|sql|csv|json|yaml|yml|toml|md|txt|log|sh|cfg|ini|html|c|h|cpp)\b")
-ID_RE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[0-9a-f]{7,40}\b")
-NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?\s?(?:%|ms|s|MB|GB|KB|kB|tokens|rows|USD|\$|px|items|users|req/s)?(?![\w.])")
+PATH_RE = re.compile(
+    r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b|(?<![\w/])[\w-]+\.(?:py|js|ts|go|rs|java|sql|csv|json|yaml|yml|toml|md|txt|log|sh|cfg|ini|html|c|h|cpp)\b"
+)
+ID_RE = re.compile(
+    r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[0-9a-f]{7,40}\b"
+)
+NUMBER_RE = re.compile(
+    r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?\s?(?:%|ms|s|MB|GB|KB|kB|tokens|rows|USD|\$|px|items|users|req/s)?(?![\w.])"
+)
 URL_RE = re.compile(r"https?://[^\s)\]>'\"]+")
-ERROR_RE = re.compile(r"(error|exception|traceback|failed|failure|fatal|denied|not found|invalid)", re.I)
-DECISION_RE = re.compile(r"\b(decid\w*|chose|choose|will use|instead of|because|so that|prefer\w*|opt(?:ed)? for)\b", re.I)
+ERROR_RE = re.compile(
+    r"(error|exception|traceback|failed|failure|fatal|denied|not found|invalid)", re.I
+)
+DECISION_RE = re.compile(
+    r"\b(decid\w*|chose|choose|will use|instead of|because|so that|prefer\w*|opt(?:ed)? for)\b",
+    re.I,
+)
 NEXT_RE = re.compile(r"\b(next|then|todo|to do|remaining|will now|plan to|going to|should)\b", re.I)
-COMMAND_RE = re.compile(r"(?m)^\s*(?:\$ |>>> )?((?:git|python|pytest|pip|npm|make|ls|cat|grep|sed|find|cd|curl|docker|kubectl|psql|SELECT|UPDATE|INSERT)\b[^\n]{0,200})")
+COMMAND_RE = re.compile(
+    r"(?m)^\s*(?:\$ |>>> )?((?:git|python|pytest|pip|npm|make|ls|cat|grep|sed|find|cd|curl|docker|kubectl|psql|SELECT|UPDATE|INSERT)\b[^\n]{0,200})"
+)
 
 #: Which facts a section heading asks for (matched on the lower-cased heading).
 SECTION_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
@@ -35,12 +48,26 @@ SECTION_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("decision", "discover", "problem solving", "concept"), ("decision",)),
     (("next", "pending", "remaining", "todo", "plan"), ("next",)),
     (("completed", "progress", "action", "steps", "done", "history"), ("action",)),
-    (("data", "file", "artifact", "code", "critical", "key", "relevant"),
-     ("path", "id", "number", "url", "command")),
+    (
+        ("data", "file", "artifact", "code", "critical", "key", "relevant"),
+        ("path", "id", "number", "url", "command"),
+    ),
     (("state", "context"), ("path", "id", "number", "url", "command", "action")),
 )
 
-PRIORITY: tuple[str, ...] = ("task", "constraint", "path", "id", "number", "url", "command", "error", "decision", "next", "action")
+PRIORITY: tuple[str, ...] = (
+    "task",
+    "constraint",
+    "path",
+    "id",
+    "number",
+    "url",
+    "command",
+    "error",
+    "decision",
+    "next",
+    "action",
+)
 
 
 @dataclass(frozen=True)
@@ -111,7 +138,9 @@ def _kinds_for(section: str) -> tuple[str, ...]:
     return ()
 
 
-def layout(sections: tuple[str, ...], facts: list[Fact], counter: TokenCounter, budget: int | None) -> str:
+def layout(
+    sections: tuple[str, ...], facts: list[Fact], counter: TokenCounter, budget: int | None
+) -> str:
     """Fill the requested sections by fact priority while the text stays within ``budget``."""
     headings = sections or ("Summary",)
     assigned: dict[str, list[str]] = {h: [] for h in headings}
@@ -123,7 +152,9 @@ def layout(sections: tuple[str, ...], facts: list[Fact], counter: TokenCounter, 
                     home.setdefault(kind, h)
     fallback = next((h for h in headings if not _kinds_for(h)), headings[-1])
     used = sum(counter.count(f"## {h}\n") for h in headings)
-    ranked = sorted(facts, key=lambda f: PRIORITY.index(f.kind) if f.kind in PRIORITY else len(PRIORITY))
+    ranked = sorted(
+        facts, key=lambda f: PRIORITY.index(f.kind) if f.kind in PRIORITY else len(PRIORITY)
+    )
     for fact in ranked:
         line = f"- {fact.text}"
         cost = counter.count(line + "\n")
@@ -146,8 +177,11 @@ class ExtractiveSummarizer(Summarizer):
     def summarize(self, request: SummaryRequest, counter: TokenCounter) -> str:
         facts = extract_facts(request.messages)
         if request.previous_summary:
-            facts = [Fact("task", line.lstrip("- ").strip()) for line in request.previous_summary.splitlines()
-                     if line.startswith("- ")] + facts
+            facts = [
+                Fact("task", line.lstrip("- ").strip())
+                for line in request.previous_summary.splitlines()
+                if line.startswith("- ")
+            ] + facts
         return layout(request.sections, facts, counter, request.max_tokens)
 
 

@@ -1,0 +1,1 @@
+"""Runnable benchmarks; ``python -m benchmarks`` (``make bench``) prints one JSON object."""

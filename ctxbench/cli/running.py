@@ -1,0 +1,217 @@
+"""``ctxbench run``: replay traces through one strategy and print a result row per trace."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ctxbench import config as configuration
+from ctxbench.cli.output import print_table, write_rows
+from ctxbench.engine.events import event_line
+from ctxbench.engine.provider import ERROR_STYLES
+from ctxbench.engine.runner import resolve_spec, run_spec, write_files
+from ctxbench.engine.spec import RunSpec
+from ctxbench.errors import ConfigError
+from ctxbench.formats.canonical import read_traces
+
+ROW_COLUMNS = (
+    "trace_id",
+    "strategy",
+    "window",
+    "calls",
+    "failed_calls",
+    "overflow_errors",
+    "reactive_retries",
+    "compactions",
+    "input_tokens_total",
+    "peak_ratio",
+    "pairing_violations",
+    "retention",
+    "recoverability",
+)
+
+
+def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str]) -> dict[str, Any]:
+    """Knobs from ``--config`` (the strategy's keys at top level, or DB-GPT's own
+    ``[service.web.agent_context]`` section) overridden by ``--set KEY=VALUE``."""
+    params: dict[str, Any] = {}
+    if config_file:
+        data = configuration.load_toml(config_file)
+        section = data.get("service", {}).get("web", {}).get("agent_context")
+        if section is not None:
+            if strategy != "dbgpt":
+                raise ConfigError(
+                    "[service.web.agent_context] configures DB-GPT, but --strategy is "
+                    + repr(strategy),
+                    path=config_file,
+                    hint="use --strategy dbgpt, or put the strategy's knobs at top level",
+                )
+            params.update(section)
+        else:
+            params.update(data)
+    params.update(configuration.parse_set(sets))
+    return params
+
+
+@click.command("run")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--strategy",
+    "-s",
+    required=True,
+    help="Strategy name (see `ctxbench strategies`) or module:Class.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="TOML file with the strategy's knobs.",
+)
+@click.option(
+    "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override one knob (repeatable)."
+)
+@click.option(
+    "--window", "-w", type=int, required=True, help="The model's context window, in true tokens."
+)
+@click.option(
+    "--reserved",
+    type=int,
+    default=4096,
+    show_default=True,
+    help="Output reservation: prompts must fit window - reserved.",
+)
+@click.option(
+    "--counter",
+    "-c",
+    default="tiktoken:o200k_base",
+    show_default=True,
+    help="The provider's TRUE counter.",
+)
+@click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
+@click.option(
+    "--summarizer",
+    default="extractive",
+    show_default=True,
+    help="Summarizer for strategies that summarise.",
+)
+@click.option(
+    "--error-style",
+    type=click.Choice(ERROR_STYLES),
+    default="openai",
+    show_default=True,
+    help="Provider error wording.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed for randomised summarizers."
+)
+@click.option(
+    "--probes",
+    "probes_file",
+    type=click.Path(dir_okay=False),
+    help="JSONL of {trace_id, probes} for recorded traces.",
+)
+@click.option("--mine-probes", is_flag=True, help="Mine probes for traces that have none.")
+@click.option(
+    "--events",
+    "events_file",
+    type=click.Path(dir_okay=False),
+    help="Write every event as JSON lines.",
+)
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False),
+    help="Write the rows (.jsonl, .csv or .parquet).",
+)
+@click.option(
+    "--files-dir",
+    default="ctxbench_files",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where snapshot / offload files go (one folder per run id).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print rows as JSON lines.")
+def run(
+    traces: tuple[str, ...],
+    strategy: str,
+    config_file: str | None,
+    sets: tuple[str, ...],
+    window: int,
+    reserved: int,
+    counter: str,
+    estimator: str,
+    summarizer: str,
+    error_style: str,
+    seed: int,
+    probes_file: str | None,
+    mine_probes: bool,
+    events_file: str | None,
+    out_file: str | None,
+    files_dir: str,
+    as_json: bool,
+) -> None:
+    """Replay TRACES through one compaction strategy against a simulated provider.
+
+    The provider enforces WINDOW - RESERVED with the true COUNTER; the strategy decides with
+    its own estimator (or --estimator). Prints one result row per trace.
+
+    \b
+    Examples:
+      ctxbench run traces.jsonl --strategy dbgpt --window 32768 --counter tiktoken:o200k_base
+      ctxbench run t.jsonl -s dbgpt --set warning_threshold=0.6 --set min_keep_recent_rounds=2 -w 16000
+      ctxbench run t.jsonl -s dbgpt --config dbgpt.toml -w 32768 --estimator chars4 --events ev.jsonl
+    """
+    params = strategy_params(strategy, config_file, sets)
+    external = {}
+    if probes_file:
+        from ctxbench.probes.mining import load_probes
+
+        external = load_probes(probes_file)
+    rows: list[dict[str, Any]] = []
+    with contextlib.ExitStack() as stack:
+        events_out = (
+            stack.enter_context(Path(events_file).open("w", encoding="utf-8"))
+            if events_file
+            else None
+        )
+        for path in traces:
+            for trace in read_traces(path):
+                if trace.id in external:
+                    trace = dataclasses.replace(trace, probes=external[trace.id])
+                spec = resolve_spec(
+                    RunSpec(
+                        trace_id=trace.id,
+                        trace_hash=trace.content_hash,
+                        strategy=strategy,
+                        params=params,
+                        window=window,
+                        reserved=reserved,
+                        counter=counter,
+                        estimator=estimator,
+                        summarizer=summarizer,
+                        error_style=error_style,
+                        seed=seed,
+                        mine_probes=mine_probes,
+                        trace_source=str(path),
+                    )
+                )
+                output = run_spec(spec, trace)
+                if output.files:
+                    write_files(Path(files_dir) / spec.run_id, output.files)
+                if events_out is not None:
+                    for event in output.events:
+                        events_out.write(event_line(event, run_id=spec.run_id) + "\n")
+                row = output.result.to_row()
+                rows.append(row)
+                if as_json:
+                    click.echo(json.dumps(row, ensure_ascii=False))
+    if out_file:
+        write_rows(out_file, rows)
+    if not as_json:
+        print_table(rows, ROW_COLUMNS)

@@ -1,0 +1,465 @@
+"""``dbgpt``: DB-GPT's agent context management, the reference strategy.
+
+Source: eosphoros-ai/DB-GPT, ``packages/dbgpt-core/src/dbgpt/agent/core/context/`` (``budget.py``,
+``compact.py``, ``manager.py``, ``storage.py``), ``agent/core/base_agent.py`` (Layer 4 retry) and
+``docs/docs/agents/modules/context-management.md``; the design document is ``seeds/000``.
+
+Rules reproduced:
+
+- Budget: ``effective_budget = max_context_tokens - reserved_tokens``; ``ratio = used / budget``;
+  states ``overflow`` (>= 1.0), ``critical`` (>= critical_threshold), ``error``, ``warning``,
+  ``normal``. Counting is DB-GPT's own estimate by default (``dbgpt``: content only).
+- Manager: count and emit ``context.status``; normal -> stop; breaker tripped -> stop before
+  Layer 1; Layer 1 and Layer 2 at >= warning, Layer 3 at >= error (only with a summarizer),
+  recounting and emitting ``context.status`` after each layer, stopping once the state is safe.
+- Layer 1: observations (``Observation:`` user messages, and tool results) of rounds older
+  than ``max_observation_age_rounds`` longer than ``max_chars + 30`` become
+  ``content[:max_chars] + "... [truncated, full detail at: PATH]"`` (``"... [truncated]"`` with no
+  snapshot); observations holding ``<persisted-output>`` are skipped.
+- Layer 2: drop whole old rounds, keeping ``min_keep_recent_rounds`` and walking back until
+  ``min_keep_tokens`` are kept (the round where the walk stops is counted, not kept).
+- Layer 3: summarise all but the last ``min_keep_recent_rounds`` rounds with the six-heading
+  prompt (``[role]: content[:3000]`` lines, ``max_new_tokens=2000``); the summary goes in as a
+  user message ``[Context Summary of N earlier messages]`` between the system messages and the
+  recent rounds. A failure counts toward the ``max_compact_failures`` breaker; success resets it.
+- Layer 4: on a provider error containing ``context_too_long``, ``context_length_exceeded`` or
+  ``maximum context length``, keep system messages + the last 2 rounds and retry once.
+- Snapshots: every successful tool result gets ``op_snapshots/<conv>/step_NNN_<action>.json``
+  (step, action, phase, action_intention, action_reason, thought, action_input, observation,
+  timestamp, conv_id) and the observation gets ``\\n[Full detail available at: PATH]``.
+- Tool-result persistence (ported from hermes): a result over the tool's threshold (100,000
+  chars; ``read_file`` never) is saved to ``persisted_results/<conv>/<call>.txt`` and replaced by
+  a ``<persisted-output>`` block with a 1,500-char preview; per turn, the largest results spill
+  until the turn is under 200,000 chars; both scale to small windows (15% / 30% of
+  ``window * 4`` chars, floors 8,000 / 16,000).
+
+Where code and docs disagree, both are reachable: ``truncated_observation_max_chars`` defaults
+to the documented 200 (the TOML section and docs); the core ``ContextBudgetConfig`` at some
+commits uses 500. ``observation_age_from="loop_counter"`` reproduces ``base_agent.py``, which
+passes the ReAct loop counter as ``current_round``; the default ``"view"`` ages rounds within
+the current prompt, as documented. Snapshot ``timestamp`` is null (no clock in a replay).
+
+Knobs (``[service.web.agent_context]`` keys first; ``None`` means "the run's value"):
+max_context_tokens (None = the provider window), reserved_tokens (None = the run's --reserved),
+warning_threshold 0.70, error_threshold 0.90, critical_threshold 0.95, min_keep_recent_rounds 3,
+max_observation_age_rounds 5, truncated_observation_max_chars 200, min_keep_tokens 10000,
+max_compact_failures 3; observation_age_from "view", snapshots True, persist_tool_results True,
+tool_result_threshold 100000, turn_result_budget 200000, preview_size 1500, scale_to_window True,
+layer4_max_retries 1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ctxbench.engine.context import ReplayContext, safe_component
+from ctxbench.engine.provider import is_overflow_error
+from ctxbench.errors import ProviderOverflowError, SummarizerError
+from ctxbench.strategies.base import Strategy
+from ctxbench.summarizers.base import SummaryRequest
+from ctxbench.trace import Message, rounds
+
+DEFAULT_MAX_CONTEXT_TOKENS = 120_000
+
+SUMMARY_PROMPT = """\
+You are a context summarizer for a ReAct agent. Condense the conversation history \
+into a structured summary. Be precise — preserve exact names, paths, values, and \
+variable names.
+
+## Conversation to summarize
+{conversation_text}
+
+## Output format (use exactly these headings)
+1. Original Task: <one-line description>
+2. Completed Steps: <one line per step, action + key result>
+3. Current State: <what the agent currently knows>
+4. Key Data: <important values, paths, variable names — must be exact>
+5. Errors Encountered: <failures and how they were resolved, or "None">
+6. Next Steps: <remaining work, or "None" if task is complete>
+"""
+
+SUMMARY_SECTIONS = (
+    "1. Original Task",
+    "2. Completed Steps",
+    "3. Current State",
+    "4. Key Data",
+    "5. Errors Encountered",
+    "6. Next Steps",
+)
+
+#: Substrings of the lower-cased provider error that trigger Layer 4 (base_agent.py).
+LAYER4_MARKERS = ("context_too_long", "context_length_exceeded", "maximum context length")
+#: Tools never persisted (read_file=inf prevents persist -> read -> persist loops).
+PINNED_TOOLS = ("read_file",)
+
+PERSISTED_OUTPUT_TAG = "<persisted-output>"
+_POINTER_RE = re.compile(r"\[Full detail available at: ([^\]\n]+)\]")
+_ACTION_RE = re.compile(r"^\s*Action:\s*(.+)$", re.M)
+_ACTION_INPUT_RE = re.compile(r"^\s*Action Input:\s*(.*)\Z", re.M | re.S)
+_THOUGHT_RE = re.compile(r"^\s*Thought:\s*(.*?)(?=^\s*Action:|\Z)", re.M | re.S)
+
+
+@dataclass(frozen=True)
+class DbgptConfig:
+    max_context_tokens: int | None = field(
+        default=None, metadata={"help": "model window (None = the provider window)"}
+    )
+    reserved_tokens: int | None = field(
+        default=None, metadata={"help": "output reservation (None = the run's --reserved)"}
+    )
+    warning_threshold: float = 0.70
+    error_threshold: float = 0.90
+    critical_threshold: float = 0.95
+    min_keep_recent_rounds: int = 3
+    max_observation_age_rounds: int = 5
+    truncated_observation_max_chars: int = field(
+        default=200, metadata={"help": "docs/TOML 200; core class 500"}
+    )
+    min_keep_tokens: int = 10_000
+    max_compact_failures: int = 3
+    observation_age_from: Literal["view", "loop_counter"] = field(
+        default="view",
+        metadata={"help": "'loop_counter' = base_agent.py's current_retry_counter"},
+    )
+    snapshots: bool = True
+    persist_tool_results: bool = True
+    tool_result_threshold: int = 100_000
+    turn_result_budget: int = 200_000
+    preview_size: int = 1_500
+    scale_to_window: bool = True
+    layer4_max_retries: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 < self.warning_threshold <= self.error_threshold <= self.critical_threshold <= 1.0:
+            raise ValueError(
+                "thresholds must satisfy 0 < warning_threshold <= error_threshold <= critical_threshold <= 1 "
+                f"(got {self.warning_threshold}, {self.error_threshold}, {self.critical_threshold})"
+            )
+        for name in (
+            "min_keep_recent_rounds",
+            "max_observation_age_rounds",
+            "truncated_observation_max_chars",
+            "min_keep_tokens",
+            "max_compact_failures",
+            "preview_size",
+            "layer4_max_retries",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
+
+
+def _is_observation(message: Message) -> bool:
+    return message.is_observation or message.role == "tool"
+
+
+def generate_preview(content: str, max_chars: int) -> tuple[str, bool]:
+    """Cut at the last newline within ``max_chars`` if it lies past half (storage.py)."""
+    if len(content) <= max_chars:
+        return content, False
+    truncated = content[:max_chars]
+    last_nl = truncated.rfind("\n")
+    if last_nl > max_chars // 2:
+        truncated = truncated[: last_nl + 1]
+    return truncated, True
+
+
+def persisted_block(preview: str, has_more: bool, original_size: int, file_path: str) -> str:
+    """The ``<persisted-output>`` replacement text (storage.py ``_build_persisted_message``)."""
+    size_kb = original_size / 1024
+    size_str = f"{size_kb / 1024:.1f} MB" if size_kb >= 1024 else f"{size_kb:.1f} KB"
+    text = f"{PERSISTED_OUTPUT_TAG}\n"
+    text += f"This tool result was too large ({original_size:,} characters, {size_str}).\n"
+    text += f"Full output saved to: {file_path}\n"
+    text += "Use the read_file tool with this file path to access specific sections.\n\n"
+    text += f"Preview (first {len(preview)} chars):\n{preview}"
+    if has_more:
+        text += "\n..."
+    return text + "\n</persisted-output>"
+
+
+class DbgptStrategy(Strategy):
+    name = "dbgpt"
+    summary = "DB-GPT agent context management: 5 states, layers 1-4, snapshots."
+    source = "eosphoros-ai/DB-GPT packages/dbgpt-core/src/dbgpt/agent/core/context/"
+    Config = DbgptConfig
+    default_estimator = "dbgpt"
+
+    def __init__(self, config: DbgptConfig | None = None) -> None:
+        super().__init__(config)
+        self.cfg: DbgptConfig = self.config
+        self.compact_failures = 0
+        self.step = 0
+        self.layer4_retries = 0
+
+    # -- budget -----------------------------------------------------------------------------------
+    def max_context(self, ctx: ReplayContext) -> int:
+        value = self.cfg.max_context_tokens
+        if value is None:
+            return ctx.window
+        return value if value > 0 else DEFAULT_MAX_CONTEXT_TOKENS
+
+    def budget(self, ctx: ReplayContext) -> int:
+        reserved = ctx.reserved if self.cfg.reserved_tokens is None else self.cfg.reserved_tokens
+        return self.max_context(ctx) - reserved
+
+    def state_of(self, ratio: float, budget: int) -> str:
+        if budget <= 0 or ratio >= 1.0:
+            return "overflow"
+        if ratio >= self.cfg.critical_threshold:
+            return "critical"
+        if ratio >= self.cfg.error_threshold:
+            return "error"
+        if ratio >= self.cfg.warning_threshold:
+            return "warning"
+        return "normal"
+
+    def _state(self, ctx: ReplayContext) -> str:
+        budget = self.budget(ctx)
+        ratio = ctx.view.estimated_tokens / budget if budget > 0 else float("inf")
+        return self.state_of(ratio, budget)
+
+    @property
+    def breaker_tripped(self) -> bool:
+        return self.compact_failures >= self.cfg.max_compact_failures
+
+    # -- manager flow -----------------------------------------------------------------------------
+    def before_call(self, ctx: ReplayContext) -> None:
+        self.layer4_retries = 0
+        state = self._state(ctx)
+        if state == "normal" or self.breaker_tripped:
+            return
+        if _at_least(state, "warning"):
+            ctx.apply("layer1", self.layer1(ctx.view.messages, self._current_round(ctx)))
+            state = self._state(ctx)
+        if _at_least(state, "warning"):
+            ctx.apply("layer2", self.layer2(ctx.view.messages, ctx))
+            state = self._state(ctx)
+        if _at_least(state, "error") and ctx.summarizer is not None:
+            try:
+                compacted = self.layer3(ctx.view.messages, ctx)
+            except SummarizerError:
+                self.compact_failures += 1
+                return
+            self.compact_failures = 0
+            ctx.apply("layer3", compacted)
+
+    def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
+        lowered = str(error).lower()
+        if not any(marker in lowered for marker in LAYER4_MARKERS):
+            return False
+        if self.layer4_retries >= self.cfg.layer4_max_retries:
+            return False
+        self.layer4_retries += 1
+        ctx.apply("layer4", self.layer4(ctx.view.messages))
+        return True
+
+    def _current_round(self, ctx: ReplayContext) -> int:
+        if self.cfg.observation_age_from == "loop_counter":
+            return ctx.call
+        return len(rounds(ctx.view.messages))
+
+    # -- layers (pure functions of the message list) -------------------------------------------------
+    def layer1(self, messages: tuple[Message, ...], current_round: int) -> list[Message]:
+        """Truncate observations of rounds older than ``max_observation_age_rounds``."""
+        cutoff = current_round - self.cfg.max_observation_age_rounds
+        max_chars = self.cfg.truncated_observation_max_chars
+        out = list(messages)
+        for round_index, rnd in enumerate(rounds(messages)):
+            if round_index >= cutoff:
+                break
+            for i in rnd.indices:
+                msg = out[i]
+                content = msg.content
+                if (
+                    not _is_observation(msg)
+                    or PERSISTED_OUTPUT_TAG in content
+                    or len(content) <= max_chars + 30
+                ):
+                    continue
+                pointer = _POINTER_RE.search(content)
+                suffix = (
+                    f"... [truncated, full detail at: {pointer.group(1)}]"
+                    if pointer
+                    else "... [truncated]"
+                )
+                out[i] = msg.with_text(content[:max_chars] + suffix)
+        return out
+
+    def layer2(self, messages: tuple[Message, ...], ctx: ReplayContext) -> list[Message]:
+        """Drop whole old rounds; keep ``min_keep_recent_rounds`` and ``min_keep_tokens``."""
+        system = [m for m in messages if m.role == "system"]
+        conv = [m for m in messages if m.role != "system"]
+        segs = rounds(conv)
+        if not conv or len(segs) <= self.cfg.min_keep_recent_rounds:
+            return list(messages)
+        keep_from = len(segs) - self.cfg.min_keep_recent_rounds
+        kept_tokens = 0
+        for r in range(len(segs) - 1, -1, -1):
+            kept_tokens += sum(ctx.estimator.count_message(conv[i]) for i in segs[r].indices)
+            if r < keep_from and kept_tokens >= self.cfg.min_keep_tokens:
+                break
+            keep_from = min(keep_from, r)
+        if keep_from <= 0:
+            return list(messages)
+        keep = {i for seg in segs[keep_from:] for i in seg.indices}
+        return system + [m for i, m in enumerate(conv) if i in keep]
+
+    def layer3(self, messages: tuple[Message, ...], ctx: ReplayContext) -> list[Message]:
+        """Summarise old rounds into one user message; raises SummarizerError on failure."""
+        system = [m for m in messages if m.role == "system"]
+        conv = [m for m in messages if m.role != "system"]
+        segs = rounds(conv)
+        keep_rounds = min(self.cfg.min_keep_recent_rounds, len(segs))
+        if not conv or keep_rounds >= len(segs):
+            return list(messages)
+        old_idx = sorted(i for seg in segs[: len(segs) - keep_rounds] for i in seg.indices)
+        old_set = set(old_idx)
+        old = [conv[i] for i in old_idx]
+        recent = [m for i, m in enumerate(conv) if i not in old_set]
+        lines = [f"[{_dbgpt_role(m.role)}]: {m.content[:3000]}" for m in old]
+        request = SummaryRequest(
+            strategy=self.name,
+            layer="layer3",
+            prompt=SUMMARY_PROMPT.format(conversation_text="\n".join(lines)),
+            messages=tuple(old),
+            sections=SUMMARY_SECTIONS,
+            max_tokens=2000,
+            key=ctx.request_key("layer3"),
+        )
+        summary = ctx.summarize(request)
+        note = Message("user", f"[Context Summary of {len(old)} earlier messages]\n\n{summary}")
+        return [*system, note, *recent]
+
+    def layer4(self, messages: tuple[Message, ...]) -> list[Message]:
+        """Keep system messages and the last 2 rounds."""
+        system = [m for m in messages if m.role == "system"]
+        conv = [m for m in messages if m.role != "system"]
+        segs = rounds(conv)
+        keep_rounds = min(2, len(segs))
+        if not conv or keep_rounds >= len(segs):
+            return list(messages)
+        keep = {i for seg in segs[len(segs) - keep_rounds :] for i in seg.indices}
+        return system + [m for i, m in enumerate(conv) if i in keep]
+
+    # -- tool results: persistence, snapshots and pointers ----------------------------------------------
+    def on_tool_results(self, messages: list[Message], ctx: ReplayContext) -> list[Message]:
+        out = [self._persist(m, ctx, None) for m in messages]
+        per_turn = self._limits(ctx)[1]
+        if self.cfg.persist_tool_results and sum(len(m.content) for m in out) > per_turn:
+            total = sum(len(m.content) for m in out)
+            order = sorted(
+                (i for i, m in enumerate(out) if PERSISTED_OUTPUT_TAG not in m.content),
+                key=lambda i: (-len(out[i].content), i),
+            )
+            for i in order:
+                if total <= per_turn:
+                    break
+                before = len(out[i].content)
+                out[i] = self._persist(out[i], ctx, 0)
+                total += len(out[i].content) - before
+        result = []
+        for original, kept in zip(messages, out):
+            kept = self._snapshot(kept, ctx)
+            if (
+                PERSISTED_OUTPUT_TAG in kept.content
+                and PERSISTED_OUTPUT_TAG not in original.content
+            ):
+                ctx.tool_result_changed("persist", original, kept, note="tool result persisted")
+            result.append(kept)
+        return result
+
+    def _limits(self, ctx: ReplayContext) -> tuple[float, float]:
+        per_result, per_turn = (
+            float(self.cfg.tool_result_threshold),
+            float(self.cfg.turn_result_budget),
+        )
+        if self.cfg.scale_to_window:
+            window_chars = self.max_context(ctx) * 4
+            per_result = max(8_000, min(int(window_chars * 0.15), per_result))
+            per_turn = max(16_000, min(int(window_chars * 0.30), per_turn))
+        return per_result, per_turn
+
+    def _tool_name(self, message: Message, ctx: ReplayContext) -> tuple[str, str, str]:
+        """(action, action_input, thought) of the call a result answers."""
+        assistant = next((m for m in reversed(ctx.view.messages) if m.role == "assistant"), None)
+        if assistant is None:
+            return message.name or "tool", "", ""
+        if message.role == "tool":
+            call = next((c for c in assistant.tool_calls if c.id == message.tool_call_id), None)
+            action = call.name if call else (message.name or "tool")
+            return action, call.arguments if call else "", assistant.content
+        action_m = _ACTION_RE.search(assistant.content)
+        input_m = _ACTION_INPUT_RE.search(assistant.content)
+        thought_m = _THOUGHT_RE.search(assistant.content)
+        return (
+            action_m.group(1).strip() if action_m else "action",
+            input_m.group(1).strip() if input_m else "",
+            thought_m.group(1).strip() if thought_m else assistant.content,
+        )
+
+    def _persist(self, message: Message, ctx: ReplayContext, threshold: float | None) -> Message:
+        if not self.cfg.persist_tool_results:
+            return message
+        action, _, _ = self._tool_name(message, ctx)
+        if action in PINNED_TOOLS:
+            return message
+        limit = self._limits(ctx)[0] if threshold is None else threshold
+        content = message.content
+        if len(content) <= limit or PERSISTED_OUTPUT_TAG in content:
+            return message
+        stem = safe_component(message.tool_call_id or f"{action}_{self.step + 1:03d}")
+        path = ctx.write_file(
+            f"persisted_results/{safe_component(ctx.trace_id)}/{stem}.txt",
+            content.encode("utf-8", "surrogatepass"),
+        )
+        preview, has_more = generate_preview(content, self.cfg.preview_size)
+        block = persisted_block(preview, has_more, len(content), path)
+        if message.is_observation:
+            block = "Observation: " + block
+        return message.with_text(block)
+
+    def _snapshot(self, message: Message, ctx: ReplayContext) -> Message:
+        if (
+            not self.cfg.snapshots
+            or message.meta.get("is_error")
+            or message.meta.get("success") is False
+        ):
+            return message
+        self.step += 1
+        action, action_input, thought = self._tool_name(message, ctx)
+        conv_id = safe_component(ctx.trace_id)
+        observation = message.content
+        if message.is_observation:
+            observation = observation.lstrip()[len("Observation:") :].lstrip()
+        payload = {
+            "step": self.step,
+            "action": action,
+            "phase": None,
+            "action_intention": None,
+            "action_reason": None,
+            "thought": thought,
+            "action_input": action_input,
+            "observation": observation,
+            "timestamp": None,
+            "conv_id": ctx.trace_id,
+        }
+        path = ctx.write_json(
+            f"op_snapshots/{conv_id}/step_{self.step:03d}_{safe_component(action)}.json", payload
+        )
+        return message.with_text(f"{message.content}\n[Full detail available at: {path}]")
+
+
+_ORDER = ("normal", "warning", "error", "critical", "overflow")
+
+
+def _at_least(state: str, floor: str) -> bool:
+    return _ORDER.index(state) >= _ORDER.index(floor)
+
+
+def _dbgpt_role(role: str) -> str:
+    return {"user": "human", "assistant": "ai"}.get(role, role)
+
+
+__all__ = ["DbgptConfig", "DbgptStrategy", "is_overflow_error"]

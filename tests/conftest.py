@@ -1,0 +1,58 @@
+"""Shared test set-up: the network is blocked (only loopback, for the Dask cluster and the
+browser test, is allowed), tokenizer hubs are offline, and the shared trace folder is found
+through ``CTXBENCH_TRACES``."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", ""}
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _guard(address: object) -> None:
+    if isinstance(address, tuple) and address and str(address[0]) not in LOOPBACK:
+        raise OSError(f"network access blocked in tests: {address!r}")
+
+
+def _blocked_connect(self: socket.socket, address: object) -> None:
+    _guard(address)
+    _real_connect(self, address)  # type: ignore[arg-type]
+
+
+def _blocked_connect_ex(self: socket.socket, address: object) -> int:
+    _guard(address)
+    return _real_connect_ex(self, address)  # type: ignore[arg-type]
+
+
+socket.socket.connect = _blocked_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _blocked_connect_ex  # type: ignore[method-assign]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CTXBENCH_CI") == "1" or os.environ.get("CI") == "true"
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    """The folder of real recorded traces (``CTXBENCH_TRACES``, default ``../shared/traces``).
+
+    Missing: the test fails under CI and is skipped on a developer machine."""
+    path = Path(os.environ.get("CTXBENCH_TRACES", REPO.parent / "shared" / "traces"))
+    if not path.is_dir():
+        if in_ci():
+            pytest.fail(f"shared traces folder {path} is missing (set CTXBENCH_TRACES)")
+        pytest.skip(f"shared traces folder {path} is missing")
+    return path

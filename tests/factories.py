@@ -1,0 +1,89 @@
+"""Small builders for hand-made traces used across the tests (and a hypothesis strategy)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import strategies as st
+
+from ctxbench.probes.model import Probe
+from ctxbench.trace import Message, ToolCall, Trace
+
+
+def tool_round(i: int, *, calls: int = 1, output: str = "ok", thought: str = "") -> list[Message]:
+    """One native tool-calling round: an assistant with ``calls`` parallel calls and their results."""
+    tool_calls = tuple(
+        ToolCall(f"c{i}_{j}", "bash", json.dumps({"cmd": f"step {i}.{j}"})) for j in range(calls)
+    )
+    out = [Message("assistant", thought or f"step {i}", tool_calls=tool_calls)]
+    out += [
+        Message("tool", f"{output} {i}.{j}", tool_call_id=c.id, name="bash")
+        for j, c in enumerate(tool_calls)
+    ]
+    return out
+
+
+def tool_trace(
+    n_rounds: int,
+    *,
+    output: str = "ok",
+    calls: int = 1,
+    system: str = "You are a careful agent.",
+    task: str = "Fix the bug in src/app.py",
+    probes: tuple[Probe, ...] = (),
+    trace_id: str = "t",
+) -> Trace:
+    msgs = [Message("system", system), Message("user", task)]
+    for i in range(n_rounds):
+        msgs += tool_round(i, calls=calls, output=output)
+    msgs.append(Message("assistant", "All done."))
+    return Trace(trace_id, tuple(msgs), probes=probes)
+
+
+def react_trace(n_rounds: int, *, observation: str = "rows", trace_id: str = "r") -> Trace:
+    """A DB-GPT style text ReAct trace: Thought/Action/Action Input and Observation messages."""
+    msgs = [
+        Message("system", "You are a data analyst agent."),
+        Message("user", "Report revenue by region for 2024."),
+    ]
+    for i in range(n_rounds):
+        msgs.append(
+            Message(
+                "assistant",
+                f"Thought: look at table {i}\nAction: sql_query\nAction Input: SELECT * FROM t{i}",
+            )
+        )
+        msgs.append(Message("user", f"Observation: {observation} {i}"))
+    msgs.append(Message("assistant", "Final answer."))
+    return Trace(trace_id, tuple(msgs))
+
+
+@st.composite
+def valid_messages(draw: st.DrawFn) -> list[Message]:
+    """Random valid conversations mixing tool-calling rounds (parallel calls included), text
+    ReAct rounds, plain chat turns and stray system messages."""
+    msgs: list[Message] = []
+    if draw(st.booleans()):
+        msgs.append(Message("system", "sys"))
+    counter = 0
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["tools", "react", "chat", "user", "system"]))
+        if kind == "tools":
+            n = draw(st.integers(1, 4))
+            calls = tuple(ToolCall(f"id{counter + j}", "t", "{}") for j in range(n))
+            counter += n
+            msgs.append(
+                Message("assistant", draw(st.sampled_from(["", "thinking"])), tool_calls=calls)
+            )
+            msgs += [Message("tool", "r", tool_call_id=c.id) for c in calls]
+        elif kind == "react":
+            msgs.append(Message("assistant", "Thought: x\nAction: a\nAction Input: {}"))
+            msgs.append(Message("user", "  Observation: y"))
+        elif kind == "chat":
+            msgs.append(Message("user", "hi"))
+            msgs.append(Message("assistant", "hello"))
+        elif kind == "user":
+            msgs.append(Message("user", "more"))
+        else:
+            msgs.append(Message("system", "mid-trace system note"))
+    return msgs

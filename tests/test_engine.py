@@ -1,0 +1,239 @@
+"""The replay engine: open-loop semantics, the simulated provider, events and the result row."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxbench.counting import get_counter
+from ctxbench.engine import events as ev
+from ctxbench.engine.context import ReplayContext, safe_component
+from ctxbench.engine.provider import ERROR_STYLES, SimulatedProvider, is_overflow_error
+from ctxbench.engine.replay import MAX_ATTEMPTS, ReplayOutput, replay
+from ctxbench.engine.result import Identity, Prices, result_from_events
+from ctxbench.errors import ConfigError, ProviderOverflowError
+from ctxbench.probes.model import Probe
+from ctxbench.strategies import build_strategy
+from ctxbench.strategies.base import Strategy
+from ctxbench.trace import Message, Trace
+from tests.factories import tool_trace, valid_messages
+
+CHARS4 = get_counter("chars4")
+
+
+def run(
+    trace: Trace, strategy: Strategy | str, window: int = 100_000, reserved: int = 0, **kw: Any
+) -> ReplayOutput:
+    strat = build_strategy(strategy) if isinstance(strategy, str) else strategy
+    return replay(
+        trace,
+        strat,
+        SimulatedProvider(window, reserved),
+        true_counter=CHARS4,
+        estimator=CHARS4,
+        **kw,
+    )
+
+
+def lines(out: ReplayOutput) -> str:
+    return "\n".join(ev.event_line(e) for e in out.events)
+
+
+# -- provider ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", ERROR_STYLES)
+def test_provider_accepts_exactly_the_limit_and_rejects_one_more(style: str) -> None:
+    provider = SimulatedProvider(1000, 100, style)
+    provider.check(900)
+    with pytest.raises(ProviderOverflowError) as info:
+        provider.check(901)
+    assert info.value.prompt_tokens == 901 and info.value.limit == 900
+    assert is_overflow_error(str(info.value))
+
+
+def test_provider_messages_read_like_the_real_providers() -> None:
+    def text(style: str) -> str:
+        with pytest.raises(ProviderOverflowError) as info:
+            SimulatedProvider(8192, 1000, style).check(9000)
+        return str(info.value)
+
+    assert "context_length_exceeded" in text(
+        "openai"
+    ) and "maximum context length is 8192 tokens" in text("openai")
+    assert "prompt is too long: 10000 tokens > 8192 maximum" in text("anthropic")
+    assert "maximum context length is 8192 tokens" in text(
+        "vllm"
+    ) and "9000 in the messages" in text("vllm")
+
+
+@pytest.mark.parametrize("window,reserved", [(0, 0), (100, 100), (100, -1)])
+def test_provider_rejects_impossible_windows(window: int, reserved: int) -> None:
+    with pytest.raises(ConfigError):
+        SimulatedProvider(window, reserved)
+
+
+# -- open-loop replay ------------------------------------------------------------------------------
+
+
+def test_every_recorded_assistant_message_is_one_call_and_prompts_grow_as_recorded() -> None:
+    trace = tool_trace(6, calls=2)
+    out = run(trace, "none")
+    calls = [e for e in out.events if e.type == ev.PROVIDER_CALL]
+    assert [e.call for e in calls] == list(range(len(trace.call_indices)))
+    for e, index in zip(calls, trace.call_indices):
+        # the prompt before call k is every recorded message before that assistant message
+        assert e["true_tokens"] == CHARS4.count_prompt(trace.messages[:index])
+        assert e["messages"] == index
+    assert out.result.calls == len(trace.call_indices) and out.result.failed_calls == 0
+
+
+def test_same_inputs_give_byte_identical_events_and_rows() -> None:
+    trace = tool_trace(20, calls=2, output="x" * 300)
+    a = run(trace, "sliding_window", window=3000)
+    b = run(trace, build_strategy("sliding_window"), window=3000)
+    assert lines(a) == lines(b)
+    assert a.result == b.result
+
+
+def test_a_prompt_over_the_window_is_a_failed_call_when_the_strategy_cannot_help() -> None:
+    trace = tool_trace(10, output="y" * 400)
+    out = run(trace, "none", window=800)
+    failed = [e for e in out.events if e.type == ev.CALL_FAILED]
+    assert failed and out.result.failed_calls == len(failed) == out.result.overflow_errors
+    first = failed[0]
+    ordered = [e for e in out.events if e.call == first.call]
+    assert [e.type for e in ordered] == [ev.CONTEXT_STATUS, ev.PROVIDER_CALL, ev.CALL_FAILED]
+    assert "maximum context length" in ordered[1]["error"]
+    assert out.result.peak_ratio > 1
+
+
+class AlwaysRetry(Strategy):
+    name = "always_retry"
+
+    def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
+        return True
+
+
+def test_a_strategy_that_always_retries_is_stopped_by_the_attempt_valve() -> None:
+    out = run(tool_trace(3, output="z" * 400), AlwaysRetry(), window=300)
+    first_failed = next(e for e in out.events if e.type == ev.CALL_FAILED)
+    assert first_failed["attempts"] == MAX_ATTEMPTS
+
+
+def test_cached_tokens_are_the_prefix_shared_with_the_previous_accepted_prompt() -> None:
+    trace = tool_trace(4)
+    calls = [e for e in run(trace, "none").events if e.type == ev.PROVIDER_CALL]
+    assert calls[0]["cached_tokens"] == 0
+    for prev, cur in itertools.pairwise(calls):
+        assert cur["cached_tokens"] == prev["true_tokens"]
+
+
+def test_compaction_breaks_the_prompt_cache() -> None:
+    trace = tool_trace(12, output="w" * 200)
+    calls = [
+        e for e in run(trace, "sliding_window", window=100_000).events if e.type == ev.PROVIDER_CALL
+    ]
+    slid = [c for c in calls if c.call > 8]
+    # the window slides every call: only the system prompt stays a shared prefix
+    system_tokens = CHARS4.count_message(trace.messages[0])
+    assert all(c["cached_tokens"] == system_tokens for c in slid)
+
+
+def test_probes_are_scored_on_the_prompt_before_their_call() -> None:
+    trace = tool_trace(3, output="secret")
+    late = Probe("late", "recall", "q", ("secret 2.0",), evidence=(8,), ask_at=2)
+    now = Probe("now", "recall", "q", ("secret 2.0",), evidence=(8,), ask_at=3)
+    end = Probe("end", "recall", "q", ("secret 0.0",), evidence=(4,))
+    out = run(trace, "none", probes=(late, now, end))
+    outcome = {e["probe_id"]: (e["outcome"], e.call) for e in out.events if e.type == ev.PROBE}
+    assert outcome == {"late": ("lost", 2), "now": ("in_context", 3), "end": ("in_context", 4)}
+    assert out.result.probes == 3 and out.result.retention == round(2 / 3, 4)
+
+
+def test_result_row_is_a_function_of_the_events_alone() -> None:
+    trace = tool_trace(
+        15,
+        calls=2,
+        output="v" * 250,
+        probes=(Probe("p", "recall", "q", ("v" * 10,), evidence=(3,)),),
+    )
+    out = run(trace, "sliding_window", window=2000)
+    from_dicts = result_from_events(
+        [json.loads(ev.event_line(e)) for e in out.events],
+        Identity(trace_id=trace.id, strategy="sliding_window"),
+    )
+    assert from_dicts == out.result
+
+
+def test_cost_uses_fresh_cached_and_summary_tokens() -> None:
+    prices = Prices(input_per_mtok=2.0, cached_input_per_mtok=0.5, output_per_mtok=8.0)
+    assert prices.cost(1_000_000, 400_000, 0, 0) == pytest.approx(1.2 + 0.2)
+    out = run(tool_trace(3), "none", prices=prices)
+    r = out.result
+    expected = (
+        (r.input_tokens_total - r.cached_input_tokens) * 2.0 + r.cached_input_tokens * 0.5
+    ) / 1e6
+    assert r.cost_usd == pytest.approx(expected, abs=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(valid_messages(), st.integers(0, 2**16))
+def test_incremental_totals_equal_a_full_recount_after_any_compaction(
+    msgs: list[Message], seed: int
+) -> None:
+    if not any(m.role == "assistant" for m in msgs):
+        return
+    rng = random.Random(seed)
+    trace = Trace("p", tuple(msgs))
+
+    class RandomDrop(Strategy):
+        name = "random_drop"
+
+        def before_call(self, ctx: ReplayContext) -> None:
+            kept = [m for m in ctx.view.messages if rng.random() > 0.3]
+            ctx.apply("drop", kept)
+            assert ctx.view.true_tokens == CHARS4.count_prompt(kept)
+            assert ctx.view.estimated_tokens == CHARS4.count_prompt(kept)
+
+    run(trace, RandomDrop())
+
+
+def test_status_events_have_exactly_dbgpt_fields_plus_call_and_step() -> None:
+    status = next(e for e in run(tool_trace(1), "none").events if e.type == ev.CONTEXT_STATUS)
+    assert list(status.to_dict()) == [
+        "type",
+        "used",
+        "budget",
+        "ratio",
+        "state",
+        "compact_layer",
+        "call",
+        "step",
+    ]
+
+
+def test_events_are_numbered_in_order() -> None:
+    out = run(tool_trace(8, output="u" * 300), "sliding_window", window=1500)
+    assert [e.step for e in out.events] == list(range(len(out.events)))
+    assert [e.call for e in out.events] == sorted(e.call for e in out.events)
+
+
+@pytest.mark.parametrize(
+    "raw", ["../../etc/passwd", "/abs/path", "a/../../b", "..", "", "x" * 500, "ok-name_1.json"]
+)
+def test_file_names_from_untrusted_text_cannot_escape(raw: str) -> None:
+    name = safe_component(raw)
+    assert (
+        "/" not in name
+        and ".." not in name
+        and name
+        and not name.startswith(".")
+        and len(name) <= 64
+    )

@@ -1,0 +1,69 @@
+"""Invariants every strategy keeps on random traces and windows: tool pairs intact, the system
+message kept, events in order, and the row equal to what the events say."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxbench.counting import get_counter
+from ctxbench.engine import events as ev
+from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.replay import replay
+from ctxbench.engine.result import Identity, result_from_events
+from ctxbench.strategies import STRATEGIES, build_strategy
+from ctxbench.summarizers.extractive import ExtractiveSummarizer
+from ctxbench.trace import Message, ToolCall, Trace, pairing_violations
+
+CHARS4 = get_counter("chars4")
+
+
+@st.composite
+def random_traces(draw: st.DrawFn) -> Trace:
+    """System + task, then tool rounds (parallel calls), text-ReAct rounds and chat turns of random sizes."""
+    msgs = [
+        Message("system", "You are an agent. Rule: never delete data."),
+        Message("user", "Do the task."),
+    ]
+    n = 0
+    for _ in range(draw(st.integers(1, 25))):
+        size = draw(st.integers(0, 3000))
+        kind = draw(st.sampled_from(["tools", "tools", "react", "chat"]))
+        if kind == "tools":
+            k = draw(st.integers(1, 3))
+            calls = tuple(ToolCall(f"c{n + j}", "bash", '{"cmd": "ls"}') for j in range(k))
+            n += k
+            msgs.append(Message("assistant", "", tool_calls=calls))
+            msgs += [Message("tool", "o" * size, tool_call_id=c.id) for c in calls]
+        elif kind == "react":
+            msgs.append(Message("assistant", "Thought: t\nAction: a\nAction Input: {}"))
+            msgs.append(Message("user", "Observation: " + "p" * size))
+        else:
+            msgs.append(Message("user", "u" * (size // 10)))
+            msgs.append(Message("assistant", "a" * (size // 10)))
+    msgs.append(Message("assistant", "done"))
+    return Trace("rand", tuple(msgs))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_traces(), st.integers(600, 20_000), st.sampled_from(STRATEGIES.names()))
+def test_no_strategy_breaks_tool_pairs_or_drops_the_system_message(
+    trace: Trace, window: int, name: str
+) -> None:
+    out = replay(
+        trace,
+        build_strategy(name),
+        SimulatedProvider(window, min(200, window // 4)),
+        true_counter=CHARS4,
+        estimator=CHARS4,
+        summarizer=ExtractiveSummarizer(),
+    )
+    assert out.result.pairing_violations == 0
+    assert pairing_violations(out.final_view) == 0
+    assert out.result.system_kept
+    assert out.final_view and out.final_view[0].role == "system"
+    assert [e.step for e in out.events] == list(range(len(out.events)))
+    assert result_from_events(out.events, Identity(trace_id=trace.id, strategy=name)) == out.result
+    for e in out.events:
+        if e.type == ev.PROVIDER_CALL and e["ok"]:
+            assert e["true_tokens"] <= e["limit"]
