@@ -1,0 +1,124 @@
+"""Replay cost: the engine vs the tokenization floor, vs a naive recount, and vs trace length.
+
+- ``replay_vs_floor_ratio``: a cold-cache replay (strategy ``none``, exact counter as both the
+  true counter and the estimator) divided by the time to tokenize the trace's distinct
+  messages once. Target <= 1.5.
+- ``naive_speedup``: a naive replay that recounts the whole prompt at every call (what a
+  ``build_for_llm`` without caching does) divided by the engine's replay.
+- ``length_scaling``: seconds per round of a cold ``dbgpt`` replay at 10, 100 and 1,000 rounds;
+  ``length_scaling_ratio_1000_vs_100`` near 1 means linear.
+All figures come from one run, side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any
+
+from ctxbench.counting import get_counter
+from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.replay import replay
+from ctxbench.strategies import build_strategy
+from ctxbench.trace import Message, ToolCall, Trace
+
+WORDS = ("alpha beta gamma delta error warning request response table column index value "
+         "function class module import return status pending done config path file").split()
+
+
+def synthetic_trace(rounds: int, seed: int = 7, obs_chars: int = 8000) -> Trace:
+    """A long tool-calling trace with mixed prose / log / JSON observations (deterministic)."""
+    rng = random.Random(seed)
+    msgs = [Message("system", "You are a coding agent. " * 20), Message("user", "Fix the failing build in src/app.py")]
+    for i in range(rounds):
+        call = ToolCall(f"call_{i}", "bash", json.dumps({"cmd": f"run step {i} --verbose"}))
+        msgs.append(Message("assistant", " ".join(rng.choice(WORDS) for _ in range(40)), tool_calls=(call,)))
+        kind = i % 3
+        if kind == 0:
+            body = " ".join(rng.choice(WORDS) for _ in range(obs_chars // 6))
+        elif kind == 1:
+            body = "\n".join(f"2025-01-{1 + j % 28:02d}T12:{j % 60:02d}:00Z INFO worker[{j}] {rng.choice(WORDS)} latency={rng.randint(1, 999)}ms"
+                             for j in range(obs_chars // 70))
+        else:
+            body = json.dumps([{"id": j, "name": rng.choice(WORDS), "score": rng.random()} for j in range(obs_chars // 55)])
+        msgs.append(Message("tool", body[:obs_chars], tool_call_id=call.id, name="bash"))
+    msgs.append(Message("assistant", "done"))
+    return Trace(f"bench-{rounds}", tuple(msgs))
+
+
+def _fresh(spec: str) -> TokenCounter:
+    counter = get_counter(spec)
+    counter.clear_cache()
+    return counter
+
+
+def _floor(trace: Trace, counter: TokenCounter) -> float:
+    distinct = {m.fingerprint: m for m in trace.messages}
+    started = time.perf_counter()
+    for message in distinct.values():
+        counter.message_tokens(message)
+    return time.perf_counter() - started
+
+
+def _engine(trace: Trace, spec: str, strategy: str, window: int) -> float:
+    counter = _fresh(spec)
+    started = time.perf_counter()
+    replay(trace, build_strategy(strategy), SimulatedProvider(window, 0), true_counter=counter, estimator=counter)
+    return time.perf_counter() - started
+
+
+def _naive(trace: Trace, counter: TokenCounter) -> float:
+    """Recount the whole prompt (no cache) before every model call."""
+    started = time.perf_counter()
+    for index in trace.call_indices:
+        sum(counter.message_tokens(m) for m in trace.messages[:index])
+    return time.perf_counter() - started
+
+
+def _best(fn: Any, repeats: int) -> float:
+    return min(fn() for _ in range(repeats))
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    spec = "tiktoken:o200k_base"
+    counter = get_counter(spec)
+    rounds = 60 if quick else 300
+    trace = synthetic_trace(rounds)
+    # warm-up: fingerprints and the tokenizer itself
+    for m in trace.messages:
+        m.fingerprint  # noqa: B018
+    counter.count("warm up")
+    repeats = 2 if quick else 3
+    floor = _best(lambda: _floor(trace, counter), repeats)
+    engine = _best(lambda: _engine(trace, spec, "none", 10**9), repeats)
+    naive = _naive(trace, counter)
+    tokens = counter.count_prompt(trace.messages)
+    out: dict[str, Any] = {
+        "counter": spec,
+        "rounds": rounds,
+        "trace_tokens": tokens,
+        "floor_seconds": round(floor, 4),
+        "replay_seconds": round(engine, 4),
+        "naive_seconds": round(naive, 4),
+        "replay_vs_floor_ratio": round(engine / floor, 3),
+        "naive_speedup": round(naive / engine, 1),
+    }
+    lengths = (10, 100) if quick else (10, 100, 1000)
+    per_round = {}
+    for n in lengths:
+        t = synthetic_trace(n, obs_chars=2000)
+        for m in t.messages:
+            m.fingerprint  # noqa: B018
+        seconds = _best(lambda t=t: _engine(t, spec, "dbgpt", 40_000), 2)
+        per_round[str(n)] = round(seconds / n * 1000, 4)
+    out["length_scaling_ms_per_round"] = per_round
+    if "1000" in per_round:
+        out["length_scaling_ratio_1000_vs_100"] = round(per_round["1000"] / per_round["100"], 3)
+    out["length_scaling_ratio_100_vs_10"] = round(per_round["100"] / per_round["10"], 3)
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))

@@ -1,0 +1,5 @@
+"""``python -m ctxbench.cli``: the same as the ``ctxbench`` command."""
+
+from ctxbench.cli import main
+
+main()
