@@ -28,8 +28,9 @@ class Entry:
 class Registry:
     """Name -> factory, loaded lazily."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, list_command: str | None = None) -> None:
         self.kind = kind
+        self.list_command = list_command
         self._entries: dict[str, Entry] = {}
 
     def add(self, name: str, target: str, summary: str, source: str = "") -> None:
@@ -95,6 +96,13 @@ def import_path(path: str, *, kind: str = "object") -> Any:
         raise UnknownNameError(
             f"cannot import module {module_name!r} for {kind} {path!r}: {exc}",
             hint="check that the package is installed and on PYTHONPATH",
+        ) from exc
+    except Exception as exc:  # a plug-in module that fails while importing
+        raise UnknownNameError(
+            f"importing module {module_name!r} for {kind} {path!r} failed: "
+            f"{type(exc).__name__}: {exc}",
+            hint="fix the error in that module (run `python -c 'import "
+            f"{module_name}'` to see the traceback)",
         ) from exc
     obj: Any = module
     for part in attr.split("."):

@@ -59,12 +59,22 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     return params
 
 
+def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
+    """``--summarizer-set`` values, JSON-decoded when they parse as JSON (numbers, booleans)."""
+    out: dict[str, Any] = {}
+    for key, text in configuration.parse_set(sets).items():
+        try:
+            out[key] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key] = text
+    return out
+
+
 @click.command("run")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("traces", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
     "--strategy",
     "-s",
-    required=True,
     help="Strategy name (see `ctxbench strategies`) or module:Class.",
 )
 @click.option(
@@ -76,9 +86,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 @click.option(
     "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override one knob (repeatable)."
 )
-@click.option(
-    "--window", "-w", type=int, required=True, help="The model's context window, in true tokens."
-)
+@click.option("--window", "-w", type=int, help="The model's context window, in true tokens.")
 @click.option(
     "--reserved",
     type=int,
@@ -99,6 +107,13 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     default="extractive",
     show_default=True,
     help="Summarizer for strategies that summarise.",
+)
+@click.option(
+    "--summarizer-set",
+    "summarizer_sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A summarizer parameter (repeatable), e.g. --summarizer-set model=gpt-4o-mini.",
 )
 @click.option(
     "--error-style",
@@ -137,16 +152,24 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     help="Where snapshot / offload files go (one folder per run id).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print rows as JSON lines.")
+@click.option(
+    "--from-row",
+    "from_row",
+    type=click.Path(exists=True),
+    help="Re-run one result row: a JSON(L) file of rows, or a sweep results dir (+ --run-id).",
+)
+@click.option("--run-id", help="Which row of --from-row to re-run.")
 def run(
     traces: tuple[str, ...],
-    strategy: str,
+    strategy: str | None,
     config_file: str | None,
     sets: tuple[str, ...],
-    window: int,
+    window: int | None,
     reserved: int,
     counter: str,
     estimator: str,
     summarizer: str,
+    summarizer_sets: tuple[str, ...],
     error_style: str,
     seed: int,
     probes_file: str | None,
@@ -155,6 +178,8 @@ def run(
     out_file: str | None,
     files_dir: str,
     as_json: bool,
+    from_row: str | None,
+    run_id: str | None,
 ) -> None:
     """Replay TRACES through one compaction strategy against a simulated provider.
 
@@ -166,11 +191,18 @@ def run(
       ctxbench run traces.jsonl --strategy dbgpt --window 32768 --counter tiktoken:o200k_base
       ctxbench run t.jsonl -s dbgpt --set warning_threshold=0.6 --set min_keep_recent_rounds=2 -w 16000
       ctxbench run t.jsonl -s dbgpt --config dbgpt.toml -w 32768 --estimator chars4 --events ev.jsonl
+      ctxbench run --from-row reports/quickstart --run-id 0a1b2c3d4e5f6a7b --events ev.jsonl
     """
+    if from_row:
+        rerun_row(from_row, run_id, events_file, files_dir, as_json)
+        return
+    if not traces or not strategy or window is None:
+        raise click.UsageError("give TRACES, --strategy and --window (or --from-row)")
     params = strategy_params(strategy, config_file, sets)
+    summarizer_params = summarizer_parameters(summarizer_sets)
     external = {}
     if probes_file:
-        from ctxbench.probes.mining import load_probes
+        from ctxbench.probes.probe_file import load_probes
 
         external = load_probes(probes_file)
     rows: list[dict[str, Any]] = []
@@ -195,6 +227,7 @@ def run(
                         counter=counter,
                         estimator=estimator,
                         summarizer=summarizer,
+                        summarizer_params=summarizer_params,
                         error_style=error_style,
                         seed=seed,
                         mine_probes=mine_probes,
@@ -215,3 +248,42 @@ def run(
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS)
+
+
+def rerun_row(
+    source: str, run_id: str | None, events_file: str | None, files_dir: str, as_json: bool
+) -> None:
+    """Re-run the cell a result row describes (its ``spec`` column) and compare the rows.
+
+    Exits 1 when a metric differs from the recorded row (timing columns aside)."""
+    from ctxbench.engine.result import TIMING_COLUMNS, Prices
+    from ctxbench.sweep.sources import load_trace
+    from ctxbench.sweep.store import ResultsDir, read_row, spec_of_row
+
+    row = read_row(source, run_id)
+    spec = spec_of_row(row)
+    prices = None
+    if Path(source).is_dir():
+        recorded = ResultsDir(source).spec().get("spec", {}).get("prices", {})
+        if spec.counter in recorded:
+            prices = configuration.build(Prices, recorded[spec.counter], source=source)
+    trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
+    output = run_spec(spec, trace, prices=prices)
+    if output.files:
+        write_files(Path(files_dir) / spec.run_id, output.files)
+    if events_file:
+        with Path(events_file).open("w", encoding="utf-8") as fh:
+            for event in output.events:
+                fh.write(event_line(event, run_id=spec.run_id) + "\n")
+    new = output.result.to_row()
+    if as_json:
+        click.echo(json.dumps(new, ensure_ascii=False))
+    else:
+        print_table([new], ROW_COLUMNS)
+    differ = [k for k in new if k not in TIMING_COLUMNS and k in row and row[k] != new[k]]
+    if differ:
+        click.echo(
+            f"run {spec.run_id} differs from the recorded row in: {', '.join(differ)}", err=True
+        )
+        raise click.exceptions.Exit(1)
+    click.echo(f"run {spec.run_id} reproduces the recorded row", err=True)

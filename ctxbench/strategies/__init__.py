@@ -13,7 +13,7 @@ from ctxbench import config as configuration
 from ctxbench.registry import Registry
 from ctxbench.strategies.base import Strategy
 
-STRATEGIES = Registry("strategy")
+STRATEGIES = Registry("strategy", list_command="ctxbench strategies")
 STRATEGIES.add(
     "none",
     "ctxbench.strategies.none:NoCompaction",
@@ -29,20 +29,109 @@ STRATEGIES.add(
     "ctxbench.strategies.dbgpt:DbgptStrategy",
     "DB-GPT agent context management: 5 states, layers 1-4, snapshots.",
 )
+STRATEGIES.add(
+    "agentscope",
+    "ctxbench.strategies.agentscope:AgentScopeStrategy",
+    "AgentScope v2: structured summary at trigger_ratio, keep reserve_ratio recent, truncate big results.",
+)
+STRATEGIES.add(
+    "hermes",
+    "ctxbench.strategies.hermes:HermesStrategy",
+    "Hermes ContextCompressor: prune old tool output, protect head and tail, summarise the middle.",
+)
+STRATEGIES.add(
+    "summarize_half",
+    "ctxbench.strategies.summarize_half:SummarizeHalf",
+    "Seed 003 ContextManager: over budget, summarise the oldest half of the rounds.",
+)
+STRATEGIES.add(
+    "hierarchical",
+    "ctxbench.strategies.hierarchical:Hierarchical",
+    "ctxbench synthesis: hot rounds in the prompt, cold rounds retrieved by BM25.",
+)
+STRATEGIES.add(
+    "observation_masking",
+    "ctxbench.strategies.observation_masking:ObservationMasking",
+    "Keep the last M rounds' observations; older ones become a placeholder.",
+)
+STRATEGIES.add(
+    "openhands_summarizing",
+    "ctxbench.strategies.openhands:OpenHandsSummarizing",
+    "OpenHands V0 LLMSummarizingCondenser: head + summary + tail by event count.",
+)
+STRATEGIES.add(
+    "openhands_amortized",
+    "ctxbench.strategies.openhands:OpenHandsAmortized",
+    "OpenHands V0 AmortizedForgettingCondenser: head + tail by event count.",
+)
+STRATEGIES.add(
+    "anthropic_clear_tool_uses",
+    "ctxbench.strategies.anthropic:ClearToolUses",
+    "Anthropic clear_tool_uses_20250919: over the trigger, clear old tool results.",
+)
+STRATEGIES.add(
+    "codex",
+    "ctxbench.strategies.codex:Codex",
+    "Codex CLI: at 90% of the window, recent user messages + a handoff summary.",
+)
+STRATEGIES.add(
+    "autogen_head_tail",
+    "ctxbench.strategies.autogen:AutoGenHeadTail",
+    "AutoGen HeadAndTailChatCompletionContext: first n + 'Skipped' + last m.",
+)
+STRATEGIES.add(
+    "autogen_token_limited",
+    "ctxbench.strategies.autogen:AutoGenTokenLimited",
+    "AutoGen TokenLimitedChatCompletionContext: pop the middle message until it fits.",
+)
+STRATEGIES.add(
+    "langchain_trim",
+    "ctxbench.strategies.langchain_trim:LangChainTrim",
+    "LangChain trim_messages before every call: last/first N tokens, type boundaries.",
+)
+STRATEGIES.add(
+    "claude_code",
+    "ctxbench.strategies.claude_code:ClaudeCode",
+    "Claude Code auto-compact: 9-section summary at effective window - 13K (2nd-hand).",
+)
+
+
+#: What the engine calls on a strategy that does not subclass :class:`Strategy`.
+PROTOCOL: tuple[str, ...] = (
+    "name",
+    "default_estimator",
+    "on_start",
+    "on_tool_results",
+    "on_tool_result",
+    "before_call",
+    "on_overflow",
+    "budget",
+    "state_of",
+)
 
 
 def strategy_class(name: str) -> type[Strategy]:
     """The strategy class registered as ``name`` (or a plug-in ``module:Class``)."""
+    import dataclasses
+
     from ctxbench.errors import UnknownNameError
 
     cls = STRATEGIES.load(name)
-    if not (isinstance(cls, type) and issubclass(cls, Strategy)):
-        for hook in ("before_call", "on_tool_result", "on_overflow"):
-            if not hasattr(cls, hook):
-                raise UnknownNameError(
-                    f"{name!r} is not a strategy: it has no {hook}()",
-                    hint="subclass ctxbench.strategies.base.Strategy",
-                )
+    hint = "subclass ctxbench.strategies.base.Strategy (see docs/plugins.md)"
+    if not isinstance(cls, type):
+        raise UnknownNameError(
+            f"{name!r} is not a strategy: it is a {type(cls).__name__}, not a class", hint=hint
+        )
+    if not issubclass(cls, Strategy):
+        for attr in PROTOCOL:
+            if not hasattr(cls, attr):
+                raise UnknownNameError(f"{name!r} is not a strategy: it has no {attr}", hint=hint)
+    config = getattr(cls, "Config", None)
+    if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
+        raise UnknownNameError(
+            f"strategy {name!r} has no Config dataclass (Config = {config!r})",
+            hint="set Config to a frozen dataclass of its knobs, or leave Strategy's NoConfig",
+        )
     result: type[Strategy] = cls
     return result
 

@@ -74,6 +74,11 @@ class Strategy:
         """React to a provider overflow; return True to retry the call."""
         return False
 
+    def keeps_system(self) -> bool:
+        """Whether this configuration promises to keep the system message (checked by the
+        invariant tests; a strategy whose documented rule may drop it returns False)."""
+        return True
+
     # -- how status events are labelled ------------------------------------------------------
     def budget(self, ctx: ReplayContext) -> int:
         """The token budget the strategy compares its estimate with (default: window - reserved)."""

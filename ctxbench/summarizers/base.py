@@ -17,6 +17,10 @@ class SummaryRequest:
     the serialised history); LLM-backed summarizers send exactly this. ``messages`` and
     ``sections`` let offline summarizers lay out what the prompt asks for without an LLM.
     ``key`` is a stable identifier (trace, call, layer) for seeded randomness and caching.
+    ``max_tokens`` is the summary's budget; ``send_max_tokens`` says whether the real system
+    also caps the LLM response with it (Hermes deliberately sends no cap: its budget is only
+    "Target ~N tokens" in the prompt), so offline summarizers always respect the budget and
+    LLM-backed ones send it only when the real system does.
     """
 
     strategy: str
@@ -27,6 +31,7 @@ class SummaryRequest:
     max_tokens: int | None = None
     previous_summary: str | None = None
     key: str = ""
+    send_max_tokens: bool = True
 
 
 class Summarizer(ABC):

@@ -1,0 +1,65 @@
+"""``ctxbench strategies``: every registered strategy with its summary, source and knobs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+
+def strategy_listing() -> list[dict[str, Any]]:
+    """``[{name, summary, source, knobs}]`` for every registered strategy, sorted by name."""
+    from ctxbench.config import describe_fields
+    from ctxbench.strategies import STRATEGIES, strategy_class
+
+    out = []
+    for entry in STRATEGIES.entries():
+        cls = strategy_class(entry.name)
+        out.append(
+            {
+                "name": entry.name,
+                "summary": cls.summary or entry.summary,
+                "source": cls.source or entry.source,
+                "knobs": describe_fields(cls.Config),
+            }
+        )
+    return out
+
+
+def _knob_line(knob: dict[str, Any]) -> str:
+    default = json.dumps(knob["default"], ensure_ascii=False)
+    if len(default) > 60:
+        default = default[:57] + "..."
+    line = f"    {knob['name']} ({knob['type']}, default {default})"
+    return f"{line}: {knob['help']}" if knob["help"] else line
+
+
+@click.command("strategies")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print a JSON list of {name, summary, source, knobs}."
+)
+def strategies(as_json: bool) -> None:
+    """List compaction strategies: one line each, where each comes from, and its knobs.
+
+    Knobs are set with `ctxbench run --set KEY=VALUE` or a TOML `--config` file. A plug-in
+    strategy is given to `--strategy` as `package.module:Class` (see docs/plugins.md).
+
+    \b
+    Examples:
+      ctxbench strategies
+      ctxbench strategies --json | jq '.[] | select(.name == "hermes") | .knobs'
+    """
+    listing = strategy_listing()
+    if as_json:
+        click.echo(json.dumps(listing, ensure_ascii=False, indent=2))
+        return
+    for item in listing:
+        click.echo(f"{item['name']}: {item['summary']}")
+        if item["source"]:
+            click.echo(f"  source: {item['source']}")
+        if item["knobs"]:
+            click.echo("  knobs:")
+            for knob in item["knobs"]:
+                click.echo(_knob_line(knob))
+        click.echo("")

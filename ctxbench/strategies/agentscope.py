@@ -1,0 +1,712 @@
+"""``agentscope``: AgentScope v2 context compression (``ContextConfig``).
+
+Source: agentscope-ai/agentscope ``src/agentscope/agent/_config.py`` (``ContextConfig``,
+``SummarySchema``), ``src/agentscope/agent/_agent.py`` (``_compress_context_impl``,
+``_split_context_for_compression``, ``_split_tool_result_for_compression``,
+``_limit_context_images``, ``_inject_runtime_state``), ``src/agentscope/model/_base.py``
+(``count_tokens``), ``tests/compress_context_test.py`` and the "Compress Context" page
+(seeds/002). Counting is AgentScope's own estimate by default (``agentscope``: UTF-8 bytes / 4).
+
+Rules reproduced:
+
+- Trigger (before every model call): limit images, then compress when the estimate of system
+  prompt + summary + context + tools reaches ``trigger_ratio * context_size``. Over the
+  threshold with an empty context (the system prompt and summary alone exceed it) AgentScope
+  raises ``RuntimeError``; the replay records a ``strategy.error`` event and leaves the prompt.
+- Split: walk back from the newest message to the smallest suffix whose estimate (with system
+  prompt and summary) reaches ``reserve_ratio * context_size``; the boundary message keeps the
+  trailing content blocks that fit (multi-part messages without tool calls; others are one
+  block). Then a fixed-point loop moves every kept tool result whose call is on the compressed
+  side onto that side (PR #2093). AgentScope v2 keeps a step's calls and results in one ``Msg``
+  and checks pairing only inside the boundary message, so a call in one ``Msg`` and its result
+  in the next can still be split (QwenPaw #5960); ctxbench's messages are OpenAI-style (calls
+  and results in separate messages), so the loop runs across messages and that split cannot
+  happen. Nothing on the compressed side: retry the split with reserve 0.
+- Summary: one structured call with the five ``SummarySchema`` fields (task_overview,
+  current_state, important_discoveries, next_steps, context_to_preserve), the previous summary
+  and the ``compression_prompt`` (a ``<system-hint>`` asking for a continuation summary),
+  rendered with ``summary_template`` (``<system-info>Here is a summary of your previous work``
+  ``# Task Overview ... # Context to Preserve ...</system-info>``). The summary lives in strategy
+  state and is rendered as a user message right after the system prompt; the reserved messages
+  become the context. With ``offload``, the compressed messages go to
+  ``offload/<trace>/context.jsonl`` (one growing file per session) and the summary gets
+  ``<system-reminder>The compressed context is offloaded to '{path}', ...</system-reminder>``.
+- Summary failure: if the compression request was estimated over ``context_size``, drop the
+  oldest messages to compress until it is under ``trigger_ratio * context_size`` and retry once;
+  on final failure (``compression_fallback_to_truncation``) keep the old summary or use
+  ``<system-info>Some earlier messages were truncated for limited context.</system-info>`` and
+  still drop the messages to compress. With the fallback off, AgentScope raises and leaves the
+  state unchanged; the replay records ``strategy.error``.
+- Tool results over ``tool_result_limit`` tokens keep their leading blocks; a text boundary
+  block is cut in proportion to its token delta, other boundary blocks are dropped whole; the
+  remainder is offloaded to ``offload/<trace>/tool_result-<call>.txt`` and the kept part gets
+  ``\\n<<<TRUNCATED>>>\\n<system-reminder>The remaining content has been omitted for limited
+  context.{ You can refer to the file in '{path}' for the truncated content if needed.}``
+  ``</system-reminder>``.
+- Images: the oldest images beyond ``max_image_num`` become ``<system-reminder>The image
+  {name}is offloaded into {url}, you can refer to it when needed.</system-reminder>`` (http(s)
+  URLs, or data URLs written to ``offload/`` when ``offload``) or ``...is removed to free up
+  context space.</system-reminder>``.
+- Pre-warning: at the first model call of a reply (the view ends with a real user message), if
+  the estimate exceeds ``max(0, trigger_ratio - context_buffer_ratio) * context_size``, append
+  ``<context-length>Your current context contains {n} tokens. When reaching {trigger} tokens,
+  your context will be compressed.</context-length>`` inside ``runtime_state_template``.
+- Overflow: AgentScope has no reactive compaction (a rejected call is retried ``max_retries``
+  times, default 0, then falls back to another model), so ``on_overflow`` gives up.
+
+Left out: the model-driven self-compaction rubric (``self_compact_enabled``, off by default),
+the agent-callable compression tool (``compression_tool_enabled``, off by default), the Read
+tool's file-cache clearing (no file cache in a replay) and the time and task fields of the
+runtime-state injection (no clock, no task list). Not verified in source, exposed as knobs:
+the ``runtime_state_template`` wrapper (REFERENCE A2: "inside the ``<system-reminder>``
+runtime-state template") and the order of injection after compression. A later revision of
+the compression prompt also asks for absolute dates, verbatim paths and in-flight tools; its
+text was not available, so ``compression_prompt`` defaults to the ``_config.py`` text quoted
+below. ``trigger_ratio`` accepts up to 0.9 inclusive (#2396; earlier releases required < 0.9).
+
+Knobs (defaults): context_size None (the run window; AgentScope's ``ChatModelBase`` default is
+32768), trigger_ratio 0.8, reserve_ratio 0.1, tool_result_limit 50000, max_image_num 5,
+context_buffer_ratio 0.2, offload True, compression_fallback_to_truncation True,
+inject_runtime_state True, compression_prompt, summary_template, runtime_state_template.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.context import ReplayContext, safe_component
+from ctxbench.errors import ProviderOverflowError, SummarizerError
+from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.layers import results_after_calls, transcript
+from ctxbench.summarizers.base import SummaryRequest
+from ctxbench.trace import Message, Part
+
+COMPRESSION_PROMPT = (
+    "<system-hint>You have been working on the task described above "
+    "but have not yet completed it. "
+    "Now write a continuation summary that will allow you to resume "
+    "work efficiently in a future context window where the "
+    "conversation history will be replaced with this summary. "
+    "Your summary should be structured, concise, and actionable."
+    "</system-hint>"
+)
+
+SUMMARY_TEMPLATE = (
+    "<system-info>Here is a summary of your previous work\n"
+    "# Task Overview\n"
+    "{task_overview}\n\n"
+    "# Current State\n"
+    "{current_state}\n\n"
+    "# Important Discoveries\n"
+    "{important_discoveries}\n\n"
+    "# Next Steps\n"
+    "{next_steps}\n\n"
+    "# Context to Preserve\n"
+    "{context_to_preserve}"
+    "</system-info>"
+)
+
+#: ``SummarySchema``: (field, heading in the template, description).
+SUMMARY_FIELDS: tuple[tuple[str, str, str], ...] = (
+    (
+        "task_overview",
+        "Task Overview",
+        "The user's core request and success criteria.\n"
+        "Any clarifications or constraints they specified",
+    ),
+    (
+        "current_state",
+        "Current State",
+        "What has been completed so far.\n"
+        "File created, modified, or analyzed (with paths if relevant).\n"
+        "Key outputs or artifacts produced.",
+    ),
+    (
+        "important_discoveries",
+        "Important Discoveries",
+        "Technical constraints or requirements uncovered.\n"
+        "Decisions made and their rationale.\n"
+        "Errors encountered and how they were resolved.\n"
+        "What approaches were tried that didn't work (and why)",
+    ),
+    (
+        "next_steps",
+        "Next Steps",
+        "Specific actions needed to complete the task.\n"
+        "Any blockers or open questions to resolve.\n"
+        "Priority order if multiple steps remain",
+    ),
+    (
+        "context_to_preserve",
+        "Context to Preserve",
+        "User preferences or style requirements.\n"
+        "Domain-specific details that aren't obvious.\n"
+        "Any promises made to the user",
+    ),
+)
+SUMMARY_SECTIONS = tuple(title for _, title, _ in SUMMARY_FIELDS)
+
+TRUNCATED_SUMMARY = (
+    "<system-info>Some earlier messages were truncated for limited context.</system-info>"
+)
+TRUNCATION_REMINDER = (
+    "\n<<<TRUNCATED>>>\n<system-reminder>The remaining content has been omitted for limited "
+    "context.{offload_reminder}</system-reminder>"
+)
+TOOL_RESULT_OFFLOAD_REMINDER = (
+    " You can refer to the file in '{path}' for the truncated content if needed."
+)
+CONTEXT_OFFLOAD_REMINDER = (
+    "<system-reminder>The compressed context is offloaded to '{path}', "
+    "you can refer to it when needed.</system-reminder>"
+)
+IMAGE_OFFLOADED = (
+    "<system-reminder>The image {name}is offloaded into {url}, "
+    "you can refer to it when needed.</system-reminder>"
+)
+IMAGE_REMOVED = (
+    "<system-reminder>The image {name}is removed to free up context space.</system-reminder>"
+)
+CONTEXT_LENGTH_HINT = (
+    "<context-length>Your current context contains {input_tokens} tokens. When reaching "
+    "{trigger_tokens} tokens, your context will be compressed.</context-length>"
+)
+RUNTIME_STATE_TEMPLATE = "<system-reminder>{runtime_state}</system-reminder>"
+
+#: ``meta`` marks of the messages this strategy adds to the prompt.
+SUMMARY_MARK = {"agentscope": "summary"}
+HINT_MARK = {"agentscope": "runtime_state"}
+
+IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
+
+
+@dataclass(frozen=True)
+class AgentScopeConfig:
+    context_size: int | None = field(
+        default=None, metadata={"help": "model.context_size (None = the run window)"}
+    )
+    trigger_ratio: float = field(
+        default=0.8, metadata={"help": "compress at this fraction of context_size (0 < r <= 0.9)"}
+    )
+    reserve_ratio: float = field(
+        default=0.1, metadata={"help": "recent context kept verbatim (< trigger_ratio)"}
+    )
+    tool_result_limit: int = field(
+        default=50_000, metadata={"help": "tokens per tool result before truncation"}
+    )
+    max_image_num: int = field(default=5, metadata={"help": "images kept in the context"})
+    context_buffer_ratio: float = field(
+        default=0.2, metadata={"help": "pre-warning band below trigger_ratio"}
+    )
+    offload: bool = field(
+        default=True, metadata={"help": "an offloader is attached (compressed context, results)"}
+    )
+    compression_fallback_to_truncation: bool = field(
+        default=True, metadata={"help": "on summary failure, drop the messages anyway"}
+    )
+    inject_runtime_state: bool = field(
+        default=True, metadata={"help": "inject the context-length pre-warning"}
+    )
+    compression_prompt: str = field(
+        default=COMPRESSION_PROMPT, metadata={"help": "the <system-hint> summary instruction"}
+    )
+    summary_template: str = field(
+        default=SUMMARY_TEMPLATE, metadata={"help": "renders the five summary fields"}
+    )
+    runtime_state_template: str = field(
+        default=RUNTIME_STATE_TEMPLATE,
+        metadata={"help": "wraps injected runtime state (not verified in source)"},
+    )
+
+    def __post_init__(self) -> None:
+        if not 0 < self.trigger_ratio <= 0.9:
+            raise ValueError(f"trigger_ratio must be > 0 and <= 0.9, not {self.trigger_ratio}")
+        if not 0 < self.reserve_ratio < 0.9:
+            raise ValueError(f"reserve_ratio must be > 0 and < 0.9, not {self.reserve_ratio}")
+        if self.reserve_ratio >= self.trigger_ratio:
+            raise ValueError(
+                f"reserve_ratio ({self.reserve_ratio}) must be smaller than trigger_ratio "
+                f"({self.trigger_ratio}), as AgentScope's Agent._validate_configs requires"
+            )
+        if self.context_size is not None and self.context_size <= 0:
+            raise ValueError(f"context_size must be positive, not {self.context_size}")
+        if self.tool_result_limit <= 0:
+            raise ValueError(f"tool_result_limit must be positive, not {self.tool_result_limit}")
+        if self.max_image_num < 0:
+            raise ValueError(f"max_image_num must be >= 0, not {self.max_image_num}")
+        if not 0 <= self.context_buffer_ratio <= 1:
+            raise ValueError(
+                f"context_buffer_ratio must be within [0, 1], not {self.context_buffer_ratio}"
+            )
+        try:
+            self.summary_template.format(**{name: "" for name, _, _ in SUMMARY_FIELDS})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"summary_template must only use the fields {', '.join(f for f, _, _ in SUMMARY_FIELDS)}: {exc}"
+            ) from None
+        if "{runtime_state}" not in self.runtime_state_template:
+            raise ValueError("runtime_state_template must contain {runtime_state}")
+
+
+# -- pure layers ------------------------------------------------------------------------------------
+
+
+def _with_parts(message: Message, parts: Sequence[Part]) -> Message:
+    text = "\n".join(p.text for p in parts if p.is_text)
+    return replace(message, content=text, parts=tuple(parts))
+
+
+def _blocks(message: Message) -> list[Part] | None:
+    """The content blocks a boundary message may be split into (None: it is one block)."""
+    if message.tool_calls or message.role not in ("user", "assistant"):
+        return None
+    if message.parts is None or len(message.parts) < 2:
+        return None
+    return list(message.parts)
+
+
+def split_context(
+    head: Sequence[Message],
+    context: Sequence[Message],
+    to_reserve: float,
+    counter: TokenCounter,
+    overhead: int = 0,
+) -> tuple[list[Message], list[Message]]:
+    """``_split_context_for_compression``: (messages to compress, messages to keep).
+
+    ``head`` is the system prompt and the current summary, counted with every candidate suffix;
+    ``overhead`` is the tools' tokens."""
+    head_tokens = overhead + sum(counter.count_message(m) for m in head)
+    index = len(context) - 1
+    suffix = 0
+    while index >= 0:
+        suffix += counter.count_message(context[index])
+        if head_tokens + suffix >= to_reserve:
+            break
+        index -= 1
+    if index < 0:
+        return [], list(context)
+    compress = list(context[:index])
+    reserve = list(context[index + 1 :])
+    boundary = context[index]
+    kept = head_tokens + sum(counter.count_message(m) for m in reserve)
+    blocks = _blocks(boundary)
+    if blocks is None:
+        if kept + counter.count_message(boundary) > to_reserve:
+            compress.append(boundary)
+        else:
+            reserve.insert(0, boundary)
+    else:
+        block_index = len(blocks) - 1
+        while block_index >= 0:
+            attempt = _with_parts(boundary, blocks[block_index:])
+            if kept + counter.count_message(attempt) > to_reserve:
+                break
+            block_index -= 1
+        if blocks[: block_index + 1]:
+            compress.append(_with_parts(boundary, blocks[: block_index + 1]))
+        if blocks[block_index + 1 :]:
+            reserve.insert(0, _with_parts(boundary, blocks[block_index + 1 :]))
+    joined = compress + reserve
+    cut = results_after_calls(joined, len(compress))
+    return joined[:cut], joined[cut:]
+
+
+def _output_tokens(message: Message, blocks: Sequence[Part], counter: TokenCounter) -> int:
+    """Tokens of a tool output, counted as AgentScope does: an assistant message of the blocks."""
+    text = "\n".join(p.text for p in blocks if p.is_text)
+    return counter.count_message(
+        Message("assistant", text, parts=tuple(blocks) if message.parts is not None else None)
+    )
+
+
+def split_tool_result(
+    message: Message, limit: int, counter: TokenCounter
+) -> tuple[Message, list[Part]]:
+    """``_split_tool_result_for_compression``: (the kept result, the offloaded blocks).
+
+    No offloaded blocks means the result is within ``limit`` and unchanged."""
+    blocks = list(message.parts) if message.parts is not None else [Part("text", message.content)]
+    if _output_tokens(message, blocks, counter) <= limit:
+        return message, []
+    boundary_index = 0
+    for i in range(len(blocks) - 1, 0, -1):
+        if _output_tokens(message, blocks[:i], counter) < limit:
+            boundary_index = i
+            break
+    reserved = blocks[:boundary_index]
+    offloaded = blocks[boundary_index + 1 :]
+    boundary = blocks[boundary_index]
+    if boundary.is_text:
+        text = boundary.text
+        current = _output_tokens(message, reserved, counter)
+        delta = _output_tokens(message, [*reserved, boundary], counter) - current
+        remaining = limit - current
+        if delta <= 0:
+            keep = len(text) if remaining > 0 else 0
+        else:
+            keep = int(remaining / delta * len(text))
+        keep = max(0, min(len(text), keep))
+        if text[:keep]:
+            if reserved and reserved[-1].is_text:
+                reserved[-1] = replace(reserved[-1], text=reserved[-1].text + text[:keep])
+            else:
+                reserved.append(replace(boundary, text=text[:keep]))
+        if text[keep:]:
+            if offloaded and offloaded[0].is_text:
+                offloaded[0] = replace(offloaded[0], text=text[keep:] + offloaded[0].text)
+            else:
+                offloaded.insert(0, replace(boundary, text=text[keep:]))
+    else:
+        offloaded.insert(0, boundary)
+    if not offloaded:
+        return message, []
+    if message.parts is None:
+        return replace(message, content="".join(p.text for p in reserved)), offloaded
+    return _with_parts(message, reserved), offloaded
+
+
+def append_reminder(message: Message, reminder: str) -> Message:
+    """Add ``reminder`` to the last text block, or as a new text block."""
+    if message.parts is None:
+        return replace(message, content=message.content + reminder)
+    parts = list(message.parts)
+    if parts and parts[-1].is_text:
+        parts[-1] = replace(parts[-1], text=parts[-1].text + reminder)
+    else:
+        parts.append(Part("text", reminder))
+    return _with_parts(message, parts)
+
+
+def _is_image(part: Part) -> bool:
+    return part.type in IMAGE_PART_TYPES
+
+
+def _image_url(part: Part) -> str:
+    value = part.data.get("image_url", part.data.get("url", ""))
+    if isinstance(value, dict):
+        value = value.get("url", "")
+    return value if isinstance(value, str) else ""
+
+
+def parse_summary_fields(text: str) -> dict[str, str]:
+    """The five fields of a structured summary: a JSON object, or markdown sections headed by
+    the field titles; text with neither goes whole into ``task_overview``."""
+    names = [name for name, _, _ in SUMMARY_FIELDS]
+    stripped = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+    try:
+        obj = json.loads(stripped)
+    except json.JSONDecodeError:
+        obj = None
+    if isinstance(obj, dict) and any(name in obj for name in names):
+        return {name: str(obj.get(name) or "").strip() for name in names}
+    by_title = {title.lower(): name for name, title, _ in SUMMARY_FIELDS}
+    by_title.update({name: name for name in names})
+    fields: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        heading = re.match(r"^\s*#{1,6}\s*(.+?)\s*:?\s*$", line)
+        if heading:
+            key = re.sub(r"^[\d.\s]+", "", heading.group(1)).lower()
+            current = by_title.get(key, by_title.get(key.replace(" ", "_")))
+            if current is not None:
+                fields.setdefault(current, [])
+                continue
+        if current is not None:
+            fields[current].append(line)
+    if not fields:
+        return {name: (text.strip() if name == "task_overview" else "") for name in names}
+    return {name: "\n".join(fields.get(name, [])).strip() for name in names}
+
+
+def schema_tool_json() -> str:
+    """The forced ``generate_structured_output`` tool AgentScope sends with the compression call."""
+    schema = {
+        "type": "object",
+        "title": "SummarySchema",
+        "properties": {
+            name: {"type": "string", "title": title, "description": description}
+            for name, title, description in SUMMARY_FIELDS
+        },
+        "required": [name for name, _, _ in SUMMARY_FIELDS],
+    }
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "generate_structured_output",
+            "description": "Call this function to generate structured output required by the user.",
+            "parameters": schema,
+        },
+    }
+    return json.dumps([tool], ensure_ascii=False, separators=(",", ":"))
+
+
+def render_compression_prompt(
+    system: Sequence[Message], summary: str, messages: Sequence[Message], instruction: str
+) -> str:
+    """The compression call as one text: what AgentScope sends as messages plus the schema."""
+    head = [*system, *([Message("user", summary)] if summary else [])]
+    fields = "\n".join(
+        f"- {name}: {description.replace(chr(10), ' ')}" for name, _, description in SUMMARY_FIELDS
+    )
+    return (
+        f"{transcript([*head, *messages, Message('user', instruction)])}\n\n"
+        "Call generate_structured_output: reply with one JSON object with these string "
+        f"fields:\n{fields}"
+    )
+
+
+# -- the strategy ------------------------------------------------------------------------------------
+
+
+class AgentScopeStrategy(Strategy):
+    name = "agentscope"
+    summary = "AgentScope v2: structured summary at trigger_ratio, keep reserve_ratio recent, truncate big results."
+    source = "agentscope-ai/agentscope src/agentscope/agent/_agent.py, _config.py"
+    Config = AgentScopeConfig
+    default_estimator = "agentscope"
+
+    def __init__(self, config: AgentScopeConfig | None = None) -> None:
+        super().__init__(config)
+        self.cfg: AgentScopeConfig = self.config
+        #: ``state.summary``: the rendered summary shown after the system prompt
+        self.summary_text = ""
+        #: every compressed message so far (the session's offloaded context file)
+        self.offloaded: list[Message] = []
+
+    # -- budget ---------------------------------------------------------------------------------
+    def context_size(self, ctx: ReplayContext) -> int:
+        return self.cfg.context_size if self.cfg.context_size is not None else ctx.window
+
+    def budget(self, ctx: ReplayContext) -> int:
+        return self.context_size(ctx)
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def on_tool_result(self, message: Message, ctx: ReplayContext) -> Message:
+        kept, offloaded = split_tool_result(message, self.cfg.tool_result_limit, ctx.estimator)
+        if not offloaded:
+            return message
+        offload_reminder = ""
+        if self.cfg.offload:
+            stem = safe_component(message.tool_call_id or f"call{ctx.call}")
+            path = ctx.write_file(
+                f"offload/{safe_component(ctx.trace_id)}/tool_result-{stem}.txt",
+                _blocks_bytes(offloaded),
+            )
+            offload_reminder = TOOL_RESULT_OFFLOAD_REMINDER.format(path=path)
+        kept = append_reminder(kept, TRUNCATION_REMINDER.format(offload_reminder=offload_reminder))
+        ctx.tool_result_changed("tool_result_limit", message, kept, note="tool result truncated")
+        return kept
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        self.limit_images(ctx)
+        self.compress(ctx)
+        self.inject_runtime_state(ctx)
+
+    def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
+        return False
+
+    # -- the steps of a call ---------------------------------------------------------------------
+    def limit_images(self, ctx: ReplayContext) -> None:
+        """``_limit_context_images``: replace the oldest images beyond ``max_image_num``."""
+        messages = list(ctx.view.messages)
+        refs = [
+            (i, j)
+            for i, m in enumerate(messages)
+            if m.role != "system"
+            for j, p in enumerate(m.parts or ())
+            if _is_image(p)
+        ]
+        excess = len(refs) - self.cfg.max_image_num
+        if excess <= 0:
+            return
+        for i, j in refs[:excess]:
+            parts = list(messages[i].parts or ())
+            parts[j] = Part("text", self._image_reminder(parts[j], ctx))
+            messages[i] = _with_parts(messages[i], parts)
+        ctx.apply("image_limit", messages, note=f"{excess} image(s) replaced")
+
+    def _image_reminder(self, part: Part, ctx: ReplayContext) -> str:
+        raw_name = part.data.get("name")
+        name = f"named '{raw_name}' " if isinstance(raw_name, str) and raw_name else ""
+        url = _image_url(part)
+        if not url.startswith(("http://", "https://")):
+            url = self._offload_data_url(url, ctx) if self.cfg.offload else ""
+        if url:
+            return IMAGE_OFFLOADED.format(name=name, url=url)
+        return IMAGE_REMOVED.format(name=name)
+
+    def _offload_data_url(self, url: str, ctx: ReplayContext) -> str:
+        found = re.match(r"data:image/(\w+);base64,(.*)", url, re.S)
+        if not found:
+            return ""
+        try:
+            data = base64.b64decode(found.group(2), validate=False)
+        except (binascii.Error, ValueError):
+            return ""
+        digest = hashlib.sha256(data).hexdigest()[:12]
+        return ctx.write_file(
+            f"offload/{safe_component(ctx.trace_id)}/image-{digest}.{found.group(1)}", data
+        )
+
+    def compress(self, ctx: ReplayContext) -> None:
+        """``_compress_context_impl``."""
+        size = self.context_size(ctx)
+        threshold = self.cfg.trigger_ratio * size
+        if ctx.view.estimated_tokens < threshold:
+            return
+        system, head, context = self._parts(ctx.view.messages)
+        if not context:
+            ctx.emit(
+                "strategy.error",
+                strategy=self.name,
+                error=f"The system prompt {'and the compression summary ' if self.summary_text else ''}"
+                f"exceed(s) the compression threshold ({threshold} tokens), cannot be compressed.",
+            )
+            return
+        overhead = ctx.view.est_overhead
+        compress, reserve = split_context(
+            head, context, self.cfg.reserve_ratio * size, ctx.estimator, overhead
+        )
+        if not compress:
+            compress, reserve = split_context(head, context, 0, ctx.estimator, overhead)
+        summary = self._summarize(system, compress, ctx)
+        if summary is None:
+            return
+        if self.cfg.offload:
+            self.offloaded.extend(compress)
+            path = ctx.write_file(
+                f"offload/{safe_component(ctx.trace_id)}/context.jsonl",
+                "".join(
+                    json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in self.offloaded
+                ).encode("utf-8", "surrogatepass"),
+            )
+            reminder = CONTEXT_OFFLOAD_REMINDER.format(path=path)
+            if reminder not in summary:
+                summary += "\n" + reminder
+        self.summary_text = summary
+        ctx.apply(
+            "compression",
+            [*system, Message("user", summary, meta=dict(SUMMARY_MARK)), *reserve],
+            note=f"{len(compress)} message(s) compressed, {len(reserve)} kept",
+        )
+
+    def _parts(
+        self, messages: Sequence[Message]
+    ) -> tuple[list[Message], list[Message], list[Message]]:
+        """(system messages, system + summary as counted with every split, the context)."""
+        system = [m for m in messages if m.role == "system"]
+        summary = [m for m in messages if m.meta.get("agentscope") == "summary"]
+        context = [
+            m for m in messages if m.role != "system" and m.meta.get("agentscope") != "summary"
+        ]
+        return system, system + summary[-1:], context
+
+    def _summarize(
+        self, system: list[Message], compress: list[Message], ctx: ReplayContext
+    ) -> str | None:
+        """The new summary text, the truncation fallback, or None (state left unchanged)."""
+        size = self.context_size(ctx)
+        try:
+            return self._structured_summary(system, compress, ctx, "compression")
+        except SummarizerError as first:
+            error: SummarizerError = first
+            if self._request_tokens(system, compress, ctx) > size:
+                start = len(compress)
+                for i in range(1, len(compress) + 1):
+                    start = i
+                    if self._request_tokens(system, compress[i:], ctx) < (
+                        size * self.cfg.trigger_ratio
+                    ):
+                        break
+                try:
+                    return self._structured_summary(
+                        system, compress[start:], ctx, "compression_retry"
+                    )
+                except SummarizerError as second:
+                    error = second
+        if not self.cfg.compression_fallback_to_truncation:
+            ctx.emit("strategy.error", strategy=self.name, error=f"{error.kind}: {error.message}")
+            return None
+        return self.summary_text or TRUNCATED_SUMMARY
+
+    def _structured_summary(
+        self, system: list[Message], messages: list[Message], ctx: ReplayContext, layer: str
+    ) -> str:
+        size = self.context_size(ctx)
+        request = SummaryRequest(
+            strategy=self.name,
+            layer=layer,
+            prompt=render_compression_prompt(
+                system, self.summary_text, messages, self.cfg.compression_prompt
+            ),
+            messages=tuple(messages),
+            sections=SUMMARY_SECTIONS,
+            # the call's room: the band above trigger_ratio that AgentScope reserves for it
+            max_tokens=max(1, round((1 - self.cfg.trigger_ratio) * size)),
+            previous_summary=self.summary_text or None,
+            key=ctx.request_key(layer),
+        )
+        fields = parse_summary_fields(ctx.summarize(request))
+        return self.cfg.summary_template.format(**fields)
+
+    def _request_tokens(
+        self, system: list[Message], messages: list[Message], ctx: ReplayContext
+    ) -> int:
+        head = [*system, *([Message("user", self.summary_text)] if self.summary_text else [])]
+        prompt = [*head, *messages, Message("user", self.cfg.compression_prompt)]
+        return ctx.estimator.count_prompt(prompt) + ctx.estimator.count(schema_tool_json())
+
+    def inject_runtime_state(self, ctx: ReplayContext) -> None:
+        """The context-length pre-warning of ``_inject_runtime_state`` (first iteration only)."""
+        if not self.cfg.inject_runtime_state or not _starts_reply(ctx.view.messages):
+            return
+        size = self.context_size(ctx)
+        tokens = ctx.view.estimated_tokens
+        band = max(0.0, self.cfg.trigger_ratio - self.cfg.context_buffer_ratio)
+        if tokens <= band * size:
+            return
+        hint = CONTEXT_LENGTH_HINT.format(
+            input_tokens=tokens, trigger_tokens=int(self.cfg.trigger_ratio * size)
+        )
+        text = self.cfg.runtime_state_template.replace("{runtime_state}", hint)
+        ctx.apply(
+            "runtime_state",
+            [*ctx.view.messages, Message("user", text, meta=dict(HINT_MARK))],
+            note="context-length pre-warning",
+        )
+
+
+def _starts_reply(messages: Sequence[Message]) -> bool:
+    """True when the last non-system message is a real user message (``cur_iter == 0``)."""
+    last = next((m for m in reversed(messages) if m.role != "system"), None)
+    return (
+        last is not None
+        and last.role == "user"
+        and not last.is_observation
+        and not last.meta.get("agentscope")
+    )
+
+
+def _blocks_bytes(blocks: Sequence[Part]) -> bytes:
+    """Offloaded blocks as a file: text as is, other blocks as JSON lines."""
+    pieces: list[str] = []
+    for part in blocks:
+        pieces.append(part.text if part.is_text else json.dumps(part.to_dict(), ensure_ascii=False))
+    return "\n".join(pieces).encode("utf-8", "surrogatepass")
+
+
+__all__ = [
+    "AgentScopeConfig",
+    "AgentScopeStrategy",
+    "parse_summary_fields",
+    "split_context",
+    "split_tool_result",
+]

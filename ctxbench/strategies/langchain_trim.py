@@ -1,0 +1,219 @@
+"""``langchain_trim``: LangChain ``trim_messages`` applied to the history before every model call.
+
+Source: langchain-ai/langchain ``libs/core/langchain_core/messages/utils.py`` (``trim_messages``,
+``_first_max_tokens``, ``_last_max_tokens``, ``_default_text_splitter``) and the reference page
+reference.langchain.com ``trim_messages``; the tool-pair rule follows PR #34195 ("if the cutoff
+is not safe, move forward ... until it finds the first non tool message"); REFERENCE.md B.
+
+In LangGraph ``trim_messages`` typically runs in a ``pre_model_hook`` that returns
+``llm_input_messages``: the stored history is untouched and every call trims it again, so
+ctxbench rebuilds the prompt from the full history before every call.
+
+Rules reproduced:
+
+- ``strategy="last"`` (default): keep the longest suffix whose tokens are <= ``max_tokens``;
+  with ``include_system`` the first message, if a system message, is kept and its tokens are
+  subtracted first; ``end_on`` first pops trailing messages not of those types; ``start_on`` then
+  drops the oldest kept messages until one of those types leads.
+- ``strategy="first"``: the longest prefix within ``max_tokens``, then ``end_on`` pops trailing
+  messages. ``include_system`` and ``start_on`` only apply to ``"last"``; like LangChain,
+  combining them with ``"first"`` is an error.
+- ``allow_partial``: the message at the boundary may be cut by ``text_splitter`` (LangChain's
+  default splits at newlines, keeping them), keeping its last pieces (``"last"``) or first pieces
+  (``"first"``) that fit.
+- Message types are LangChain's: ``human`` (user messages, observations included), ``ai``,
+  ``tool``, ``system``.
+- Tool pairs: ``trim_messages`` itself does not look at pairs. As in LangChain's summarization
+  cutoff (PR #34195), a kept suffix that starts on tool results moves forward past them (drops
+  more); a kept part that ends on calls without results loses those calls
+  (:func:`drop_unpaired`).
+
+The token counter is the strategy's estimator summed over the messages (LangChain's
+``count_tokens_approximately`` counts messages, not tool schemas; chars4 is the default).
+
+Knobs (defaults): max_tokens None (= window - reserved; ``trim_messages`` has no default),
+strategy "last", include_system False, start_on (), end_on (), allow_partial False.
+``include_system`` defaults to False as in ``trim_messages``, so by LangChain's own rule a "last"
+trim may drop the system prompt; every LangChain example sets it to True, so set
+``include_system=true`` to compare with that usage. ``keeps_system()`` tells the invariant
+checks which configurations promise to keep the system message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ctxbench.engine.context import ReplayContext
+from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.layers import FullHistory, drop_unpaired, safe_start_forward
+from ctxbench.trace import Message
+
+MESSAGE_TYPES = ("human", "ai", "tool", "system")
+_TYPE_OF_ROLE = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system"}
+
+Count = Callable[[Message], int]
+
+
+def message_type(message: Message) -> str:
+    return _TYPE_OF_ROLE.get(message.role, message.role)
+
+
+def default_text_splitter(text: str) -> list[str]:
+    """LangChain ``_default_text_splitter``: split at newlines, keeping them."""
+    splits = text.split("\n")
+    return [s + "\n" for s in splits[:-1]] + splits[-1:]
+
+
+def first_max_tokens(
+    messages: list[Message],
+    max_tokens: int,
+    count: Count,
+    *,
+    partial: Literal["first", "last"] | None,
+    end_on: tuple[str, ...],
+) -> list[Message]:
+    """``_first_max_tokens``: the longest prefix within ``max_tokens`` (plus a partial message)."""
+    messages = list(messages)
+    total = 0
+    idx = 0
+    for msg in messages:
+        cost = count(msg)
+        if total + cost > max_tokens:
+            break
+        total += cost
+        idx += 1
+    if partial and idx < len(messages) and messages[idx].content:
+        pieces = default_text_splitter(messages[idx].content)
+        if partial == "last":
+            pieces.reverse()
+        best = 0
+        for n in range(1, len(pieces) + 1):
+            chosen = pieces[:n] if partial == "first" else list(reversed(pieces[:n]))
+            if total + count(messages[idx].with_text("".join(chosen))) <= max_tokens:
+                best = n
+            else:
+                break
+        if best:
+            chosen = pieces[:best] if partial == "first" else list(reversed(pieces[:best]))
+            messages = [*messages[:idx], messages[idx].with_text("".join(chosen))]
+            idx += 1
+    if end_on:
+        while idx > 0 and message_type(messages[idx - 1]) not in end_on:
+            idx -= 1
+    return messages[:idx]
+
+
+def trim_messages(
+    messages: Sequence[Message],
+    *,
+    max_tokens: int,
+    count: Count,
+    strategy: Literal["last", "first"],
+    include_system: bool,
+    start_on: tuple[str, ...],
+    end_on: tuple[str, ...],
+    allow_partial: bool,
+) -> list[Message]:
+    """LangChain ``trim_messages`` over ctxbench messages (no pair handling)."""
+    messages = list(messages)
+    if strategy == "first":
+        return first_max_tokens(
+            messages, max_tokens, count, partial="first" if allow_partial else None, end_on=end_on
+        )
+    if end_on:
+        while messages and message_type(messages[-1]) not in end_on:
+            messages.pop()
+    system: Message | None = None
+    if include_system and messages and messages[0].role == "system":
+        system = messages[0]
+        messages = messages[1:]
+    remaining = max(0, max_tokens - count(system)) if system is not None else max_tokens
+    kept = first_max_tokens(
+        messages[::-1],
+        remaining,
+        count,
+        partial="last" if allow_partial else None,
+        end_on=start_on,
+    )[::-1]
+    return [system, *kept] if system is not None else kept
+
+
+@dataclass(frozen=True)
+class LangChainTrimConfig:
+    max_tokens: int | None = field(
+        default=None, metadata={"help": "token budget (None = window - reserved)"}
+    )
+    strategy: Literal["last", "first"] = field(default="last", metadata={"help": "keep which end"})
+    include_system: bool = field(
+        default=False,
+        metadata={"help": "keep a leading system message (LangChain's default False)"},
+    )
+    start_on: tuple[str, ...] = field(
+        default=(), metadata={"help": "message types the kept part must start on (last only)"}
+    )
+    end_on: tuple[str, ...] = field(
+        default=(), metadata={"help": "message types the kept part must end on"}
+    )
+    allow_partial: bool = field(default=False, metadata={"help": "cut the boundary message"})
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and self.max_tokens < 0:
+            raise ValueError(f"max_tokens must be >= 0, not {self.max_tokens}")
+        for name in ("start_on", "end_on"):
+            unknown = [t for t in getattr(self, name) if t not in MESSAGE_TYPES]
+            if unknown:
+                raise ValueError(
+                    f"{name} has unknown message types {unknown}; use {', '.join(MESSAGE_TYPES)}"
+                )
+        if self.strategy == "first" and self.include_system:
+            raise ValueError("include_system only applies to strategy='last'; set it to false")
+        if self.strategy == "first" and self.start_on:
+            raise ValueError("start_on only applies to strategy='last'")
+
+
+class LangChainTrim(Strategy):
+    name = "langchain_trim"
+
+    def keeps_system(self) -> bool:
+        """Only ``include_system=true`` promises to keep the system message."""
+        return bool(self.config.include_system)
+
+    summary = "LangChain trim_messages before every call: last/first N tokens, type boundaries."
+    source = "langchain-ai/langchain libs/core/langchain_core/messages/utils.py trim_messages"
+    Config = LangChainTrimConfig
+    default_estimator = "chars4"
+
+    def __init__(self, config: LangChainTrimConfig | None = None) -> None:
+        super().__init__(config)
+        self.cfg: LangChainTrimConfig = self.config
+        self.history = FullHistory()
+
+    def budget(self, ctx: ReplayContext) -> int:
+        return self.cfg.max_tokens if self.cfg.max_tokens is not None else ctx.window - ctx.reserved
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        cfg = self.cfg
+        history = self.history.sync(ctx.view.messages)
+        trimmed = trim_messages(
+            history,
+            max_tokens=self.budget(ctx),
+            count=ctx.estimator.count_message,
+            strategy=cfg.strategy,
+            include_system=cfg.include_system,
+            start_on=cfg.start_on,
+            end_on=cfg.end_on,
+            allow_partial=cfg.allow_partial,
+        )
+        out = make_pair_safe(trimmed)
+        if out != list(ctx.view.messages):
+            ctx.apply("langchain_trim", out)
+        self.history.sent(ctx.view.messages)
+
+
+def make_pair_safe(messages: list[Message]) -> list[Message]:
+    """Move an unsafe start forward past tool results (PR #34195), then strip unanswered calls."""
+    lead = 1 if messages and messages[0].role == "system" else 0
+    start = safe_start_forward(messages, lead)
+    return drop_unpaired([*messages[:lead], *messages[start:]])

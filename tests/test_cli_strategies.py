@@ -1,0 +1,66 @@
+"""``ctxbench strategies``: every registered strategy with one line, its source and its knobs."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from ctxbench.cli import cli
+from ctxbench.config import describe_fields
+from ctxbench.strategies import STRATEGIES, strategy_class
+
+
+def test_json_lists_every_registered_strategy_with_summary_source_and_knobs() -> None:
+    result = CliRunner().invoke(cli, ["strategies", "--json"])
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.output)
+    assert [item["name"] for item in listing] == STRATEGIES.names()
+    for item in listing:
+        assert set(item) == {"name", "summary", "source", "knobs"}
+        assert item["summary"] and item["source"], item["name"]
+        assert item["knobs"] == describe_fields(strategy_class(item["name"]).Config)
+
+
+def test_json_knobs_carry_name_type_default_and_help() -> None:
+    listing = {
+        i["name"]: i for i in json.loads(CliRunner().invoke(cli, ["strategies", "--json"]).output)
+    }
+    knobs = {k["name"]: k for k in listing["agentscope"]["knobs"]}
+    assert knobs["trigger_ratio"] == {
+        "name": "trigger_ratio",
+        "type": "float",
+        "default": 0.8,
+        "help": "compress at this fraction of context_size (0 < r <= 0.9)",
+    }
+    hermes = {k["name"]: k for k in listing["hermes"]["knobs"]}
+    assert (
+        hermes["model_thresholds"]["type"] == "dict[str, float]"
+        and hermes["model_thresholds"]["default"] == {}
+    )
+    assert hermes["threshold_tokens_cap"]["default"] is None
+
+
+def test_text_listing_has_one_line_per_strategy_then_its_source_and_knobs() -> None:
+    result = CliRunner().invoke(cli, ["strategies"])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    heads = [line for line in lines if line and not line.startswith(" ")]
+    assert [h.split(":", 1)[0] for h in heads] == STRATEGIES.names()
+    at = lines.index(next(h for h in heads if h.startswith("hermes:")))
+    assert lines[at + 1] == "  source: NousResearch/hermes-agent agent/context_compressor.py"
+    assert lines[at + 2] == "  knobs:"
+    assert (
+        "    threshold_percent (float, default 0.5): compress at this share of the effective window"
+        in lines
+    )
+
+
+def test_the_output_is_deterministic() -> None:
+    first = CliRunner().invoke(cli, ["strategies", "--json"]).output
+    assert first == CliRunner().invoke(cli, ["strategies", "--json"]).output
+
+
+def test_help_gives_an_example() -> None:
+    result = CliRunner().invoke(cli, ["strategies", "--help"])
+    assert "ctxbench strategies --json" in result.output

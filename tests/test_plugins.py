@@ -1,0 +1,184 @@
+"""User plug-ins: strategies and summarizers loaded by import path, the worked example in
+``examples/my_strategy.py``, and clear errors for what is not a plug-in."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ctxbench.cli import cli, main
+from ctxbench.formats.canonical import write_traces
+from tests.conftest import REPO
+from tests.factories import tool_trace
+
+EXAMPLE = "examples.my_strategy:KeepRecentRounds"
+
+
+@pytest.fixture()
+def traces(tmp_path: Path) -> Path:
+    path = tmp_path / "t.jsonl"
+    write_traces(path, [tool_trace(30, output="build log line " * 40)])
+    return path
+
+
+@pytest.fixture()
+def plugin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory on sys.path for throwaway plug-in modules (and the repo, for examples/)."""
+    monkeypatch.syspath_prepend(str(REPO))
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def fail(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
+    return err
+
+
+def test_the_worked_example_runs_through_ctxbench_run(
+    traces: Path, plugin_dir: Path, tmp_path: Path
+) -> None:
+    code, output = run_cli(
+        "run",
+        str(traces),
+        "--strategy",
+        EXAMPLE,
+        "--window",
+        "6000",
+        "--reserved",
+        "0",
+        "--counter",
+        "chars4",
+        "--set",
+        "keep_rounds=3",
+        "--json",
+        "--files-dir",
+        str(tmp_path / "f"),
+    )
+    assert code == 0, output
+    row = json.loads(output.splitlines()[0])
+    assert row["strategy"] == EXAMPLE and row["estimator"] == "chars4"
+    assert json.loads(row["params"])["keep_rounds"] == 3
+    assert json.loads(row["compactions"]).get("keep_recent", 0) > 0 and row["summary_calls"] > 0
+    assert row["pairing_violations"] == 0 and row["failed_calls"] == 0 and row["system_kept"]
+
+
+def test_the_readme_section_shows_exactly_the_worked_example() -> None:
+    doc = (REPO / "docs" / "plugins.md").read_text("utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
+    assert blocks == [(REPO / "examples" / "my_strategy.py").read_text("utf-8")]
+
+
+def test_an_unknown_knob_of_a_plugin_is_a_config_error(
+    traces: Path, plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = fail(capsys, "run", str(traces), "-s", EXAMPLE, "-w", "6000", "--set", "keep_round=3")
+    assert "keep_round" in err and "keep_rounds" in err
+
+
+def test_a_module_that_cannot_be_imported_is_a_clear_error(
+    traces: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = fail(capsys, "run", str(traces), "-s", "nosuchpkg.mod:Strategy", "-w", "6000")
+    assert "cannot import module 'nosuchpkg.mod'" in err and "PYTHONPATH" in err
+
+
+def test_a_module_that_fails_while_importing_is_a_clear_error(
+    traces: Path, plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (plugin_dir / "broken_plugin.py").write_text("raise RuntimeError('missing setting')\n")
+    err = fail(capsys, "run", str(traces), "-s", "broken_plugin:Anything", "-w", "6000")
+    assert "importing module 'broken_plugin'" in err and "RuntimeError: missing setting" in err
+
+
+def test_a_missing_class_is_a_clear_error(
+    traces: Path, plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = fail(capsys, "run", str(traces), "-s", "examples.my_strategy:NoSuchClass", "-w", "6000")
+    assert "has no attribute 'NoSuchClass'" in err
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("json:dumps", "is not a strategy: it is a function, not a class"),
+        ("collections:OrderedDict", "is not a strategy: it has no name"),
+        ("bad_config_plugin:NoDataclass", "has no Config dataclass"),
+    ],
+)
+def test_an_object_that_is_not_a_strategy_is_a_clear_error(
+    target: str, message: str, traces: Path, plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (plugin_dir / "bad_config_plugin.py").write_text(
+        textwrap.dedent(
+            """
+            from ctxbench.strategies.base import Strategy
+
+            class NoDataclass(Strategy):
+                Config = dict
+            """
+        )
+    )
+    assert message in fail(capsys, "run", str(traces), "-s", target, "-w", "6000")
+
+
+def test_a_summarizer_plugin_is_loaded_by_import_path(traces: Path, plugin_dir: Path) -> None:
+    (plugin_dir / "my_summarizer.py").write_text(
+        textwrap.dedent(
+            """
+            from ctxbench.summarizers.base import Summarizer
+
+            class Constant(Summarizer):
+                name = "constant"
+
+                def summarize(self, request, counter):
+                    return "CONSTANT-SUMMARY-42"
+            """
+        )
+    )
+    code, output = run_cli(
+        "run",
+        str(traces),
+        "-s",
+        "hermes",
+        "-w",
+        "3000",
+        "--reserved",
+        "0",
+        "--counter",
+        "chars4",
+        "--summarizer",
+        "my_summarizer:Constant",
+        "--json",
+        "--files-dir",
+        str(plugin_dir / "f"),
+    )
+    assert code == 0, output
+    row = json.loads(output.splitlines()[0])
+    assert row["summarizer"] == "my_summarizer:Constant" and row["summary_calls"] > 0
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [("json:__name__", "is not a summarizer"), ("collections:OrderedDict", "has no summarize")],
+)
+def test_an_object_that_is_not_a_summarizer_is_a_clear_error(
+    target: str, message: str, traces: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = fail(capsys, "run", str(traces), "-s", "hermes", "-w", "8000", "--summarizer", target)
+    assert message in err

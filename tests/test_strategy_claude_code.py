@@ -1,0 +1,171 @@
+"""claude_code: Claude Code auto-compact as described by secondary sources, one test per rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxbench.counting import get_counter
+from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.replay import replay as engine_replay
+from ctxbench.errors import SummarizerError
+from ctxbench.strategies import build_strategy
+from ctxbench.strategies.claude_code import (
+    CONTINUATION,
+    MICROCOMPACT_PLACEHOLDER,
+    MICROCOMPACT_TOOLS,
+    SUMMARY_SECTIONS,
+    ClaudeCode,
+    ClaudeCodeConfig,
+    format_summary,
+    microcompact,
+)
+from ctxbench.summarizers.base import SummaryRequest
+from ctxbench.trace import Message, ToolCall, Trace, pairing_violations
+from tests.factories import tool_trace
+from tests.replaying import CHARS4, Failing, Recording, compactions, run, summaries
+
+CLAUDE = get_counter("claude_code")
+BIG = "x" * 900
+
+
+@dataclass
+class Window:
+    window: int
+    reserved: int
+
+
+def threshold(window: int, reserved: int, **params: object) -> int:
+    strategy = build_strategy("claude_code", params)
+    assert isinstance(strategy, ClaudeCode)
+    return strategy.threshold(Window(window, reserved))  # type: ignore[arg-type]
+
+
+def replay(trace: Trace, **kwargs: object):  # type: ignore[no-untyped-def]
+    return run(trace, "claude_code", 20_000, reserved=1_000, estimator=CLAUDE, **kwargs)  # type: ignore[arg-type]
+
+
+def test_defaults_follow_the_secondary_sources() -> None:
+    cfg = ClaudeCodeConfig()
+    assert (cfg.buffer_tokens, cfg.summary_output_reserve, cfg.max_consecutive_failures) == (
+        13_000,
+        20_000,
+        3,
+    )
+    assert cfg.microcompact is False and cfg.microcompact_keep_recent == 5
+    assert cfg.microcompact_tools == MICROCOMPACT_TOOLS
+    assert ClaudeCode.default_estimator == "claude_code"
+
+
+def test_threshold_is_effective_window_minus_the_buffer() -> None:
+    assert threshold(200_000, 32_000) == 200_000 - 20_000 - 13_000  # about 167K
+    assert threshold(200_000, 8_000) == 200_000 - 8_000 - 13_000
+    assert threshold(200_000, 8_000, max_output_tokens=64_000) == 167_000
+
+
+def test_auto_compact_window_can_only_lower_the_window() -> None:
+    assert threshold(200_000, 32_000, auto_compact_window=100_000) == 100_000 - 33_000
+    assert threshold(200_000, 32_000, auto_compact_window=500_000) == 167_000
+
+
+def test_pct_override_can_only_lower_the_threshold() -> None:
+    assert threshold(200_000, 32_000, autocompact_pct_override=50) == 90_000
+    assert threshold(200_000, 32_000, autocompact_pct_override=99) == 167_000
+
+
+def test_the_estimate_is_chars_over_4_times_4_over_3() -> None:
+    assert CLAUDE.count("x" * 300) == 100
+    assert CLAUDE.count("x" * 301) == 101
+
+
+def test_summary_replaces_the_whole_history_after_the_system_prompt() -> None:
+    out = replay(tool_trace(30, output=BIG), summarizer=Recording())
+    first = compactions(out, "autocompact")[0]
+    assert first["est_before"] >= 20_000 - 1_000 - 13_000
+    assert first["messages_after"] == 2
+    summary_at = next(i for i, m in enumerate(out.final_view) if m.content.startswith(CONTINUATION))
+    assert out.final_view[0].role == "system" and summary_at == 1
+    assert out.final_view[1].role == "user"
+
+
+def test_the_prompt_asks_for_the_nine_sections() -> None:
+    summarizer = Recording()
+    replay(tool_trace(30, output=BIG), summarizer=summarizer)
+    request = summarizer.requests[0]
+    assert request.sections == SUMMARY_SECTIONS and len(SUMMARY_SECTIONS) == 9
+    assert "9. Optional Next Step" in request.prompt and "<analysis>" in request.prompt
+
+
+def test_the_analysis_scratchpad_is_stripped() -> None:
+    assert format_summary("<analysis>thinking</analysis>\n<summary>S</summary>") == "S"
+
+
+def test_circuit_breaker_stops_after_three_consecutive_failures() -> None:
+    out = replay(tool_trace(40, output=BIG), summarizer=Failing())
+    attempts = [s for s in summaries(out) if s["layer"] in ("autocompact", "reactive_compact")]
+    assert len(attempts) == 3 and not any(s["ok"] for s in attempts)
+
+
+def test_a_success_resets_the_failure_count() -> None:
+    class FailsTwice(Recording):
+        def summarize(self, request: SummaryRequest, counter: TokenCounter) -> str:
+            if len(self.requests) < 2:
+                self.requests.append(request)
+                raise SummarizerError("down", kind="http")
+            return super().summarize(request, counter)
+
+    strategy = ClaudeCode()
+    out = engine_replay(
+        tool_trace(60, output=BIG),
+        strategy,
+        SimulatedProvider(20_000, 1_000),
+        true_counter=CHARS4,
+        estimator=CLAUDE,
+        summarizer=FailsTwice(),
+    )
+    assert [s["ok"] for s in summaries(out)][:3] == [False, False, True]
+    assert len(compactions(out, "autocompact")) >= 2  # the breaker never tripped
+    assert strategy.failures == 0
+
+
+def test_disabled_auto_compact_never_compacts() -> None:
+    out = replay(
+        tool_trace(30, output=BIG), summarizer=Recording(), enabled=False, reactive_compact=False
+    )
+    assert compactions(out) == []
+
+
+def test_reactive_compact_retries_once_after_a_prompt_too_long_error() -> None:
+    trace = tool_trace(100, output=BIG)
+    out = run(
+        trace,
+        "claude_code",
+        20_000,
+        reserved=1_000,
+        estimator=CLAUDE,
+        summarizer=Recording(),
+        style="anthropic",
+        enabled=False,
+    )
+    reactive = compactions(out, "reactive_compact")
+    assert reactive
+    assert out.result.reactive_retries == len(reactive)
+    assert out.result.failed_calls == 0
+
+
+def test_microcompact_clears_old_results_of_the_listed_tools_keeping_the_last_five() -> None:
+    msgs: list[Message] = [Message("system", "s"), Message("user", "task")]
+    names = ["Read"] * 4 + ["mcp_tool"] + ["Bash"] * 4
+    for i, name in enumerate(names):
+        msgs.append(Message("assistant", "", tool_calls=(ToolCall(f"c{i}", name, "{}"),)))
+        msgs.append(Message("tool", f"out {i}", tool_call_id=f"c{i}"))
+    out = microcompact(tuple(msgs), MICROCOMPACT_TOOLS, 5)
+    cleared = [m.tool_call_id for m in out if m.content == MICROCOMPACT_PLACEHOLDER]
+    assert cleared == ["c0", "c1", "c2"]  # 8 eligible results, the last 5 kept, mcp_tool never
+    assert pairing_violations(out) == 0
+
+
+def test_pairs_stay_whole_with_parallel_calls() -> None:
+    out = replay(tool_trace(20, output=BIG, calls=3), summarizer=Recording(), microcompact=True)
+    assert compactions(out)
+    assert out.result.pairing_violations == 0 and pairing_violations(out.final_view) == 0

@@ -1,0 +1,128 @@
+"""langchain_trim: LangChain trim_messages semantics, one test per rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxbench.counting import get_counter
+from ctxbench.errors import ConfigError
+from ctxbench.strategies import build_strategy
+from ctxbench.strategies.langchain_trim import (
+    LangChainTrimConfig,
+    default_text_splitter,
+    make_pair_safe,
+    trim_messages,
+)
+from ctxbench.trace import Message, Trace, pairing_violations
+from tests.factories import tool_round, tool_trace
+from tests.replaying import compactions, run
+
+CHARS4 = get_counter("chars4")
+COUNT = CHARS4.count_message
+
+
+def chat(n: int, size: int = 40) -> list[Message]:
+    msgs = [Message("system", "s" * 40)]
+    msgs += [Message("user" if i % 2 == 0 else "assistant", f"{i}" * size) for i in range(n)]
+    return msgs
+
+
+def trim(messages: list[Message], max_tokens: int, **kwargs: Any) -> list[Message]:
+    options: dict[str, Any] = {
+        "strategy": "last",
+        "include_system": True,
+        "start_on": (),
+        "end_on": (),
+        "allow_partial": False,
+    }
+    options.update(kwargs)
+    return trim_messages(messages, max_tokens=max_tokens, count=COUNT, **options)
+
+
+def test_defaults() -> None:
+    cfg = LangChainTrimConfig()
+    assert (cfg.strategy, cfg.allow_partial, cfg.start_on, cfg.end_on) == ("last", False, (), ())
+    assert cfg.max_tokens is None and cfg.include_system is False
+
+
+@given(st.integers(0, 12), st.integers(0, 200))
+def test_last_keeps_the_longest_suffix_within_max_tokens(n: int, max_tokens: int) -> None:
+    msgs = chat(n)[1:]
+    kept = trim(msgs, max_tokens)
+    assert kept == msgs[len(msgs) - len(kept) :]
+    assert sum(map(COUNT, kept)) <= max_tokens
+    if len(kept) < len(msgs):
+        assert sum(map(COUNT, msgs[len(msgs) - len(kept) - 1 :])) > max_tokens
+
+
+def test_include_system_keeps_the_system_message_and_subtracts_its_tokens() -> None:
+    msgs = chat(6)  # every message is 10 tokens
+    kept = trim(msgs, 30)
+    assert kept[0].role == "system" and len(kept) == 3
+    assert trim(msgs, 30, include_system=False) == msgs[-3:]
+
+
+def test_end_on_pops_trailing_messages_of_other_types() -> None:
+    msgs = chat(5)  # ends on a user message
+    kept = trim(msgs, 1000, end_on=("ai",))
+    assert kept == msgs[:-1]
+
+
+def test_start_on_drops_the_oldest_kept_messages_until_that_type() -> None:
+    msgs = chat(6)
+    kept = trim(msgs, 40, start_on=("human",))  # 3 fit after the system: ai, human, ai
+    assert kept == [msgs[0], *msgs[-2:]]
+
+
+def test_first_keeps_the_longest_prefix() -> None:
+    msgs = chat(6)
+    kept = trim(msgs, 35, strategy="first", include_system=False)
+    assert kept == msgs[:3]
+
+
+def test_allow_partial_cuts_the_boundary_message_at_newlines() -> None:
+    lines = Message("user", "".join(f"line {i:02d}\n" for i in range(10)))  # 8 chars a line
+    msgs = [lines, Message("assistant", "a" * 40)]
+    last = trim(msgs, 14, include_system=False, allow_partial=True)
+    assert last[0].content == "line 08\nline 09\n"
+    first = trim([lines], 4, strategy="first", include_system=False, allow_partial=True)
+    assert first[0].content == "line 00\nline 01\n"
+    assert default_text_splitter("a\nb") == ["a\n", "b"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"strategy": "first", "include_system": True},
+        {"strategy": "first", "include_system": False, "start_on": ["human"]},
+        {"end_on": ["user"]},
+    ],
+)
+def test_options_langchain_rejects_are_config_errors(params: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        build_strategy("langchain_trim", params)
+
+
+def test_an_unsafe_start_moves_forward_past_tool_results() -> None:
+    msgs = [Message("system", "s"), *tool_round(0, calls=3), Message("user", "u")]
+    cut = [msgs[0], *msgs[3:]]  # starts on the second parallel result
+    assert make_pair_safe(cut) == [msgs[0], msgs[-1]]
+
+
+def test_parallel_pairs_stay_whole_in_a_replay() -> None:
+    out = run(tool_trace(12, calls=3, output="x" * 200), "langchain_trim", 2_000)
+    assert compactions(out)
+    assert pairing_violations(out.final_view) == 0 and out.result.pairing_violations == 0
+
+
+def test_the_prompt_is_trimmed_again_from_the_full_history_every_call() -> None:
+    msgs = chat(6)
+    msgs.append(Message("assistant", "end"))
+    trace = Trace("c", (msgs[0], *msgs[1:7]))
+    out = run(trace, "langchain_trim", 100_000, end_on=["ai"])
+    contents = [m.content for m in out.final_view]
+    assert msgs[1].content in contents and msgs[3].content in contents  # user turns come back
