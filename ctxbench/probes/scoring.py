@@ -8,14 +8,18 @@ Outcomes, in order of precedence:
 - ``lost``: none of the above.
 
 Matching normalises case, whitespace and quoting. Answers containing a digit (numbers, ids)
-match case-sensitively and only as whole tokens: ``12`` does not match inside ``123``.
+match case-sensitively. Every answer matches only as a whole token: ``12`` does not match inside
+``123``, nor ``ORD-4821`` inside ``ORD-48213``. Chinese and Japanese text has no spaces between
+words, so ideographs and kana never count as part of a neighbouring token. A cited file that is
+JSON (a DB-GPT snapshot) is searched in its decoded strings too, so escaping cannot hide a value.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ctxbench.counting.base import replay_text
 from ctxbench.probes.model import Probe
@@ -24,18 +28,31 @@ from ctxbench.trace import Message, message_search_text
 OUTCOMES: tuple[str, ...] = ("in_context", "via_reference", "stale", "lost")
 
 _QUOTES = str.maketrans({c: " " for c in "\"'`“”‘’«»"})
-_SPACE = re.compile(r"\s+")
 
 
 def normalise(text: str, *, keep_case: bool = False) -> str:
     """Quotes become spaces, runs of whitespace one space; lower-cased unless ``keep_case``."""
     text = text.translate(_QUOTES)
-    text = _SPACE.sub(" ", text).strip()
+    text = " ".join(text.split())  # str.split: the same whitespace as \s, several times faster
     return text if keep_case else text.lower()
 
 
 def _is_exact(answer: str) -> bool:
     return any(ch.isdigit() for ch in answer)
+
+
+def _is_word_char(ch: str) -> bool:
+    """Letters and digits continue a token, except CJK ideographs, kana and hangul (unspaced scripts)."""
+    if not ch.isalnum():
+        return False
+    code = ord(ch)
+    return not (
+        0x2E80 <= code <= 0x9FFF  # CJK radicals, kana, ideographs
+        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
+        or 0xF900 <= code <= 0xFAFF  # compatibility ideographs
+        or 0xFF66 <= code <= 0xFF9D  # half-width katakana
+        or 0x20000 <= code <= 0x2FFFF  # ideograph extensions
+    )
 
 
 def _contains(haystack: str, needle: str) -> bool:
@@ -50,8 +67,8 @@ def _contains(haystack: str, needle: str) -> bool:
             return False
         before = haystack[at - 1] if at > 0 else " "
         after = haystack[at + n] if at + n < len(haystack) else " "
-        left_ok = not (needle[0].isalnum() and before.isalnum())
-        right_ok = not (needle[-1].isalnum() and after.isalnum())
+        left_ok = not (_is_word_char(needle[0]) and _is_word_char(before))
+        right_ok = not (_is_word_char(needle[-1]) and _is_word_char(after))
         if left_ok and right_ok:
             return True
         start = at + 1
@@ -83,6 +100,31 @@ def prompt_text(messages: Sequence[Message]) -> str:
     return "\n".join(message_search_text(m) + replay_text(m) for m in messages)
 
 
+def file_text(path: str, content: bytes) -> str:
+    """The searchable text of a written file; JSON files add their decoded string values."""
+    text = content.decode("utf-8", "replace")
+    if path.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text
+        strings: list[str] = []
+        _collect_strings(data, strings)
+        return text + "\n" + "\n".join(strings)
+    return text
+
+
+def _collect_strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect_strings(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _collect_strings(item, out)
+
+
 class PromptScorer:
     """Scores probes against one prompt (and the files the run wrote so far)."""
 
@@ -90,7 +132,7 @@ class PromptScorer:
         raw = prompt_text(messages)
         self._index = TextIndex.of(raw)
         self._cited = [
-            TextIndex.of(content.decode("utf-8", "replace"))
+            TextIndex.of(file_text(path, content))
             for path, content in sorted(files.items())
             if path in raw
         ]

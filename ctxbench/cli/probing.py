@@ -1,0 +1,111 @@
+"""``ctxbench probes mine``: probes for recorded traces, mined from the traces themselves."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+
+import click
+
+from ctxbench.cli.progress import ProgressBar
+from ctxbench.formats.canonical import write_traces
+from ctxbench.formats.importing import AUTO, open_source
+from ctxbench.probes.mining import DEFAULT_MAX_PER_TRACE, mine_probes
+from ctxbench.probes.probe_file import with_probes, write_probes
+from ctxbench.trace import Trace
+
+
+@click.group("probes")
+def probes() -> None:
+    """Probes for recorded traces (planted probes come with `ctxbench gen`)."""
+
+
+@probes.command("mine")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Where to write the traces (canonical .jsonl) or, with --probes-only, the probe file.",
+)
+@click.option(
+    "--max-per-trace",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_PER_TRACE,
+    show_default=True,
+    help="At most this many probes per trace, spread over its early, middle and late thirds.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    default=AUTO,
+    show_default=True,
+    help="Format of the input files (see `ctxbench import --help`).",
+)
+@click.option(
+    "--replace",
+    "replace_existing",
+    is_flag=True,
+    help="Drop probes the traces already have instead of adding to them.",
+)
+@click.option(
+    "--probes-only",
+    is_flag=True,
+    help="Write a probe file ({trace_id, probes} per line) instead of whole traces.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the counts per file as JSON.")
+def mine(
+    traces: tuple[str, ...],
+    output: str,
+    max_per_trace: int,
+    fmt: str,
+    replace_existing: bool,
+    probes_only: bool,
+    as_json: bool,
+) -> None:
+    """Mine canary probes (paths, commands, ids, numbers with units, error lines, URLs,
+    tool-call arguments) from TRACES, recorded in any importable format.
+
+    Each probe's answer appears verbatim in its evidence message and in no unrelated message;
+    probes are asked at the end of the trace.
+
+    \b
+    Examples:
+      ctxbench probes mine run.traj -o run.jsonl
+      ctxbench probes mine tau-bench/gpt-4o-airline.json -o airline.probes.jsonl --probes-only
+    """
+    counts: dict[str, Counter[str]] = {}
+    bar = ProgressBar("mining")
+
+    def mined() -> Iterator[Trace]:
+        for done, path in enumerate(traces, start=1):
+            tally: Counter[str] = counts.setdefault(path, Counter())
+            for trace in open_source(path, fmt).traces():
+                found = mine_probes(trace, max_per_trace)
+                tally["traces"] += 1
+                tally["probes"] += len(found)
+                tally.update(f"kind:{p.kind}" for p in found)
+                yield with_probes(trace, found, keep_existing=not replace_existing)
+            bar.update(done, len(traces))
+
+    written = write_probes(output, mined()) if probes_only else write_traces(output, mined())
+    bar.close()
+    if as_json:
+        click.echo(
+            json.dumps({path: dict(sorted(c.items())) for path, c in counts.items()}, indent=2)
+        )
+    for path, tally in counts.items():
+        kinds = ", ".join(
+            f"{k.removeprefix('kind:')} {v}"
+            for k, v in sorted(tally.items())
+            if k.startswith("kind:")
+        )
+        click.echo(
+            f"{path}: {tally['traces']} trace(s), {tally['probes']} probe(s) ({kinds or 'none'})",
+            err=True,
+        )
+    click.echo(
+        f"wrote {written} {'probe line' if probes_only else 'trace'}(s) to {output}", err=True
+    )

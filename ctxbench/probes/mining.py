@@ -1,0 +1,393 @@
+"""Probe mining: canary facts found in a recorded trace, turned into artifact and recall probes.
+
+Recorded traces carry no planted facts, but they are full of exact, checkable details that
+compaction is known to lose first (REFERENCE.md C: file paths, executed commands and measured
+numbers survive summaries far worse than decisions). The miner extracts such canaries -- file
+paths, URLs, shell commands, identifiers, e-mail addresses, dates, numbers with units, error lines
+and tool-call arguments -- and keeps only the ones that say something specific:
+
+- the answer appears verbatim in its evidence message (``ctxbench validate`` checks it);
+- it is *local*: it appears in at most ``max_evidence`` messages, all within two adjacent
+  rounds, and never in a system message (a value repeated everywhere, or always in the
+  prompt, tests nothing);
+- it is not generic: long enough, not a plain word, not a small number.
+
+Probes are deduplicated (no answer contained in another), capped per trace and spread over the
+trace's early, middle and late thirds, then asked at the end of the trace. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ctxbench.probes.model import Probe
+from ctxbench.probes.scoring import TextIndex
+from ctxbench.trace import Message, Trace, message_search_text, rounds
+
+DEFAULT_MAX_PER_TRACE = 12
+MIN_LENGTH = 5
+#: at most this many probes cite the same first message (one JSON record holds many values)
+MAX_PER_MESSAGE = 2
+
+#: category -> (probe kind, what the question calls it, priority: higher is mined first)
+CATEGORIES: dict[str, tuple[str, str, int]] = {
+    "error": ("recall", "error line", 9),
+    "path": ("artifact", "file path", 8),
+    "command": ("artifact", "command", 8),
+    "number": ("recall", "measured value", 7),
+    "identifier": ("recall", "identifier", 6),
+    "argument": ("artifact", "tool-call argument", 6),
+    "url": ("artifact", "URL", 5),
+    "email": ("recall", "e-mail address", 5),
+    "date": ("recall", "date", 4),
+}
+
+_UNITS = (
+    r"ms|us|µs|ns|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|"
+    r"bytes|%|tokens|rows|lines|files|tests|requests|rps|qps|req/s|USD|EUR|GBP|kg|km|px|GHz|MHz|ms/op"
+)
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("url", re.compile(r"https?://[^\s\"'<>()\[\]{}\\`]+")),
+    ("email", re.compile(r"(?<![\w.+-])[A-Za-z0-9][\w.+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")),
+    (
+        "path",
+        re.compile(
+            r"(?<![\w/.:~-])(?:~?/)?(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}(?![\w/])"
+        ),
+    ),
+    ("path", re.compile(r"(?<![\w/.:~-])/(?:[\w.-]+/)+[\w.-]*\w(?![\w/])")),
+    ("date", re.compile(r"(?<![\d-])\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?(?![\d-])")),
+    ("number", re.compile(rf"(?<![\w.$])\$?\d[\d,]*(?:\.\d+)?\s?(?:{_UNITS})(?![\w/])")),
+    ("number", re.compile(r"(?<![\w.])\$\d[\d,]*(?:\.\d{1,2})?(?![\d.])")),
+    (
+        "identifier",
+        re.compile(
+            r"(?<![\w-])(?=[A-Za-z0-9_-]*[A-Za-z])(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+(?![\w-])"
+        ),
+    ),
+    (
+        "identifier",
+        re.compile(r"(?<![\w-])(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*\d)[A-Z0-9]{5,16}(?![\w-])"),
+    ),
+    (
+        "identifier",
+        re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w-])"),
+    ),
+    ("identifier", re.compile(r"(?<![\w-])\d{3}-\d{3}-\d{4}(?![\w-])")),
+)
+_ERROR_LINE = re.compile(
+    r"^\s*(?:E\s+)?((?:[\w.]*(?:Error|Exception)|ERROR|FAILED|fatal|error)\b[:\s].*\S)\s*$", re.M
+)
+_BACKTICK = re.compile(r"`([^`\n]*)`")
+#: programs whose command lines are worth asking about when quoted in the agent's text
+_PROGRAMS = frozenset(
+    (
+        "python",
+        "python3",
+        "pytest",
+        "pip",
+        "pip3",
+        "git",
+        "grep",
+        "rg",
+        "find",
+        "sed",
+        "awk",
+        "cat",
+        "head",
+        "tail",
+        "ls",
+        "make",
+        "npm",
+        "npx",
+        "yarn",
+        "node",
+        "go",
+        "cargo",
+        "docker",
+        "kubectl",
+        "curl",
+        "wget",
+        "bash",
+        "sh",
+        "chmod",
+        "mkdir",
+        "rm",
+        "mv",
+        "cp",
+        "tox",
+        "poetry",
+        "uv",
+        "mvn",
+        "gradle",
+        "java",
+        "ruby",
+        "perl",
+        "psql",
+        "mysql",
+        "sqlite3",
+        "jq",
+        "open",
+        "goto",
+        "edit",
+        "create",
+        "search_file",
+        "search_dir",
+        "find_file",
+        "submit",
+    )
+)
+_COMMAND_KEYS = ("command", "cmd", "script", "shell", "code")
+_SPLIT_COMMAND = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_STRUCTURED = re.compile(r"[\d/._@:-]| \w")
+_WORD = re.compile(r"\w")
+_BAD_CHARS = re.compile(r"[\"\\\n\r\t\x00-\x1f]")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A canary found in one message."""
+
+    answer: str
+    category: str
+    index: int
+
+
+def mine_probes(
+    trace: Trace, max_per_trace: int = DEFAULT_MAX_PER_TRACE, *, max_evidence: int = 3
+) -> tuple[Probe, ...]:
+    """Probes mined from ``trace`` (see the module docstring), ordered by evidence position."""
+    messages = trace.messages
+    if max_per_trace <= 0 or not messages:
+        return ()
+    texts = [message_search_text(m) for m in messages]
+    first_seen: dict[str, Candidate] = {}
+    extracted_in: dict[str, set[int]] = {}
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            continue
+        for cand in _extract(message, texts[index], index):
+            extracted_in.setdefault(cand.answer, set()).add(index)
+            first_seen.setdefault(cand.answer, cand)
+    # cheap filter first: what was extracted in too many messages is not local
+    pool = [
+        c
+        for c in first_seen.values()
+        if len(extracted_in[c.answer]) <= max_evidence and _specific(c)
+    ]
+    if not pool:
+        return ()
+    indexes = [TextIndex.of(t) for t in texts]
+    round_of = _round_index(messages)
+    thirds: list[dict[str, list[Candidate]]] = [{}, {}, {}]
+    for cand in sorted(pool, key=lambda c: (-min(len(c.answer), 60), c.index, c.answer)):
+        thirds[min(2, 3 * cand.index // len(messages))].setdefault(cand.category, []).append(cand)
+    chosen: list[tuple[Candidate, tuple[int, ...]]] = []
+    taken: dict[str, int] = {}
+    progress = True
+    while len(chosen) < max_per_trace and progress:
+        progress = False
+        for queues in thirds:  # one probe per third per pass: early, middle, late
+            if len(chosen) >= max_per_trace:
+                break
+            picked = _next_candidate(
+                queues, taken, chosen, messages, indexes, round_of, max_evidence
+            )
+            if picked is not None:
+                chosen.append(picked)
+                taken[picked[0].category] = taken.get(picked[0].category, 0) + 1
+                progress = True
+    chosen.sort(key=lambda item: (item[1][0], item[0].answer))
+    return tuple(
+        _probe(n, cand, evidence, texts, messages)
+        for n, (cand, evidence) in enumerate(chosen, start=1)
+    )
+
+
+# -- extraction ---------------------------------------------------------------------------------
+
+
+def _extract(message: Message, text: str, index: int) -> Iterator[Candidate]:
+    clean = _ANSI.sub("", text)
+    urls = _PATTERNS[0][1]
+    masked = urls.sub(lambda m: " " * len(m.group(0)), clean)  # no paths or ids inside URLs
+    for category, pattern in _PATTERNS:
+        for match in pattern.finditer(clean if pattern is urls else masked):
+            yield Candidate(match.group(0).rstrip(".,;:)"), category, index)
+    for match in _ERROR_LINE.finditer(clean):
+        line = match.group(1)
+        if 16 <= len(line) <= 200:
+            yield Candidate(line, "error", index)
+    if message.role == "assistant":
+        for match in _BACKTICK.finditer(clean):
+            quoted = match.group(1).strip()
+            if quoted.split(" ", 1)[0] in _PROGRAMS:
+                yield from _commands(quoted, index)
+        for call in message.tool_calls:
+            yield from _call_candidates(call.arguments, index)
+
+
+def _call_candidates(arguments: str, index: int) -> Iterator[Candidate]:
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return
+    if not isinstance(args, dict):
+        return
+    for key, value in args.items():
+        if not isinstance(value, str):
+            continue
+        if key.lower() in _COMMAND_KEYS:
+            yield from _commands(value, index)
+        elif 5 <= len(value) <= 120:
+            yield Candidate(value.strip(), "argument", index)
+
+
+def _commands(text: str, index: int) -> Iterator[Candidate]:
+    """Simple commands of a shell line (split at ``&&``, ``;``, pipes), as typed."""
+    for line in text.splitlines()[:3]:
+        for segment in _SPLIT_COMMAND.split(line):
+            segment = segment.strip()
+            if 8 <= len(segment) <= 160 and " " in segment and segment[0].isalnum():
+                yield Candidate(segment, "command", index)
+
+
+# -- filters ------------------------------------------------------------------------------------
+
+#: commands that set up a shell rather than touch anything (cd /testbed, export X=1, sleep 5)
+_GENERIC_COMMANDS = re.compile(
+    r"^(?:cd|pwd|clear|exit|true|source|export|sleep|set|unset|echo)\b|^git status\b"
+)
+
+
+def _specific(cand: Candidate) -> bool:
+    """Long enough, not a plain word, not a small number, survives JSON encoding verbatim."""
+    answer = cand.answer
+    if len(answer) < MIN_LENGTH or _BAD_CHARS.search(answer):
+        return False
+    if cand.category == "argument" and (
+        not _STRUCTURED.search(answer) or answer.lower() in ("true", "false", "none", "null")
+    ):
+        return False
+    if cand.category == "identifier" and sum(ch.isdigit() for ch in answer) < 2:
+        return False  # param_1, py3: names, not values
+    if cand.category == "path" and any(not _WORD.search(part) for part in answer.split("/")[1:-1]):
+        return False  # .../pkg.deb: an elided path, not one the agent can use
+    if cand.category == "number":
+        digits = sum(ch.isdigit() for ch in answer)
+        if digits < 3 and "." not in answer:
+            return False
+    if cand.category == "command" and _GENERIC_COMMANDS.match(answer):
+        return False
+    # /tmp, /workspace: a directory, not a file the agent touched
+    return not (
+        cand.category == "path"
+        and answer.count("/") == 1
+        and answer.startswith("/")
+        and "." not in answer
+    )
+
+
+def _round_index(messages: Sequence[Message]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for r in rounds(messages):
+        for i in r.indices:
+            out[i] = r.index
+    return out
+
+
+def _evidence(
+    cand: Candidate,
+    messages: Sequence[Message],
+    indexes: Sequence[TextIndex],
+    round_of: dict[int, int],
+    max_evidence: int,
+) -> tuple[int, ...]:
+    """Every message holding the answer, or () when the answer is not local and verbatim."""
+    found: list[int] = []
+    for i, idx in enumerate(indexes):
+        if idx.has(cand.answer):
+            if messages[i].role == "system":
+                return ()
+            found.append(i)
+            if len(found) > max_evidence:
+                return ()
+    if cand.index not in found:
+        return ()
+    spread = {round_of.get(i, -1) for i in found}
+    if max(spread) - min(spread) > 1:
+        return ()
+    if cand.answer not in message_search_text(messages[cand.index]):
+        return ()  # found only after normalisation (quotes, escapes): not verbatim
+    return tuple(found)
+
+
+def _next_candidate(
+    queues: dict[str, list[Candidate]],
+    taken: dict[str, int],
+    chosen: list[tuple[Candidate, tuple[int, ...]]],
+    messages: Sequence[Message],
+    indexes: Sequence[TextIndex],
+    round_of: dict[int, int],
+    max_evidence: int,
+) -> tuple[Candidate, tuple[int, ...]] | None:
+    """The best remaining candidate of the least-mined category (diverse probes, not twelve
+    error lines), with its evidence; candidates that fail the checks are dropped on the way."""
+    while True:
+        live = [cat for cat, queue in queues.items() if queue]
+        if not live:
+            return None
+        category = min(live, key=lambda cat: (taken.get(cat, 0), -CATEGORIES[cat][2], cat))
+        cand = queues[category].pop(0)
+        if any(_overlaps(cand.answer, c.answer) for c, _ in chosen):
+            continue
+        if sum(1 for c, _ in chosen if c.index == cand.index) >= MAX_PER_MESSAGE:
+            continue
+        evidence = _evidence(cand, messages, indexes, round_of, max_evidence)
+        if evidence:
+            return cand, evidence
+
+
+def _overlaps(a: str, b: str) -> bool:
+    return a in b or b in a
+
+
+# -- probes -------------------------------------------------------------------------------------
+
+_ROLE_NAMES = {
+    "assistant": "the agent's message",
+    "tool": "a tool result",
+    "user": "a user message",
+}
+
+
+def _probe(
+    n: int,
+    cand: Candidate,
+    evidence: tuple[int, ...],
+    texts: Sequence[str],
+    messages: Sequence[Message],
+) -> Probe:
+    kind, noun, _ = CATEGORIES[cand.category]
+    message = messages[cand.index]
+    where = (
+        "an observation" if message.is_observation else _ROLE_NAMES.get(message.role, "a message")
+    )
+    text = texts[cand.index]
+    at = text.find(cand.answer)
+    left = " ".join(text[max(0, at - 60) : at].split())
+    right = " ".join(text[at + len(cand.answer) : at + len(cand.answer) + 60].split())
+    question = f"Which {noun} appeared in {where} (message {cand.index}): “…{left} ___ {right}…”?"
+    return Probe(
+        id=f"mined-{n}",
+        kind=kind,
+        question=question,
+        answers=(cand.answer,),
+        evidence=evidence,
+        ask_at=None,
+        meta={"mined": cand.category, "source_message": cand.index},
+    )

@@ -1,0 +1,135 @@
+"""Probe files: probes kept apart from the traces they ask about.
+
+Recorded traces are often shared read-only, or re-imported; a probe file lets the probes travel
+separately (``ctxbench run --probes FILE``). It is JSON Lines, one trace per line::
+
+    {"trace_id": "t-001", "probes": [{"id": "p1", "kind": "artifact", ...}]}
+
+Probe objects are the canonical ones of ``ctxbench.trace/1``. Errors name the file, the line and
+the JSON path of what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from ctxbench.errors import TraceFormatError
+from ctxbench.probes.model import Probe
+from ctxbench.trace import Trace
+
+
+def load_probes(path: str | Path) -> dict[str, tuple[Probe, ...]]:
+    """Trace id -> its probes, from a probe file."""
+    path = Path(path)
+    if not path.is_file():
+        raise TraceFormatError(
+            "no such probe file",
+            path=path,
+            hint="write one with `ctxbench probes mine TRACE -o FILE --probes-only`",
+        )
+    out: dict[str, tuple[Probe, ...]] = {}
+    try:
+        lines = path.read_text("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(
+            f"not UTF-8 text ({exc.reason})", path=path, hint="re-encode the file as UTF-8"
+        ) from None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(
+                f"malformed JSON: {exc.msg} (column {exc.colno})",
+                path=path,
+                line=lineno,
+                hint='each line holds one {"trace_id": ..., "probes": [...]} object',
+            ) from None
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("trace_id"), str)
+            or not isinstance(data.get("probes"), list)
+        ):
+            raise TraceFormatError(
+                "expected an object with a string 'trace_id' and a 'probes' list",
+                path=path,
+                line=lineno,
+                key="$",
+                hint='each line holds one {"trace_id": ..., "probes": [...]} object',
+            )
+        trace_id = data["trace_id"]
+        if trace_id in out:
+            raise TraceFormatError(
+                f"trace {trace_id!r} is listed twice",
+                path=path,
+                line=lineno,
+                key="$.trace_id",
+                hint="merge its probes into one line",
+            )
+        probes = []
+        for i, raw in enumerate(data["probes"]):
+            try:
+                if not isinstance(raw, Mapping):
+                    raise TypeError("a probe must be an object")
+                probes.append(Probe.from_dict(raw))
+            except (KeyError, TypeError, ValueError) as exc:
+                what = f"missing key {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+                raise TraceFormatError(
+                    f"invalid probe: {what}",
+                    path=path,
+                    line=lineno,
+                    key=f"$.probes[{i}]",
+                    hint="a probe needs id, kind, question, answers (see DESIGN.md)",
+                ) from None
+        out[trace_id] = tuple(probes)
+    return out
+
+
+def probe_lines(traces: Iterable[Trace]) -> Iterable[str]:
+    """The probe-file line of each trace (traces without probes are skipped)."""
+    for trace in traces:
+        if trace.probes:
+            payload = {"trace_id": trace.id, "probes": [p.to_dict() for p in trace.probes]}
+            yield json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_probes(path: str | Path, traces: Iterable[Trace]) -> int:
+    """Write the probes of ``traces`` as a probe file (atomically). Returns the lines written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    count = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for line in probe_lines(traces):
+                fh.write(line + "\n")
+                count += 1
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def with_probes(trace: Trace, probes: Sequence[Probe], *, keep_existing: bool = True) -> Trace:
+    """``trace`` with ``probes`` added (ids made unique) or, unless ``keep_existing``, instead."""
+    kept = trace.probes if keep_existing else ()
+    ids = {p.id for p in kept}
+    answers = {a for p in kept for a in p.answers}
+    added = []
+    for probe in probes:
+        if any(a in answers for a in probe.answers):
+            continue
+        new_id, n = probe.id, 1
+        while new_id in ids:
+            n += 1
+            new_id = f"{probe.id}~{n}"
+        ids.add(new_id)
+        added.append(replace(probe, id=new_id) if new_id != probe.id else probe)
+    return replace(trace, probes=(*kept, *added))

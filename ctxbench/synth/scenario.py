@@ -1,0 +1,579 @@
+"""Scenario specs: a TOML file in ``scenarios/`` parsed into frozen dataclasses.
+
+A scenario says what a synthetic trace looks like: how many rounds, which tools, how often calls
+run in parallel, the mix and size of tool output per content class, very large observations,
+image parts, the trace format (native tool calling or DB-GPT text ReAct) and the facts to plant.
+Facts come from the scenario's *domain* (``scenarios/domains/NAME.toml``: a bank of fact
+templates plus the domain's system prompt and task) and from the scenario's own ``[[facts]]``.
+
+Every key is checked: an unknown key is a :class:`~ctxbench.errors.ConfigError` that names the
+key, the file and the valid keys. ``load_scenario("coding_agent")`` finds the embedded file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from ctxbench import config as configuration
+from ctxbench.errors import ConfigError
+from ctxbench.probes.model import PROBE_KINDS
+from ctxbench.resources import resource_dir
+from ctxbench.synth.content import CONTENT_CLASSES
+from ctxbench.trace import ToolSpec
+
+SCENARIO_SCHEMA = "ctxbench.scenario/1"
+FORMATS: tuple[str, ...] = ("tool_calls", "react_text")
+LANGUAGES: tuple[str, ...] = ("en", "zh")
+#: where a fact's text is planted
+WHERE: tuple[str, ...] = ("tool", "assistant", "argument", "system", "user")
+POSITIONS: tuple[str, ...] = ("early", "middle", "late")
+ASK: tuple[str, ...] = ("end", "mid")
+
+#: ``{d4}`` digits, ``{h8}`` hex, ``{u3}`` upper-case letters, ``{l5}`` lower-case letters,
+#: ``{one:a|b|c}`` one of the options; ``{value}`` (in texts) is the fact's value.
+PLACEHOLDER = re.compile(r"\{(value|[dhul][1-9][0-9]?|one:[^{}]+)\}")
+_ANY_BRACE = re.compile(r"\{[^{}]*\}")
+
+
+def _check_probability(value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"probability must be within [0, 1], not {value}")
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """A tool the synthetic agent has; ``produces`` lists the content classes of its output."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    produces: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        bad = [c for c in self.produces if c not in CONTENT_CLASSES]
+        if bad:
+            raise ValueError(
+                f"produces: unknown content class {bad[0]!r}; known: {', '.join(CONTENT_CLASSES)}"
+            )
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", self.name):
+            raise ValueError(
+                f"name {self.name!r} is not a valid tool name (letters, digits, _ . -)"
+            )
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, dict(self.parameters))
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        props = self.parameters.get("properties") or {}
+        return dict(props) if isinstance(props, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class OutputClass:
+    """How often tool output is of one content class, and its size (log-normal, in chars)."""
+
+    weight: float = 1.0
+    median_chars: int = 2000
+    sigma: float = 0.8
+    min_chars: int = 120
+    max_chars: int = 60_000
+
+    def __post_init__(self) -> None:
+        if self.weight < 0:
+            raise ValueError(f"weight must be >= 0, not {self.weight}")
+        if not 0 < self.min_chars <= self.median_chars <= self.max_chars:
+            raise ValueError("need 0 < min_chars <= median_chars <= max_chars")
+        if self.sigma < 0:
+            raise ValueError(f"sigma must be >= 0, not {self.sigma}")
+
+
+@dataclass(frozen=True)
+class ParallelCalls:
+    """Native tool calling only: the chance a turn makes several calls, and at most how many."""
+
+    probability: float = 0.0
+    max_calls: int = 1
+
+    def __post_init__(self) -> None:
+        _check_probability(self.probability)
+        if self.max_calls < 1:
+            raise ValueError(f"max_calls must be >= 1, not {self.max_calls}")
+
+
+@dataclass(frozen=True)
+class LargeOutputs:
+    """Very large single observations (a whole log file, a full table dump)."""
+
+    probability: float = 0.0
+    median_chars: int = 150_000
+    sigma: float = 0.3
+
+    def __post_init__(self) -> None:
+        _check_probability(self.probability)
+        if self.median_chars < 1 or self.sigma < 0:
+            raise ValueError("median_chars must be >= 1 and sigma >= 0")
+
+
+@dataclass(frozen=True)
+class Images:
+    """Image parts attached to tool output (screenshots, charts)."""
+
+    probability: float = 0.0
+    width: int = 96
+    height: int = 64
+    detail: Literal["auto", "low", "high"] = "auto"
+    tools: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_probability(self.probability)
+        if not (1 <= self.width <= 1024 and 1 <= self.height <= 1024):
+            raise ValueError("width and height must be within 1..1024")
+
+
+@dataclass(frozen=True)
+class ProbeMix:
+    """How many facts of each kind to draw from the domain's bank, and how they are asked."""
+
+    recall: int = 0
+    artifact: int = 0
+    decision: int = 0
+    continuation: int = 0
+    constraint: int = 0
+    superseded: int = 0
+    finished_task: int = 0
+    mid_trace: float = field(
+        default=0.25, metadata={"help": "share of probes asked at a call mid-trace"}
+    )
+    distractors: int = field(
+        default=1, metadata={"help": "near-duplicate values planted per fact value"}
+    )
+
+    def __post_init__(self) -> None:
+        _check_probability(self.mid_trace)
+        if min(self.count(k) for k in PROBE_KINDS) < 0 or self.distractors < 0:
+            raise ValueError("counts must be >= 0")
+
+    def count(self, kind: str) -> int:
+        value: int = getattr(self, kind)
+        return value
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    """A fact to plant and the probe that asks for it.
+
+    ``value`` is a pattern (``ORD-{d5}``); ``text`` is the sentence holding it (``{value}``);
+    a superseded fact's ``update`` announces the new value. ``where`` defaults by kind
+    (recall: tool, artifact: argument, decision/continuation/finished_task: assistant,
+    constraint: system, superseded: tool); ``argument`` names the tool parameter (or its kind:
+    path, command, sql, url, id, query) an artifact goes into.
+    """
+
+    kind: str
+    question: str
+    value: str
+    text: str = ""
+    update: str = ""
+    where: str = ""
+    tool: str = ""
+    argument: str = ""
+    position: str = ""
+    ask: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in PROBE_KINDS:
+            raise ValueError(f"kind {self.kind!r} is not one of {', '.join(PROBE_KINDS)}")
+        for name, allowed in (("where", WHERE), ("position", POSITIONS), ("ask", ASK)):
+            value = getattr(self, name)
+            if value and value not in allowed:
+                raise ValueError(f"{name} {value!r} is not one of {', '.join(allowed)}")
+        if not self.question.strip() or not self.value.strip():
+            raise ValueError("question and value must not be empty")
+        if "{value}" in self.value:
+            raise ValueError("value is the pattern itself; {value} belongs in text and update")
+        needs_text = self.kind != "artifact"
+        if (needs_text or self.text) and "{value}" not in self.text:
+            raise ValueError("text must contain {value}")
+        if self.kind == "superseded" and "{value}" not in self.update:
+            raise ValueError("a superseded fact needs an update text containing {value}")
+        if self.kind != "superseded" and self.update:
+            raise ValueError("only superseded facts have an update")
+        for name in ("value", "text", "update"):
+            value = getattr(self, name)
+            if any(ch in value for ch in '"\\\n\r\t'):
+                raise ValueError(
+                    f"{name} must not hold double quotes, backslashes or line breaks "
+                    "(planted text must survive JSON encoding verbatim)"
+                )
+            stray = [m for m in _ANY_BRACE.findall(value) if not PLACEHOLDER.fullmatch(m)]
+            if stray:
+                raise ValueError(
+                    f"{name} has an unknown placeholder {stray[0]}; use {{value}}, {{d4}}, {{h8}}, {{u3}}, {{l5}} or {{one:a|b}}"
+                )
+
+    @property
+    def placement(self) -> str:
+        if self.where:
+            return self.where
+        return {
+            "recall": "tool",
+            "artifact": "argument",
+            "decision": "assistant",
+            "continuation": "assistant",
+            "constraint": "system",
+            "superseded": "tool",
+            "finished_task": "assistant",
+        }[self.kind]
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A domain file: the agent's system prompt and task, its final answer, and a fact bank."""
+
+    name: str
+    system_prompt: str
+    task: str
+    final_answer: str
+    facts: tuple[FactSpec, ...] = ()
+
+    def bank(self, kind: str) -> tuple[FactSpec, ...]:
+        return tuple(f for f in self.facts if f.kind == kind)
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """A resolved scenario: everything :func:`ctxbench.synth.generate` needs, no file access."""
+
+    name: str
+    rounds: int
+    format: str
+    language: str
+    domain: Domain
+    system_prompt: str
+    task: str
+    tools: tuple[ToolDef, ...]
+    output: Mapping[str, OutputClass]
+    description: str = ""
+    parallel: ParallelCalls = field(default_factory=ParallelCalls)
+    large: LargeOutputs = field(default_factory=LargeOutputs)
+    images: Images = field(default_factory=Images)
+    probes: ProbeMix = field(default_factory=ProbeMix)
+    facts: tuple[FactSpec, ...] = ()
+    source: str = ""
+
+    @property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(t.spec() for t in self.tools)
+
+    def output_mix(self) -> dict[str, float]:
+        """Content class -> share of tool outputs (weights normalised)."""
+        total = sum(c.weight for c in self.output.values()) or 1.0
+        return {name: round(c.weight / total, 4) for name, c in self.output.items() if c.weight > 0}
+
+    def probe_counts(self) -> dict[str, int]:
+        """Probes per kind in every generated trace (bank draws plus explicit facts)."""
+        return {
+            k: self.probes.count(k) + sum(1 for f in self.facts if f.kind == k) for k in PROBE_KINDS
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able summary (what ``ctxbench scenarios`` lists)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "rounds": self.rounds,
+            "format": self.format,
+            "language": self.language,
+            "domain": self.domain.name,
+            "tools": [t.name for t in self.tools],
+            "content_mix": self.output_mix(),
+            "parallel_probability": self.parallel.probability,
+            "large_probability": self.large.probability,
+            "image_probability": self.images.probability,
+            "probes": self.probe_counts(),
+            "source": self.source,
+        }
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+_TABLES = ("parallel", "large", "images", "probes", "output", "tools", "facts")
+_SCALARS = (
+    "schema",
+    "name",
+    "description",
+    "rounds",
+    "format",
+    "language",
+    "domain",
+    "system_prompt",
+    "task",
+)
+
+
+def scenario_dir() -> Path:
+    """The embedded ``scenarios/`` folder."""
+    return resource_dir("scenarios")
+
+
+def resolve_scenario_path(path_or_name: str | Path) -> Path:
+    """A scenario file path; a bare name (``coding_agent``) is looked up in ``scenarios/``."""
+    text = str(path_or_name)
+    candidate = Path(text)
+    if candidate.suffix == ".toml" or "/" in text or candidate.exists():
+        embedded_copy = scenario_dir() / candidate.name
+        if (
+            not candidate.exists()
+            and candidate.parent.name == "scenarios"
+            and embedded_copy.is_file()
+        ):
+            return embedded_copy  # `scenarios/coding_agent.toml` typed outside the checkout
+        if not candidate.is_file():
+            raise ConfigError(
+                "no such scenario file",
+                path=candidate,
+                hint="give a .toml path or an embedded name (see `ctxbench scenarios`)",
+            )
+        return candidate
+    embedded = scenario_dir() / f"{text}.toml"
+    if embedded.is_file():
+        return embedded
+    names = scenario_names()
+    close = difflib.get_close_matches(text, names, n=1)
+    raise ConfigError(
+        f"no embedded scenario named {text!r}; known: {', '.join(names)}",
+        hint=f"did you mean {close[0]!r}?" if close else "give a path to a scenario .toml file",
+    )
+
+
+def scenario_names() -> list[str]:
+    """Names of the embedded scenarios (files in ``scenarios/`` declaring the scenario schema)."""
+    out = []
+    for path in sorted(scenario_dir().glob("*.toml")):
+        try:
+            data = configuration.load_toml(path)
+        except ConfigError:
+            continue
+        if data.get("schema") == SCENARIO_SCHEMA:
+            out.append(path.stem)
+    return out
+
+
+def load_scenario(path_or_name: str | Path) -> ScenarioSpec:
+    """Parse a scenario file (or an embedded scenario by name) into a :class:`ScenarioSpec`."""
+    path = resolve_scenario_path(path_or_name)
+    return parse_scenario(configuration.load_toml(path), source=path)
+
+
+def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSpec:
+    """Build a scenario from parsed TOML; errors name the key and ``source``."""
+    _check_keys(data, (*_SCALARS, *_TABLES), source, "")
+    schema = data.get("schema", SCENARIO_SCHEMA)
+    if schema != SCENARIO_SCHEMA:
+        raise ConfigError(
+            f"schema is {schema!r}, expected {SCENARIO_SCHEMA!r}",
+            path=source,
+            key="schema",
+            hint="is this a scenario file? sweep files are run with `ctxbench sweep`",
+        )
+    name = _scalar(data, "name", str, source, default=Path(str(source)).stem)
+    rounds = _scalar(data, "rounds", int, source)
+    if rounds < 3:
+        raise ConfigError(f"rounds must be >= 3, not {rounds}", path=source, key="rounds")
+    fmt = _scalar(data, "format", str, source, default="tool_calls")
+    language = _scalar(data, "language", str, source, default="en")
+    for key, value, allowed in (("format", fmt, FORMATS), ("language", language, LANGUAGES)):
+        if value not in allowed:
+            raise ConfigError(f"{value!r} is not one of {', '.join(allowed)}", path=source, key=key)
+    domain_name = _scalar(data, "domain", str, source)
+    domain = load_domain(domain_name, relative_to=Path(str(source)).parent, source=source)
+
+    tools = tuple(
+        _build(ToolDef, t, source, f"tools[{i}]")
+        for i, t in enumerate(_array(data, "tools", source))
+    )
+    if not tools:
+        raise ConfigError("a scenario needs at least one [[tools]] entry", path=source, key="tools")
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        if tool.name in seen:
+            raise ConfigError(
+                f"tool {tool.name!r} is defined twice", path=source, key=f"tools[{i}].name"
+            )
+        seen.add(tool.name)
+    output_raw = _table(data, "output", source)
+    _check_keys(output_raw, CONTENT_CLASSES, source, "output.")
+    output = {
+        cls: _build(
+            OutputClass, _table(output_raw, cls, source, prefix="output."), source, f"output.{cls}"
+        )
+        for cls in output_raw
+    }
+    if not any(c.weight > 0 for c in output.values()):
+        raise ConfigError(
+            "no content class has a weight > 0",
+            path=source,
+            key="output",
+            hint="add for example [output.logs] weight = 1",
+        )
+    parallel = _build(ParallelCalls, _table(data, "parallel", source), source, "parallel")
+    if fmt == "react_text" and parallel.probability > 0:
+        raise ConfigError(
+            "parallel calls need format = 'tool_calls' (a text ReAct turn has one Action)",
+            path=source,
+            key="parallel.probability",
+            hint="set probability = 0 or change the format",
+        )
+    images = _build(Images, _table(data, "images", source), source, "images")
+    unknown_tools = [t for t in images.tools if t not in seen]
+    if unknown_tools:
+        raise ConfigError(
+            f"unknown tool {unknown_tools[0]!r}; tools: {', '.join(sorted(seen))}",
+            path=source,
+            key="images.tools",
+        )
+    probes = _build(ProbeMix, _table(data, "probes", source), source, "probes")
+    for kind in PROBE_KINDS:
+        have = len(domain.bank(kind))
+        if probes.count(kind) > have:
+            raise ConfigError(
+                f"asks for {probes.count(kind)} {kind} facts but domain {domain.name!r} has {have}",
+                path=source,
+                key=f"probes.{kind}",
+                hint="lower the count or add [[facts]] to the scenario or the domain file",
+            )
+    facts = tuple(
+        _build(FactSpec, f, source, f"facts[{i}]")
+        for i, f in enumerate(_array(data, "facts", source))
+    )
+    for i, fact in enumerate(facts):
+        if fact.tool and fact.tool not in seen:
+            raise ConfigError(
+                f"unknown tool {fact.tool!r}; tools: {', '.join(sorted(seen))}",
+                path=source,
+                key=f"facts[{i}].tool",
+            )
+    return ScenarioSpec(
+        name=name,
+        description=_scalar(data, "description", str, source, default=""),
+        rounds=rounds,
+        format=fmt,
+        language=language,
+        domain=domain,
+        system_prompt=_scalar(data, "system_prompt", str, source, default=domain.system_prompt),
+        task=_scalar(data, "task", str, source, default=domain.task),
+        tools=tools,
+        output=output,
+        parallel=parallel,
+        large=_build(LargeOutputs, _table(data, "large", source), source, "large"),
+        images=images,
+        probes=probes,
+        facts=facts,
+        source=str(source),
+    )
+
+
+def load_domain(
+    name: str, *, relative_to: Path | None = None, source: str | Path | None = None
+) -> Domain:
+    """A domain file by name (``scenarios/domains/NAME.toml``) or by path."""
+    candidates = []
+    if name.endswith(".toml"):
+        candidates = [Path(name)] + ([relative_to / name] if relative_to else [])
+    else:
+        candidates = [scenario_dir() / "domains" / f"{name}.toml"]
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        known = sorted(p.stem for p in (scenario_dir() / "domains").glob("*.toml"))
+        raise ConfigError(
+            f"no domain {name!r}; embedded domains: {', '.join(known)}",
+            path=source,
+            key="domain",
+            hint="use an embedded domain name or a path to a domain .toml file",
+        )
+    data = configuration.load_toml(path)
+    _check_keys(data, ("system_prompt", "task", "final_answer", "facts"), path, "")
+    facts = tuple(
+        _build(FactSpec, f, path, f"facts[{i}]") for i, f in enumerate(_array(data, "facts", path))
+    )
+    return Domain(
+        name=path.stem,
+        system_prompt=_scalar(data, "system_prompt", str, path),
+        task=_scalar(data, "task", str, path),
+        final_answer=_scalar(data, "final_answer", str, path),
+        facts=facts,
+    )
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _check_keys(
+    data: Mapping[str, Any], valid: tuple[str, ...], source: str | Path, prefix: str
+) -> None:
+    for key in data:
+        if key not in valid:
+            close = difflib.get_close_matches(key, valid, n=1)
+            raise ConfigError(
+                f"unknown key {prefix}{key!r}; valid keys: {', '.join(valid)}",
+                path=source,
+                key=f"{prefix}{key}",
+                hint=f"did you mean {close[0]!r}?" if close else "remove it or fix its spelling",
+            )
+
+
+def _scalar(
+    data: Mapping[str, Any], key: str, tp: type, source: str | Path, *, default: Any = ...
+) -> Any:
+    if key not in data:
+        if default is ...:
+            raise ConfigError(f"missing required key {key!r}", path=source, key=key)
+        return default
+    return configuration.coerce(data[key], tp, key=key, source=str(source))
+
+
+def _table(
+    data: Mapping[str, Any], key: str, source: str | Path, *, prefix: str = ""
+) -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"expected a table, got {value!r}",
+            path=source,
+            key=f"{prefix}{key}",
+            hint=f"write it as [{prefix}{key}]",
+        )
+    return value
+
+
+def _array(data: Mapping[str, Any], key: str, source: str | Path) -> list[Mapping[str, Any]]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise ConfigError(
+            "expected an array of tables",
+            path=source,
+            key=key,
+            hint=f"write each entry as [[{key}]]",
+        )
+    return value
+
+
+def _build(cls: type[Any], params: Mapping[str, Any], source: str | Path, prefix: str) -> Any:
+    """``config.build`` with the key path (``tools[2].name``) in the error."""
+    try:
+        return configuration.build(cls, params, source=str(source))
+    except ConfigError as exc:
+        key = f"{prefix}.{exc.key}" if exc.key else prefix
+        valid = ", ".join(f.name for f in fields(cls))
+        hint = (
+            exc.hint
+            if exc.key and "did you mean" in (exc.hint or "")
+            else (exc.hint or f"valid keys: {valid}")
+        )
+        raise ConfigError(exc.message, path=source, key=key, hint=hint) from None

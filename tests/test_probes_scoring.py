@@ -1,0 +1,176 @@
+"""Probe scoring on hand-built prompts: every outcome, and the normalisation rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxbench.probes.model import Probe
+from ctxbench.probes.scoring import OUTCOMES, PromptScorer, TextIndex, normalise, score_probes
+from ctxbench.trace import Message, ToolCall
+
+
+def probe(*answers: str, stale: tuple[str, ...] = (), kind: str = "recall") -> Probe:
+    return Probe("p", kind, "q?", tuple(answers), stale_answers=stale)
+
+
+def outcome(p: Probe, *texts: str, files: dict[str, bytes] | None = None) -> str:
+    messages = [Message("user", t) for t in texts]
+    return PromptScorer(messages, files or {}).score(p)
+
+
+# -- in_context --------------------------------------------------------------------------------
+
+
+def test_an_answer_in_the_prompt_is_in_context() -> None:
+    assert (
+        outcome(probe("src/billing/rounding.py"), "I edited src/billing/rounding.py today")
+        == "in_context"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we chose ROUND_HALF_EVEN for totals",  # case
+        "we chose   round_half_even\n for totals",  # whitespace
+        'we chose "round_half_even" for totals',  # double quotes
+        "we chose `round_half_even` for totals",  # backticks
+        "we chose ‘round_half_even’ for totals",  # typographic quotes
+    ],
+)
+def test_words_match_after_case_whitespace_and_quote_normalisation(text: str) -> None:
+    assert outcome(probe("round_half_even"), text) == "in_context"
+
+
+def test_multi_word_answers_match_across_line_breaks_and_quotes() -> None:
+    assert (
+        outcome(probe("patch the 'shared' helper"), "I will patch the\n  shared   helper.")
+        == "in_context"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "text", "expected"),
+    [
+        ("ORD-48213", "order ORD-48231 shipped", "lost"),  # a transposed id is another id
+        ("ORD-48213", "order ORD-482131 shipped", "lost"),  # no prefix match inside a longer id
+        ("12", "took 123 ms", "lost"),  # numbers are whole tokens
+        ("842 ms", "p95 842 ms.", "in_context"),
+        ("$1,284.50", "refund of $1,284.50 approved", "in_context"),
+        (
+            "$1,284.50",
+            "refund of $1284.50 approved",
+            "lost",
+        ),  # numbers match exactly, not numerically
+        ("KEY-7731", "key-7731 rotated", "lost"),  # ids with digits are case-sensitive
+        ("v2.14.3", "release v2.14.31", "lost"),
+    ],
+)
+def test_numbers_and_ids_match_exactly_as_whole_tokens(
+    answer: str, text: str, expected: str
+) -> None:
+    assert outcome(probe(answer), text) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        ("华东区", "位于华东区的仓库"),
+        ("12345 笔订单", "共有 12345 笔订单受到影响"),
+        ("启用连接池预热", "决定启用连接池预热，因为"),
+    ],
+)
+def test_chinese_answers_match_inside_unspaced_text(answer: str, text: str) -> None:
+    assert outcome(probe(answer), text) == "in_context"
+
+
+def test_chinese_numbers_still_match_exactly() -> None:
+    assert outcome(probe("150 毫秒"), "阈值调整为 1150 毫秒") == "lost"
+
+
+def test_answers_in_tool_call_arguments_and_replay_fields_count() -> None:
+    call = Message(
+        "assistant",
+        "",
+        tool_calls=(ToolCall("c1", "edit_file", json.dumps({"path": "src/a_b.py"})),),
+    )
+    thinking = Message(
+        "assistant", "ok", replay={"reasoning_content": "the port is localhost:5432"}
+    )
+    scorer = PromptScorer([call, thinking], {})
+    assert scorer.score(probe("src/a_b.py")) == "in_context"
+    assert scorer.score(probe("localhost:5432")) == "in_context"
+
+
+def test_any_accepted_answer_is_enough() -> None:
+    assert (
+        outcome(probe("decimal.Decimal", "integer minor units"), "use integer minor units")
+        == "in_context"
+    )
+
+
+# -- via_reference -----------------------------------------------------------------------------
+
+
+def test_a_cited_file_holding_the_answer_is_via_reference() -> None:
+    files = {"op_snapshots/c1/step_004_sql.json": b'{"observation": "Q3 total: 912,455.10 EUR"}'}
+    text = "Observation: Q3 tot... [truncated, full detail at: op_snapshots/c1/step_004_sql.json]"
+    assert outcome(probe("912,455.10 EUR"), text, files=files) == "via_reference"
+
+
+def test_a_file_the_prompt_does_not_cite_does_not_count() -> None:
+    files = {"op_snapshots/c1/step_004_sql.json": b'{"observation": "Q3 total: 912,455.10 EUR"}'}
+    assert outcome(probe("912,455.10 EUR"), "Observation: [truncated]", files=files) == "lost"
+
+
+def test_json_snapshots_are_searched_in_their_decoded_strings() -> None:
+    # JSON escapes quotes and line breaks; the decoded observation still holds the answer
+    observation = 'E   AssertionError: "215.75" != 210.76\nmore'
+    files = {"snap/step_1.json": json.dumps({"observation": observation}).encode()}
+    text = "see snap/step_1.json"
+    assert (
+        outcome(probe('AssertionError: "215.75" != 210.76'), text, files=files) == "via_reference"
+    )
+
+
+def test_in_context_wins_over_via_reference() -> None:
+    files = {"f.txt": b"value 9181"}
+    assert outcome(probe("9181"), "f.txt and 9181", files=files) == "in_context"
+
+
+# -- stale and lost ----------------------------------------------------------------------------
+
+
+def test_only_the_superseded_value_present_is_stale() -> None:
+    p = probe("postgres:16.2", stale=("postgres:14.3",), kind="superseded")
+    assert outcome(p, "CI image pinned to postgres:14.3") == "stale"
+
+
+def test_the_new_value_present_is_in_context_even_beside_the_old_one() -> None:
+    p = probe("postgres:16.2", stale=("postgres:14.3",), kind="superseded")
+    assert outcome(p, "pinned to postgres:14.3", "bumped to postgres:16.2") == "in_context"
+
+
+def test_a_near_duplicate_of_a_stale_value_is_not_stale() -> None:
+    p = probe("postgres:16.2", stale=("postgres:14.3",), kind="superseded")
+    assert outcome(p, "pinned to postgres:14.38") == "lost"
+
+
+def test_nothing_present_is_lost() -> None:
+    assert outcome(probe("SKY-20240417"), "nothing relevant here") == "lost"
+
+
+def test_score_probes_pairs_each_probe_with_one_outcome() -> None:
+    probes = [Probe("a", "recall", "q", ("842 ms",)), Probe("b", "recall", "q", ("ORD-1",))]
+    scored = score_probes(probes, [Message("tool", "p95 842 ms", tool_call_id="c")], {})
+    assert [(p.id, o) for p, o in scored] == [("a", "in_context"), ("b", "lost")]
+    assert {o for _, o in scored} <= set(OUTCOMES)
+    assert score_probes([], [], {}) == []
+
+
+def test_normalise_folds_quotes_and_whitespace() -> None:
+    assert normalise('  A\t"b"\n\nC ') == "a b c"
+    assert normalise("A  B", keep_case=True) == "A B"
+    assert TextIndex.of("x `y` z").has("y")
