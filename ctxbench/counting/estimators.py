@@ -15,6 +15,9 @@ ctxbench measures. Each follows its source; see REFERENCE.md.
 - ``hermes``: Hermes ``_estimate_msg_budget_tokens``: ``(len + 3) // 4`` of the content plus 10
   per message, ``len(str(tool_call)) // 4`` for the whole call envelope, the serialised length
   of replay keys // 4, and 1600 per image.
+- ``claude_code``: Claude Code's rough estimate, ``chars / 4`` padded by ``4/3`` (so
+  ``ceil(chars / 3)``) over the text, tool input and tool-result text of a message. Secondary
+  sources only (deobfuscated-code analyses; REFERENCE.md B), not an official specification.
 """
 
 from __future__ import annotations
@@ -136,3 +139,24 @@ class HermesCounter(TokenCounter):
 
     def prompt_overhead(self, tools: Sequence[ToolSpec] = ()) -> int:
         return (len(tool_schemas_json(tools)) + 3) // 4 if tools else 0
+
+
+class ClaudeCodeCounter(TokenCounter):
+    """Claude Code's ``chars/4 x 4/3`` estimate for messages newer than the last API usage."""
+
+    kind = "estimator"
+
+    def __init__(self) -> None:
+        super().__init__("claude_code", "Claude Code roughTokenCountEstimation x 4/3 (secondary)")
+
+    def count(self, text: str) -> int:
+        return -(-len(text) // 3)
+
+    def message_tokens(self, message: Message) -> int:
+        text = message.content
+        for call in message.tool_calls:
+            text += call.name + call.arguments
+        return self.count(text + replay_text(message))
+
+    def prompt_overhead(self, tools: Sequence[ToolSpec] = ()) -> int:
+        return self.count(tool_schemas_json(tools))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from ctxbench.counting.base import TokenCounter
 from ctxbench.counting.estimators import DbgptCounter
 
 
-def dbgpt() -> TokenCounter:
+def dbgpt() -> DbgptCounter:
     """DB-GPT's estimator: content only, with tiktoken ``cl100k_base`` (its default encoding)."""
     from ctxbench.counting import get_counter
     from ctxbench.errors import TokenizerNotFoundError

@@ -1,0 +1,162 @@
+"""``ctxbench counters`` and ``ctxbench count``: which counters exist, and what they count."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ctxbench.cli.output import print_table
+
+if TYPE_CHECKING:
+    from ctxbench.trace import Trace
+
+DEFAULT_COUNTERS = ("tiktoken:o200k_base",)
+
+
+@click.command("counters")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per counter.")
+def counters(as_json: bool) -> None:
+    """List every token counter with its kind (exact / estimator) and source.
+
+    Exact counters load vendored tokenizer files from tokenizers/ (no network); estimators
+    reproduce the rules agent frameworks use. Listing loads no tokenizer.
+
+    \b
+    Example:
+      ctxbench counters
+      ctxbench count --text "hello world" --counter tiktoken:o200k_base
+    """
+    from ctxbench.counting import COUNTERS, counter_kind
+
+    rows = [
+        {"name": e.name, "kind": counter_kind(e.name), "summary": e.summary, "source": e.source}
+        for e in COUNTERS.entries()
+    ]
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row, ensure_ascii=False))
+    else:
+        print_table(rows, ["name", "kind", "summary", "source"])
+
+
+@click.command("count")
+@click.argument("traces", nargs=-1, type=click.Path(dir_okay=False))
+@click.option(
+    "--counter",
+    "specs",
+    multiple=True,
+    metavar="SPEC",
+    help=f"Counter name (see `ctxbench counters`); repeat for several. Default: {DEFAULT_COUNTERS[0]}.",
+)
+@click.option("--text", "text", default=None, help="Count this text instead of trace files.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def count(traces: tuple[str, ...], specs: tuple[str, ...], text: str | None, as_json: bool) -> None:
+    """Count tokens of TEXT or of canonical TRACES with one or more counters.
+
+    With --text, prints the count (one number for one counter, a table for several). With
+    trace files, prints per trace and counter: the total as one request, the request overhead,
+    tokens per role, per content class of the text (prose, code, json, logs, tables, cjk) and
+    the framing around the text (negative when a chat template drops text, as DeepSeek V3's
+    drops reasoning); several traces end with an "all" block.
+
+    \b
+    Examples:
+      ctxbench count --text "hello world" --counter tiktoken:o200k_base
+      ctxbench count traces.jsonl --counter tiktoken:o200k_base --counter chars4
+      ctxbench count traces.jsonl --counter hf:qwen2.5 --json
+    """
+    if (text is None) == (not traces):
+        raise click.UsageError("give either --text TEXT or one or more TRACE files")
+    from ctxbench.counting import get_counter
+
+    names = list(dict.fromkeys(specs or DEFAULT_COUNTERS))
+    counters_ = [get_counter(name) for name in names]
+    if text is not None:
+        _count_text(text, names, [c.count(text) for c in counters_], as_json)
+    else:
+        _count_traces(traces, names, counters_, as_json)
+
+
+def _count_text(text: str, names: Sequence[str], counts: Sequence[int], as_json: bool) -> None:
+    from ctxbench.counting.content_class import classify
+
+    if as_json:
+        payload = {"chars": len(text), "class": classify(text), "counts": dict(zip(names, counts))}
+        click.echo(json.dumps(payload, ensure_ascii=False))
+    elif len(names) == 1:
+        click.echo(str(counts[0]))
+    else:
+        print_table(
+            [{"counter": n, "tokens": c} for n, c in zip(names, counts)], ["counter", "tokens"]
+        )
+
+
+def _count_traces(
+    paths: Sequence[str], names: Sequence[str], counters_: Sequence[Any], as_json: bool
+) -> None:
+    from ctxbench.counting.breakdown import Breakdown, breakdown, chars_by_class, classes_of
+    from ctxbench.formats.canonical import read_traces
+
+    def count_one(path: str, trace: Trace) -> tuple[dict[str, Any], dict[str, Breakdown]]:
+        segments = classes_of(trace)
+        per_counter = {name: breakdown(trace, c, segments) for name, c in zip(names, counters_)}
+        result = {
+            "file": path,
+            "trace_id": trace.id,
+            "messages": len(trace.messages),
+            "chars_by_class": chars_by_class(segments),
+            "counters": {name: b.to_dict() for name, b in per_counter.items()},
+        }
+        return result, per_counter
+
+    traces = [(path, trace) for path in paths for trace in read_traces(path)]
+    if len(traces) >= 20 and sys.stderr.isatty():
+        with click.progressbar(traces, label="counting", file=sys.stderr) as bar:
+            counted = [count_one(path, trace) for path, trace in bar]
+    else:
+        counted = [count_one(path, trace) for path, trace in traces]
+    results = [result for result, _ in counted]
+    totals = (
+        {name: sum((b[name] for _, b in counted[1:]), counted[0][1][name]) for name in names}
+        if counted
+        else {}
+    )
+    if as_json:
+        payload: dict[str, Any] = {"traces": results}
+        if len(results) > 1:
+            payload["all"] = {name: b.to_dict() for name, b in totals.items()}
+        click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    for i, result in enumerate(results):
+        if i:
+            click.echo()
+        click.echo(f"{result['file']}  {result['trace_id']}  ({result['messages']} messages)")
+        _print_breakdowns(names, result["counters"])
+    if len(results) > 1:
+        click.echo()
+        click.echo(f"all {len(results)} traces")
+        _print_breakdowns(names, {name: b.to_dict() for name, b in totals.items()})
+
+
+def _print_breakdowns(names: Sequence[str], per_counter: dict[str, dict[str, Any]]) -> None:
+    row_keys: list[str] = ["total", "overhead"]
+    for section in ("by_role", "by_class"):
+        for key in per_counter[names[0]][section]:
+            row_keys.append(f"{section.removeprefix('by_')}:{key}")
+    row_keys.append("framing")
+    rows = []
+    for key in row_keys:
+        row: dict[str, Any] = {"tokens": key}
+        for name in names:
+            data = per_counter[name]
+            if ":" in key:
+                section, _, sub = key.partition(":")
+                row[name] = data[f"by_{section}"].get(sub, 0)
+            else:
+                row[name] = data[key]
+        rows.append(row)
+    print_table(rows, ["tokens", *names])

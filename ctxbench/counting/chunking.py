@@ -1,0 +1,66 @@
+"""Cutting huge strings into pieces that tokenize to the same total as the whole.
+
+Tokenizers are fast on ordinary text but not on every input: tiktoken's regex overflows its
+stack on about a million spaces followed by a letter (a Rust panic, not a Python error), and
+Hugging Face tokenizers spend seconds on one multi-megabyte string while a batch of pieces
+runs in parallel. Agent traces do hold such strings (a dumped log, a minified bundle), so
+counters cut long texts with :func:`chunks`.
+
+Where it cuts matters for exactness. Every pre-tokenizer ctxbench ships (cl100k, o200k,
+tekken, Llama 3, Qwen 2.5, DeepSeek V3) splits text with a regex into pieces and encodes each
+piece on its own, so cutting where a piece always ends leaves the count unchanged. Two such
+places, checked against each pattern and tested on random text:
+
+- right after a newline that is followed by a character other than a space or ``/`` (no
+  pattern lets a piece run from a newline into such a character; o200k and tekken let
+  punctuation swallow the newlines *and slashes* that follow it, as in ``".\n/"``);
+- at a space between two letters (``" word"`` is a piece of its own in every pattern).
+
+Only when a window of ``limit`` characters has neither (5 MB of spaces, a base64 blob) is the
+text cut at the limit, which can move the total by a token or so per cut.
+"""
+
+from __future__ import annotations
+
+#: Longest piece handed to a tokenizer in one call; well under the run length that overflows
+#: tiktoken's regex stack, and long enough that ordinary messages are never cut.
+CHUNK_CHARS = 65_536
+
+
+def is_safe_cut(text: str, i: int) -> bool:
+    """Whether every pre-tokenizer ends a piece at position ``i`` (the rule in the module docstring)."""
+    if not 0 < i < len(text):
+        return False
+    if text[i - 1] == "\n" and not text[i].isspace() and text[i] != "/":
+        return True
+    return text[i] == " " and text[i - 1].isalpha() and i + 1 < len(text) and text[i + 1].isalpha()
+
+
+def _safe_cut(text: str, lo: int, hi: int) -> int | None:
+    """The last position in ``(lo, hi]`` where :func:`is_safe_cut` holds, preferring a newline."""
+    cut = text.rfind("\n", lo, hi)
+    while cut != -1:
+        if is_safe_cut(text, cut + 1):
+            return cut + 1
+        cut = text.rfind("\n", lo, cut)
+    cut = text.rfind(" ", lo + 1, hi)
+    while cut != -1:
+        if is_safe_cut(text, cut):
+            return cut
+        cut = text.rfind(" ", lo + 1, cut)
+    return None
+
+
+def chunks(text: str, limit: int = CHUNK_CHARS) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut where tokenization is unaffected."""
+    if len(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > limit:
+        hi = start + limit
+        cut = _safe_cut(text, start + limit // 2, hi) or hi
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
