@@ -16,6 +16,7 @@ EXACT = [
     "tiktoken:o200k_base",
     "hf:qwen2.5",
     "hf:deepseek-v3",
+    "hf:deepseek-v3.1",
     "hf:llama3",
     "mistral:tekken",
 ]

