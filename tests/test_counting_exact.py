@@ -62,7 +62,9 @@ def test_the_golden_file_covers_every_exact_counter_and_script() -> None:
     )
 
 
-@pytest.mark.parametrize("spec", ["hf:qwen2.5", "hf:deepseek-v3", "hf:deepseek-v3.1", "mistral:tekken"])
+@pytest.mark.parametrize(
+    "spec", ["hf:qwen2.5", "hf:deepseek-v3", "hf:deepseek-v3.1", "mistral:tekken"]
+)
 @pytest.mark.parametrize("name", ["plain", "tool_rounds"])
 def test_count_prompt_equals_the_reference_chat_encoding(spec: str, name: str) -> None:
     messages, tools = conversation(name)
