@@ -1,0 +1,143 @@
+"""``ctxbench report`` and ``ctxbench drift``: self-contained HTML reports."""
+
+from __future__ import annotations
+
+import click
+
+from ctxbench.report.write import DEFAULT_WINDOWS, ESTIMATORS, Written
+
+
+def _done(written: Written) -> None:
+    for note in written.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"wrote {written.path} ({written.bytes / 1024:,.0f} KB in {written.seconds:.1f} s)")
+
+
+def _progress(message: str) -> None:
+    click.echo(f"… {message}", err=True)
+
+
+@click.command("report")
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option(
+    "--out", "-o", required=True, type=click.Path(dir_okay=False), help="The HTML file to write."
+)
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(dir_okay=False),
+    help='TOML of USD per million tokens by true counter ([prices."tiktoken:o200k_base"]).',
+)
+@click.option("--title", default="", help="Page title (default: from the sweep's name).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+def report(results_dir: str, out: str, prices_file: str | None, title: str, quiet: bool) -> None:
+    """Write the HTML report of RESULTS_DIR: one self-contained file, no network needed to
+    open it (inline CSS, JS and SVG charts).
+
+    Sections: how to read it, leaderboard per window, Pareto charts, threshold maps,
+    per-trace timelines, lost facts, token counting by content class, decision drift,
+    accuracy against provider usage, and the exact spec of every row.
+
+    \b
+    Examples:
+      ctxbench sweep scenarios/quickstart.toml -o reports/quickstart
+      ctxbench report reports/quickstart -o reports/quickstart/report.html
+      ctxbench report results/ -o report.html --prices prices.toml --title "Nightly sweep"
+    """
+    from ctxbench.report.write import write_report
+
+    written = write_report(
+        results_dir,
+        out,
+        prices_file=prices_file,
+        title=title,
+        progress=(lambda _: None) if quiet else _progress,
+    )
+    _done(written)
+
+
+@click.command("drift")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--counter",
+    "-c",
+    "counters",
+    multiple=True,
+    default=("tiktoken:o200k_base",),
+    show_default=True,
+    help="A true counter (repeatable; see `ctxbench counters`).",
+)
+@click.option(
+    "--window",
+    "-w",
+    "windows",
+    multiple=True,
+    type=click.IntRange(min=1),
+    help=f"Window for decision drift (repeatable; default {', '.join(map(str, DEFAULT_WINDOWS))}).",
+)
+@click.option(
+    "--reserved",
+    type=click.IntRange(min=0),
+    default=4096,
+    show_default=True,
+    help="Output reservation: the limit is window - reserved.",
+)
+@click.option(
+    "--estimator",
+    "-e",
+    "estimators",
+    multiple=True,
+    help=f"Estimator to compare (repeatable; default {', '.join(ESTIMATORS)}).",
+)
+@click.option(
+    "--format",
+    "format_",
+    default="canonical",
+    show_default=True,
+    help="Trace format (canonical, or a recorded format such as tau2_bench; auto detects).",
+)
+@click.option(
+    "--out", "-o", required=True, type=click.Path(dir_okay=False), help="The HTML file to write."
+)
+@click.option("--title", default="", help="Page title.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+def drift(
+    traces: tuple[str, ...],
+    counters: tuple[str, ...],
+    windows: tuple[int, ...],
+    reserved: int,
+    estimators: tuple[str, ...],
+    format_: str,
+    out: str,
+    title: str,
+    quiet: bool,
+) -> None:
+    """Write the token-counting report of TRACES: chars per token and the chars/4 error by
+    content class and role, per counter; where each estimator's state (DB-GPT's thresholds)
+    differs from the true counter's call by call, replaying without compaction; and accuracy
+    against provider-reported usage where the traces recorded it. No sweep needed.
+
+    \b
+    Examples:
+      ctxbench drift traces.jsonl --counter tiktoken:o200k_base --counter hf:qwen2.5 -o drift.html
+      ctxbench drift run.traj.json --format mini_swe_agent -c hf:deepseek-v3 -w 65536 -o drift.html
+    """
+    from ctxbench.report.write import write_drift_report
+
+    for window in windows or DEFAULT_WINDOWS:
+        if reserved >= window:
+            raise click.BadParameter(
+                f"--reserved {reserved} leaves nothing of window {window}", param_hint="--reserved"
+            )
+    written = write_drift_report(
+        traces,
+        out,
+        counters=counters,
+        windows=windows or DEFAULT_WINDOWS,
+        reserved=reserved,
+        estimators=estimators or ESTIMATORS,
+        format=format_,
+        title=title,
+        progress=(lambda _: None) if quiet else _progress,
+    )
+    _done(written)

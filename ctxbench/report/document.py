@@ -1,0 +1,295 @@
+"""The two pages ctxbench writes: the report of a results directory, and the drift report of
+a set of traces. Pure: results, traces and counters come in, a :class:`Page` goes out;
+:mod:`ctxbench.report.write` does the reading and writing around it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbench.counting.base import TokenCounter
+from ctxbench.report import sections
+from ctxbench.report.decisions import CallRecord, DriftCell
+from ctxbench.report.density import measure
+from ctxbench.report.leaderboard import ConfigKey, config_labels, leaderboard
+from ctxbench.report.lost import lost_facts
+from ctxbench.report.page import Bullets, Page, Paragraph, Section
+from ctxbench.report.prices import PriceTable
+from ctxbench.report.results import Results
+from ctxbench.report.thresholds import threshold_maps
+from ctxbench.report.timeline import pick_timelines
+from ctxbench.trace import Trace
+
+Row = Mapping[str, Any]
+Classify = Callable[[str], str]
+
+
+def _version() -> str:
+    from ctxbench import __version__
+
+    return __version__
+
+
+def has_usage(trace: Trace) -> bool:
+    return any(m.usage is not None and m.usage.prompt_tokens for m in trace.messages)
+
+
+def recorded_model(trace: Trace) -> str:
+    """The model a trace was recorded with (``meta.model``), for grouping accuracy."""
+    model = trace.meta.get("model")
+    return str(model) if model else "(model not recorded)"
+
+
+def accuracy_results(
+    traces: Sequence[Trace], counters: Sequence[TokenCounter], baselines: Sequence[TokenCounter]
+) -> tuple[list[tuple[str, str, str, Any]], int, int]:
+    """Per recorded model, each counter's (and each baseline estimator's) accuracy on the
+    recorded calls: ``([(model, counter name, role, Accuracy)], traces with usage, calls)``.
+    Models are kept apart: a tokenizer can only match the model it belongs to."""
+    from ctxbench.calibration import Accuracy, samples
+
+    recorded = [t for t in traces if has_usage(t)]
+    by_model: dict[str, list[Trace]] = {}
+    for trace in recorded:
+        by_model.setdefault(recorded_model(trace), []).append(trace)
+    measured = [(c, "true counter") for c in counters] + [
+        (b, "estimator") for b in baselines if b.name not in {c.name for c in counters}
+    ]
+    out: list[tuple[str, str, str, Any]] = []
+    for model, group in sorted(by_model.items()):
+        for counter, role in measured:
+            found = [s for t in group for s in samples(t, counter)]
+            out.append((model, counter.name, role, Accuracy.of(counter.name, found)))
+    calls = sum(
+        1
+        for t in recorded
+        for m in t.messages
+        if m.role == "assistant" and m.usage is not None and m.usage.prompt_tokens
+    )
+    return out, len(recorded), calls
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything the results report is made from (loaded by the edge)."""
+
+    results: Results
+    traces: Mapping[str, Trace]
+    missing_traces: tuple[str, ...]
+    counters: tuple[TokenCounter, ...]
+    missing_counters: tuple[str, ...]
+    baselines: tuple[TokenCounter, ...]
+    classify: Classify
+    prices: PriceTable | None = None
+    title: str = ""
+
+
+def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None:
+    prices = inputs.prices
+    if prices is None:
+        return None
+
+    def cost(row: Row) -> float | None:
+        events = inputs.results.run_events(str(row["run_id"]))
+        if events.summary_input_tokens or events.summary_output_tokens:
+            summary_in, summary_out = events.summary_input_tokens, events.summary_output_tokens
+        else:
+            summary_in, summary_out = int(row.get("summary_tokens") or 0), 0
+        return prices.cost(
+            str(row.get("counter") or ""),
+            int(row.get("input_tokens_total") or 0),
+            int(row.get("cached_input_tokens") or 0),
+            summary_in,
+            summary_out,
+        )
+
+    return cost
+
+
+def _strategy_defaults(strategy: str) -> Mapping[str, Any] | None:
+    from ctxbench import config as configuration
+    from ctxbench.errors import CtxbenchError
+    from ctxbench.strategies import strategy_class
+
+    try:
+        return configuration.to_params(strategy_class(strategy).Config())
+    except (CtxbenchError, TypeError):
+        return None
+
+
+def report_page(inputs: ReportInputs) -> Page:
+    """The results report: every section, in reading order."""
+    results = inputs.results
+    rows = list(results.rows)
+    keys = {str(r["run_id"]): ConfigKey.of(r) for r in rows}
+    labels = config_labels(keys.values())
+    run_labels = {run_id: labels[key] for run_id, key in keys.items()}
+    cost_of = _cost_function(inputs)
+    board = leaderboard(rows, cost_of)
+    priced = inputs.prices is not None or any(r.get("cost_usd") is not None for r in rows)
+
+    outcomes = [
+        (str(r["trace_id"]), f"{run_labels[str(r['run_id'])]} @{int(r['window']):,}", o)
+        for r in rows
+        for o in results.run_events(str(r["run_id"])).probes
+    ]
+    loaded = [inputs.traces[t] for t in sorted(inputs.traces)]
+    samples = measure(loaded, inputs.counters, inputs.classify)
+    accuracy, n_traces, n_calls = accuracy_results(loaded, inputs.counters, inputs.baselines)
+
+    page_sections: list[Section] = [
+        sections.how_to_read(),
+        sections.leaderboard_section(board, labels, priced=priced),
+        sections.pareto_section(board, labels),
+        sections.thresholds_section(threshold_maps(rows)),
+        sections.timelines_section(
+            pick_timelines(rows), results.events, run_labels, has_events=results.has_events
+        ),
+        sections.lost_section(
+            lost_facts(outcomes, inputs.traces),
+            has_probes=bool(outcomes),
+            missing_traces=inputs.missing_traces,
+        ),
+        sections.counting_section(
+            samples, [c.name for c in inputs.counters], missing=inputs.missing_counters
+        ),
+        sections.drift_section(
+            sections.drift_from_events(rows, results.events),
+            "Pooled over every run of these results, by the estimator the strategy decided "
+            "with and the provider's true counter; the prompts are the strategies' own.",
+        ),
+        sections.accuracy_section(accuracy, traces_with_usage=n_traces, calls=n_calls),
+        sections.specs_section(rows, run_labels, _strategy_defaults, str(results.path)),
+    ]
+    errors = sum(1 for r in rows if r.get("error"))
+    facts = (
+        ("runs", f"{len(rows):,}"),
+        ("traces", f"{len({r['trace_id'] for r in rows}):,}"),
+        ("configurations", f"{len(labels):,}"),
+        ("windows", ", ".join(f"{w:,}" for w in sorted({int(r["window"]) for r in rows}))),
+        ("true counters", ", ".join(sorted({str(r.get("counter")) for r in rows}))),
+        ("probes scored", f"{len(outcomes):,}"),
+        ("cells that raised", f"{errors:,}"),
+    )
+    name = str(results.sweep.get("name") or "") if results.sweep else ""
+    title = inputs.title or (f"ctxbench report: {name}" if name else "ctxbench report")
+    return Page(
+        title=title,
+        subtitle=f"Results {results.path} · offline open-loop replay · ctxbench {_version()}",
+        facts=facts,
+        sections=tuple(page_sections),
+        generator=f"ctxbench {_version()}",
+    )
+
+
+def drift_page(
+    traces: Sequence[Trace],
+    counters: Sequence[TokenCounter],
+    baselines: Sequence[TokenCounter],
+    drift: Sequence[DriftCell],
+    classify: Classify,
+    *,
+    sources: Sequence[str],
+    reserved: int,
+    title: str = "",
+) -> Page:
+    """The token-counting report of traces: density, decision drift by replay, accuracy."""
+    samples = measure(traces, counters, classify)
+    accuracy, n_traces, n_calls = accuracy_results(traces, counters, baselines)
+    intro = Section(
+        "how-to-read",
+        "How to read this report",
+        (
+            Paragraph(
+                "How far token estimates drift from real tokenizers on these traces, and where "
+                "that drift changes a compaction decision. Counts are offline: true counters are "
+                "vendored tokenizers with their chat framing; estimators are the rules agent "
+                "frameworks use to decide when to compact."
+            ),
+            Bullets(
+                (
+                    "Token counting: characters per token and the chars/4 estimate over true "
+                    "tokens, by content class and by role.",
+                    "Decision drift: each trace is replayed without compaction (strategy none), "
+                    "and at every model call the state by each estimator is compared with the "
+                    "state by each true counter (DB-GPT's thresholds over window − reserved "
+                    f"= window − {reserved:,}).",
+                    "Accuracy: where traces recorded the provider's prompt tokens, how close each "
+                    "counter comes.",
+                )
+            ),
+            Paragraph("Traces: " + "; ".join(sources), "note"),
+        ),
+    )
+    return Page(
+        title=title or "ctxbench drift report",
+        subtitle=(
+            f"{len(traces):,} traces · counters {', '.join(c.name for c in counters)} · "
+            f"ctxbench {_version()}"
+        ),
+        facts=(
+            ("traces", f"{len(traces):,}"),
+            ("messages", f"{sum(len(t.messages) for t in traces):,}"),
+            ("model calls", f"{sum(len(t.call_indices) for t in traces):,}"),
+            ("calls with recorded usage", f"{n_calls:,}"),
+        ),
+        sections=(
+            intro,
+            sections.counting_section(samples, [c.name for c in counters]),
+            sections.drift_section(
+                drift,
+                "Replays with strategy none (the prompt is the whole history), one per trace, "
+                "window, true counter and estimator.",
+            ),
+            sections.accuracy_section(accuracy, traces_with_usage=n_traces, calls=n_calls),
+        ),
+        generator=f"ctxbench {_version()}",
+    )
+
+
+def replay_drift(
+    traces: Sequence[Trace],
+    counters: Sequence[str],
+    estimators: Sequence[str],
+    windows: Sequence[int],
+    reserved: int,
+    *,
+    sources: Mapping[str, str] | None = None,
+) -> list[DriftCell]:
+    """Replay every trace with strategy ``none`` for each window x counter x estimator, and
+    compare estimated and true states call by call (pooled over traces)."""
+    from ctxbench.engine.runner import resolve_spec, run_spec
+    from ctxbench.engine.spec import RunSpec
+    from ctxbench.report.decisions import decision_drift
+    from ctxbench.report.results import digest_events
+
+    # Probes play no part in drift: scoring them would only cost time.
+    bare = [dataclasses.replace(t, probes=()) for t in traces]
+    cells = []
+    for estimator in estimators:
+        for counter in counters:
+            for window in windows:
+                calls: list[CallRecord] = []
+                for trace in bare:
+                    spec = resolve_spec(
+                        RunSpec(
+                            trace_id=trace.id,
+                            trace_hash=trace.content_hash,
+                            strategy="none",
+                            window=window,
+                            reserved=reserved,
+                            counter=counter,
+                            estimator=estimator,
+                            trace_source=(sources or {}).get(trace.id, ""),
+                        )
+                    )
+                    output = run_spec(spec, trace)
+                    digest = digest_events(e.to_dict() for e in output.events)
+                    calls.extend(c for d in digest.values() for c in d.calls)
+                cells.append(
+                    DriftCell(estimator, counter, window, len(traces), decision_drift(calls))
+                )
+    return cells

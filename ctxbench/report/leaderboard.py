@@ -1,0 +1,198 @@
+"""The leaderboard: result rows aggregated over traces, per configuration and window.
+
+A configuration is everything about a cell but its trace and window: strategy and params,
+true counter, estimator, summarizer, output reservation. Its standing in a window averages
+the per-trace ratios (each trace counts once, however many probes it has) and sums the
+counts, so "3 failed calls" means three crashed calls across all its traces.
+
+Rows whose replay raised (``error`` set) are counted, never averaged in: their zero metrics
+would read as a perfect, free strategy.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True, order=True)
+class ConfigKey:
+    """A configuration: a cell without its trace and its window."""
+
+    strategy: str
+    params: str
+    counter: str
+    estimator: str
+    summarizer: str
+    reserved: int
+
+    @classmethod
+    def of(cls, row: Row) -> ConfigKey:
+        return cls(
+            str(row["strategy"]),
+            _canonical_params(row.get("params")),
+            str(row.get("counter", "")),
+            str(row.get("estimator", "")),
+            str(row.get("summarizer", "")),
+            int(row.get("reserved") or 0),
+        )
+
+    @property
+    def param_values(self) -> dict[str, Any]:
+        loaded = json.loads(self.params)
+        return loaded if isinstance(loaded, dict) else {}
+
+
+def _canonical_params(value: Any) -> str:
+    if isinstance(value, str):
+        value = json.loads(value or "{}")
+    return json.dumps(value or {}, sort_keys=True, separators=(",", ":"))
+
+
+def config_labels(keys: Iterable[ConfigKey]) -> dict[ConfigKey, str]:
+    """Short, unique labels: the strategy, plus only what varies among that strategy's
+    configurations (a swept param, the counter, estimator, summarizer or reservation)."""
+    keys = sorted(set(keys))
+    labels = {}
+    for strategy in sorted({k.strategy for k in keys}):
+        mine = [k for k in keys if k.strategy == strategy]
+        params = [k.param_values for k in mine]
+        names = sorted({n for p in params for n in p})
+        swept = [
+            n for n in names if len({json.dumps(p.get(n), sort_keys=True) for p in params}) > 1
+        ]
+        fields = [
+            f
+            for f in ("counter", "estimator", "summarizer", "reserved")
+            if len({getattr(k, f) for k in mine}) > 1
+        ]
+        for k, values in zip(mine, params):
+            parts = [f"{n}={_short(values.get(n))}" for n in swept]
+            parts += [f"{f}={getattr(k, f)}" for f in fields]
+            labels[k] = strategy + (f" ({', '.join(parts)})" if parts else "")
+    return labels
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One configuration in one window, aggregated over its traces."""
+
+    key: ConfigKey
+    window: int
+    runs: int
+    traces: int
+    errors: int
+    probes: int
+    #: mean over traces with probes (None when no trace had probes)
+    retention: float | None
+    recoverability: float | None
+    retention_by_kind: Mapping[str, float]
+    #: mean input tokens per trace, and the sum over traces
+    input_tokens_mean: float
+    input_tokens: int
+    cached_input_tokens: int
+    cost_usd: float | None
+    calls: int
+    overflow_errors: int
+    failed_calls: int
+    reactive_retries: int
+    compactions: int
+    summary_calls: int
+    pairing_violations: int
+    system_lost: int
+    run_ids: tuple[str, ...]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _kind_means(rows: Sequence[Row]) -> dict[str, float]:
+    by_kind: dict[str, list[float]] = {}
+    for row in rows:
+        raw = row.get("retention_by_kind") or "{}"
+        kinds = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        for kind, value in kinds.items():
+            by_kind.setdefault(kind, []).append(float(value))
+    return {k: statistics.fmean(v) for k, v in sorted(by_kind.items())}
+
+
+def _compaction_count(row: Row) -> int:
+    raw = row.get("compactions") or "{}"
+    layers = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    return sum(int(v) for v in layers.values())
+
+
+def standing(
+    key: ConfigKey,
+    window: int,
+    rows: Sequence[Row],
+    cost_of: Callable[[Row], float | None] | None = None,
+) -> Standing:
+    """Aggregate the rows of one configuration in one window."""
+    ok = [r for r in rows if not r.get("error")]
+    scored = [r for r in ok if r.get("retention") is not None]
+    costs = [cost_of(r) if cost_of else r.get("cost_usd") for r in ok]
+    known = [c for c in costs if c is not None]
+    return Standing(
+        key=key,
+        window=window,
+        runs=len(rows),
+        traces=len({r["trace_id"] for r in ok}),
+        errors=len(rows) - len(ok),
+        probes=sum(int(r.get("probes") or 0) for r in ok),
+        retention=_mean([float(r["retention"]) for r in scored]),
+        recoverability=_mean([float(r["recoverability"]) for r in scored]),
+        retention_by_kind=_kind_means(scored),
+        input_tokens_mean=_mean([float(r["input_tokens_total"]) for r in ok]) or 0.0,
+        input_tokens=sum(int(r["input_tokens_total"]) for r in ok),
+        cached_input_tokens=sum(int(r.get("cached_input_tokens") or 0) for r in ok),
+        cost_usd=round(sum(known), 6) if known and len(known) == len(ok) else None,
+        calls=sum(int(r.get("calls") or 0) for r in ok),
+        overflow_errors=sum(int(r.get("overflow_errors") or 0) for r in ok),
+        failed_calls=sum(int(r.get("failed_calls") or 0) for r in ok),
+        reactive_retries=sum(int(r.get("reactive_retries") or 0) for r in ok),
+        compactions=sum(_compaction_count(r) for r in ok),
+        summary_calls=sum(int(r.get("summary_calls") or 0) for r in ok),
+        pairing_violations=sum(int(r.get("pairing_violations") or 0) for r in ok),
+        system_lost=sum(1 for r in ok if not r.get("system_kept", True)),
+        run_ids=tuple(sorted(str(r["run_id"]) for r in rows)),
+    )
+
+
+def leaderboard(
+    rows: Iterable[Row], cost_of: Callable[[Row], float | None] | None = None
+) -> dict[int, list[Standing]]:
+    """window -> standings, best first: fewest failed calls (a failed call is one the real
+    agent would have crashed on, and a crashed run's retention is measured on prompts the
+    provider rejected), then highest retention, then fewest input tokens; no probes last."""
+    groups: dict[tuple[int, ConfigKey], list[Row]] = {}
+    for row in rows:
+        groups.setdefault((int(row["window"]), ConfigKey.of(row)), []).append(row)
+    board: dict[int, list[Standing]] = {}
+    for (window, key), members in sorted(groups.items()):
+        board.setdefault(window, []).append(standing(key, window, members, cost_of))
+    for standings in board.values():
+        standings.sort(
+            key=lambda s: (
+                s.retention is None,
+                s.failed_calls,
+                -(s.retention or 0.0),
+                s.input_tokens_mean,
+                s.key,
+            )
+        )
+    return board

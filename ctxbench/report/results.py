@@ -1,0 +1,202 @@
+"""A results directory, read for the report: the rows, and the events reduced per run.
+
+Layout (written by ``ctxbench sweep``; ``ctxbench run --out DIR/results.jsonl --events
+DIR/events.jsonl`` makes one too): ``results.parquet`` or ``results.jsonl`` (one row per run),
+``events.jsonl`` (every event, each line carrying its ``run_id``; optional) and ``sweep.json``
+(the sweep's spec; optional).
+
+Events are streamed once and reduced to :class:`RunEvents` (calls, compactions, probe
+outcomes, summary tokens), so a sweep with millions of events fits in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxbench.engine import events as ev
+from ctxbench.errors import CtxbenchError
+from ctxbench.report.decisions import CallRecord
+
+ROW_FILES = ("results.parquet", "results.jsonl")
+EVENTS_FILE = "events.jsonl"
+SWEEP_FILE = "sweep.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    probe_id: str
+    kind: str
+    outcome: str
+
+
+@dataclass(frozen=True)
+class RunEvents:
+    """One run's events, reduced to what the report draws."""
+
+    calls: tuple[CallRecord, ...] = ()
+    #: (call, layer) of every compaction
+    compactions: tuple[tuple[int, str], ...] = ()
+    probes: tuple[ProbeOutcome, ...] = ()
+    summary_input_tokens: int = 0
+    summary_output_tokens: int = 0
+
+
+class _Digest:
+    """Accumulates one run's events."""
+
+    def __init__(self) -> None:
+        self.calls: list[CallRecord] = []
+        self.compactions: list[tuple[int, str]] = []
+        self.probes: list[ProbeOutcome] = []
+        self.summary_in = 0
+        self.summary_out = 0
+
+    def add(self, e: Mapping[str, Any]) -> None:
+        kind = e.get("type")
+        if kind == ev.PROVIDER_CALL:
+            self.calls.append(
+                CallRecord(
+                    call=int(e["call"]),
+                    attempt=int(e.get("attempt", 0)),
+                    estimated=int(e["estimated_tokens"]),
+                    true=int(e["true_tokens"]),
+                    limit=int(e["limit"]),
+                    ok=bool(e["ok"]),
+                )
+            )
+        elif kind == ev.COMPACTION:
+            self.compactions.append((int(e["call"]), str(e["layer"])))
+        elif kind == ev.PROBE:
+            self.probes.append(ProbeOutcome(str(e["probe_id"]), str(e["kind"]), str(e["outcome"])))
+        elif kind == ev.SUMMARY:
+            self.summary_in += int(e.get("input_tokens") or 0)
+            self.summary_out += int(e.get("output_tokens") or 0)
+
+    def freeze(self) -> RunEvents:
+        return RunEvents(
+            tuple(self.calls),
+            tuple(self.compactions),
+            tuple(self.probes),
+            self.summary_in,
+            self.summary_out,
+        )
+
+
+#: Event types the report never reads: skipped before JSON parsing when the line shows them.
+_SKIPPED = (f'"type":"{ev.CONTEXT_STATUS}"', f'"type":"{ev.SNAPSHOT}"')
+
+
+def digest_events(events: Iterable[Mapping[str, Any]]) -> dict[str, RunEvents]:
+    """run_id -> the run's reduced events (events without ``run_id`` go under ``""``)."""
+    digests: dict[str, _Digest] = {}
+    for e in events:
+        digests.setdefault(str(e.get("run_id", "")), _Digest()).add(e)
+    return {run_id: d.freeze() for run_id, d in digests.items()}
+
+
+def _event_lines(path: Path) -> Iterable[Mapping[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            head = line[:120]
+            if any(s in head for s in _SKIPPED) or not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CtxbenchError(
+                    f"not a JSON event: {exc.msg}",
+                    path=path,
+                    line=number,
+                    hint="the events file is JSON Lines; was it truncated by a crash? "
+                    "re-run the sweep with --resume",
+                ) from None
+
+
+@dataclass(frozen=True)
+class Results:
+    """Rows, reduced events and the sweep spec of a results directory."""
+
+    path: Path
+    rows: tuple[dict[str, Any], ...]
+    events: Mapping[str, RunEvents] = field(default_factory=dict)
+    sweep: Mapping[str, Any] = field(default_factory=dict)
+    has_events: bool = False
+
+    def run_events(self, run_id: str) -> RunEvents:
+        return self.events.get(run_id, RunEvents())
+
+
+def _clean(value: Any) -> Any:
+    """Parquet nulls of float columns come back as NaN in some writers: make them None."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows of a ``.parquet`` or ``.jsonl`` results file as plain Python values."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            records = pq.read_table(path).to_pylist()
+        except Exception as exc:  # pyarrow raises several unrelated types for bad files
+            raise CtxbenchError(
+                f"cannot read parquet: {exc}", path=path, hint="is the sweep still writing it?"
+            ) from None
+    else:
+        records = []
+        with path.open(encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise CtxbenchError(
+                        f"not a JSON row: {exc.msg}", path=path, line=number
+                    ) from None
+    rows = [{k: _clean(v) for k, v in r.items()} for r in records]
+    for number, row in enumerate(rows, 1):
+        missing = [c for c in ("run_id", "trace_id", "strategy", "window") if c not in row]
+        if missing:
+            raise CtxbenchError(
+                f"row {number} has no {', '.join(missing)}",
+                path=path,
+                hint="this is not a ctxbench results file",
+            )
+    return rows
+
+
+def load_results(directory: str | Path) -> Results:
+    """Read a results directory (see the module docstring)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise CtxbenchError(
+            "not a results directory",
+            path=root,
+            hint="pass the folder `ctxbench sweep -o DIR` wrote",
+        )
+    rows_file = next((root / name for name in ROW_FILES if (root / name).is_file()), None)
+    if rows_file is None:
+        raise CtxbenchError(
+            f"no {' or '.join(ROW_FILES)} in this folder",
+            path=root,
+            hint="run `ctxbench sweep SWEEP.toml -o DIR` first",
+        )
+    rows = read_rows(rows_file)
+    rows.sort(key=lambda r: (str(r["trace_id"]), str(r["run_id"])))
+    events_file = root / EVENTS_FILE
+    events = digest_events(_event_lines(events_file)) if events_file.is_file() else {}
+    sweep: dict[str, Any] = {}
+    if (root / SWEEP_FILE).is_file():
+        try:
+            sweep = json.loads((root / SWEEP_FILE).read_text("utf-8"))
+        except json.JSONDecodeError as exc:
+            raise CtxbenchError(f"invalid JSON: {exc.msg}", path=root / SWEEP_FILE) from None
+    return Results(root, tuple(rows), events, sweep, events_file.is_file())

@@ -1,0 +1,90 @@
+"""Per-run timelines (usage ratio per call, compactions, overflows) and which runs to show.
+
+A sweep has far more runs than a reader can look at, so the report draws a few chosen by a
+fixed rule: the traces with the most model calls (up to ``max_traces``), each at its smallest
+window (where compaction matters most) and its most used true counter (so the panels share a
+tokenizer), one run per strategy: the one with the most overflow errors, then the most
+compactions, then the lowest run id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbench.report.results import RunEvents
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One run over its calls: ratios over the provider limit, by first attempt."""
+
+    run_id: str
+    label: str
+    calls: tuple[int, ...]
+    true_ratio: tuple[float, ...]
+    estimated_ratio: tuple[float, ...]
+    #: (call, layer)
+    compactions: tuple[tuple[int, str], ...]
+    #: (call, true ratio) of every rejected request
+    overflows: tuple[tuple[int, float], ...]
+
+
+def timeline(run_id: str, label: str, events: RunEvents) -> Timeline:
+    """The timeline of one run from its reduced events."""
+    first = [c for c in events.calls if c.attempt == 0 and c.limit > 0]
+    return Timeline(
+        run_id=run_id,
+        label=label,
+        calls=tuple(c.call for c in first),
+        true_ratio=tuple(c.true / c.limit for c in first),
+        estimated_ratio=tuple(c.estimated / c.limit for c in first),
+        compactions=events.compactions,
+        overflows=tuple((c.call, c.true / c.limit) for c in events.calls if not c.ok and c.limit),
+    )
+
+
+@dataclass(frozen=True)
+class TimelineGroup:
+    """The runs drawn together: one trace, window and true counter, one run per strategy."""
+
+    trace_id: str
+    window: int
+    counter: str
+    rows: tuple[Row, ...]
+
+
+def _activity(row: Row) -> tuple[int, int, str]:
+    raw = row.get("compactions") or "{}"
+    layers = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    return (-int(row.get("overflow_errors") or 0), -sum(layers.values()), str(row["run_id"]))
+
+
+def pick_timelines(
+    rows: Sequence[Row], *, max_traces: int = 3, max_strategies: int = 5
+) -> list[TimelineGroup]:
+    """The representative runs (see the module docstring)."""
+    ok = [r for r in rows if not r.get("error")]
+    calls: dict[str, int] = {}
+    for r in ok:
+        calls[str(r["trace_id"])] = max(calls.get(str(r["trace_id"]), 0), int(r.get("calls") or 0))
+    traces = sorted(calls, key=lambda t: (-calls[t], t))[:max_traces]
+    groups = []
+    for trace_id in traces:
+        mine = [r for r in ok if str(r["trace_id"]) == trace_id]
+        window = min(int(r["window"]) for r in mine)
+        in_window = [r for r in mine if int(r["window"]) == window]
+        used = Counter(str(r.get("counter") or "") for r in in_window)
+        counter = min(used, key=lambda c: (-used[c], c))
+        in_window = [r for r in in_window if str(r.get("counter") or "") == counter]
+        chosen = []
+        for strategy in sorted({str(r["strategy"]) for r in in_window})[:max_strategies]:
+            candidates = [r for r in in_window if str(r["strategy"]) == strategy]
+            chosen.append(min(candidates, key=_activity))
+        groups.append(TimelineGroup(trace_id, window, counter, tuple(chosen)))
+    return groups

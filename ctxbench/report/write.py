@@ -1,0 +1,276 @@
+"""The edge of the report: read results, traces and tokenizers; render; write one HTML file.
+
+Everything that touches the disk (or may) is here; the pages themselves are built by
+:mod:`ctxbench.report.document` from what this module loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxbench.counting.base import TokenCounter
+from ctxbench.errors import CtxbenchError, OutputError
+from ctxbench.report.results import Results, load_results
+from ctxbench.trace import Trace
+
+#: The estimators measured next to the true counters (accuracy) and replayed (drift).
+ESTIMATORS: tuple[str, ...] = ("chars4", "dbgpt", "agentscope", "hermes")
+DEFAULT_WINDOWS: tuple[int, ...] = (32768, 128000)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Written:
+    """What was written: the file, its size, how long it took, and notes for the user."""
+
+    path: Path
+    bytes: int
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+
+def _quiet(message: str) -> None:
+    """The default progress callback: say nothing."""
+
+
+def write_html(path: str | Path, html: str) -> int:
+    """Write atomically (temp file + rename): a reader never sees half a report."""
+    target = Path(path)
+    data = html.encode("utf-8")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write the report: {exc.strerror or exc}",
+            path=target,
+            hint="check that the folder exists and is writable",
+        ) from None
+    return len(data)
+
+
+def read_results(directory: str | Path) -> Results:
+    """A results directory: a sweep's (through :class:`ctxbench.sweep.ResultsDir`, which also
+    reads a running or interrupted sweep's journal), or a folder of ``results.jsonl`` /
+    ``results.parquet`` and ``events.jsonl`` as ``ctxbench run --out/--events`` write them."""
+    from ctxbench.report.results import digest_events
+
+    root = Path(directory)
+    if not ((root / "sweep.json").is_file() or (root / "cells.jsonl").is_file()):
+        return load_results(root)
+    from ctxbench.sweep import ResultsDir
+
+    store = ResultsDir(root)
+    rows = sorted(store.rows(), key=lambda r: (str(r["trace_id"]), str(r["run_id"])))
+    try:
+        events = digest_events(store.events())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CtxbenchError(
+            f"cannot read the events: {exc}", path=root, hint="re-run the sweep with --resume"
+        ) from None
+    has_events = (root / "events.jsonl").is_file() or (root / "cells.jsonl").is_file()
+    return Results(root, tuple(rows), events, store.spec(), has_events)
+
+
+def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], list[str]]:
+    """Each row's trace, from its spec's ``trace_source``: ``(traces by id, notes on the ones
+    that could not be loaded)``. A sweep's ``SOURCE#INDEX`` address loads one trace; a plain
+    file (``ctxbench run``) is read once for all its traces. Hugging Face sources are not
+    fetched (the report needs no network), and a trace whose content hash changed since the
+    run is left out rather than misreported."""
+    from ctxbench.sweep.sources import iter_traces, load_trace, split_address
+
+    wanted: dict[str, tuple[str, str, bool]] = {}
+    for row in rows:
+        trace_id = str(row["trace_id"])
+        if trace_id in wanted:
+            continue
+        try:
+            spec = json.loads(row.get("spec") or "{}")
+        except json.JSONDecodeError:
+            spec = {}
+        wanted[trace_id] = (
+            str(spec.get("trace_source") or ""),
+            str(spec.get("trace_hash") or ""),
+            bool(spec.get("mine_probes")),
+        )
+    traces: dict[str, Trace] = {}
+    missing: list[str] = []
+    by_file: dict[str, list[str]] = {}
+    for trace_id, (source, digest, _) in sorted(wanted.items()):
+        if not source:
+            missing.append(f"{trace_id} (the row records no trace_source)")
+        elif source.startswith("hf:"):
+            missing.append(f"{trace_id} (Hugging Face source {source} is not fetched)")
+        elif split_address(source)[1] is None:
+            by_file.setdefault(source, []).append(trace_id)
+        else:
+            try:
+                traces[trace_id] = load_trace(source, trace_id, digest)
+            except CtxbenchError as exc:
+                missing.append(f"{trace_id} ({exc.message})")
+    for source, ids in sorted(by_file.items()):
+        try:
+            found = {t.id: t for t in iter_traces(split_address(source)[0]) if t.id in ids}
+        except CtxbenchError as exc:
+            missing += [f"{trace_id} ({exc.message})" for trace_id in ids]
+            continue
+        for trace_id in ids:
+            trace = found.get(trace_id)
+            if trace is None:
+                missing.append(f"{trace_id} (not in {source})")
+            elif wanted[trace_id][1] and trace.content_hash != wanted[trace_id][1]:
+                missing.append(f"{trace_id} (changed in {source} since the run)")
+            else:
+                traces[trace_id] = trace
+    for trace_id, trace in traces.items():
+        if wanted[trace_id][2] and not trace.probes:
+            traces[trace_id] = _with_mined_probes(trace)
+    return traces, missing
+
+
+def _with_mined_probes(trace: Trace) -> Trace:
+    import dataclasses
+    import importlib.util
+
+    if importlib.util.find_spec("ctxbench.probes.mining") is None:
+        return trace
+    from ctxbench.probes.mining import mine_probes
+
+    return dataclasses.replace(trace, probes=tuple(mine_probes(trace)))
+
+
+def load_counters(specs: Iterable[str]) -> tuple[list[TokenCounter], list[str]]:
+    """The counters named (in order, once each) and notes on the ones that failed to load."""
+    from ctxbench.counting import get_counter
+
+    counters, missing = [], []
+    for spec in dict.fromkeys(specs):
+        try:
+            counters.append(get_counter(spec))
+        except CtxbenchError as exc:
+            missing.append(f"{spec} ({exc.message})")
+    return counters, missing
+
+
+def write_report(
+    results_dir: str | Path,
+    out: str | Path,
+    *,
+    prices_file: str | Path | None = None,
+    title: str = "",
+    progress: Progress = _quiet,
+) -> Written:
+    """Write the HTML report of a results directory to ``out``."""
+    from ctxbench.counting.content_class import classify
+    from ctxbench.report.document import ReportInputs, report_page
+    from ctxbench.report.prices import load_prices
+    from ctxbench.report.render import render_page
+
+    started = time.perf_counter()
+    prices = load_prices(prices_file) if prices_file else None
+    progress("reading results")
+    results = read_results(results_dir)
+    if not results.rows:
+        raise CtxbenchError(
+            "the results hold no rows", path=results_dir, hint="did the sweep run any cell?"
+        )
+    progress(f"loading traces of {len(results.rows):,} rows")
+    traces, missing_traces = load_traces(results.rows)
+    counters, missing_counters = load_counters(
+        str(r.get("counter")) for r in results.rows if r.get("counter")
+    )
+    baselines, _ = load_counters(ESTIMATORS)
+    progress("analysing and drawing")
+    page = report_page(
+        ReportInputs(
+            results=results,
+            traces=traces,
+            missing_traces=tuple(missing_traces),
+            counters=tuple(counters),
+            missing_counters=tuple(missing_counters),
+            baselines=tuple(baselines),
+            classify=classify,
+            prices=prices,
+            title=title,
+        )
+    )
+    size = write_html(out, render_page(page))
+    notes = tuple(f"trace not loaded: {m}" for m in missing_traces) + tuple(
+        f"counter not loaded: {m}" for m in missing_counters
+    )
+    return Written(Path(out), size, round(time.perf_counter() - started, 3), notes)
+
+
+def write_drift_report(
+    trace_files: Sequence[str | Path],
+    out: str | Path,
+    *,
+    counters: Sequence[str],
+    windows: Sequence[int] = DEFAULT_WINDOWS,
+    reserved: int = 4096,
+    estimators: Sequence[str] = ESTIMATORS,
+    format: str = "canonical",
+    title: str = "",
+    progress: Progress = _quiet,
+) -> Written:
+    """Write the token-counting drift report of ``trace_files`` to ``out``."""
+    from ctxbench.counting import get_counter
+    from ctxbench.counting.content_class import classify
+    from ctxbench.report.document import drift_page, replay_drift
+    from ctxbench.report.render import render_page
+
+    started = time.perf_counter()
+    traces: list[Trace] = []
+    sources: dict[str, str] = {}
+    for path in trace_files:
+        for trace in _read(path, format):
+            traces.append(trace)
+            sources.setdefault(trace.id, str(path))
+    if not traces:
+        raise CtxbenchError("no traces in the given files", hint="check the files and --format")
+    true_counters = [get_counter(spec) for spec in dict.fromkeys(counters)]
+    baselines = [get_counter(spec) for spec in dict.fromkeys(estimators)]
+    progress(
+        f"replaying {len(traces):,} traces x {len(windows)} windows x {len(true_counters)} counters x {len(baselines)} estimators"
+    )
+    drift = replay_drift(
+        traces,
+        list(dict.fromkeys(counters)),
+        list(dict.fromkeys(estimators)),
+        windows,
+        reserved,
+        sources=sources,
+    )
+    progress("counting and drawing")
+    page = drift_page(
+        traces,
+        true_counters,
+        baselines,
+        drift,
+        classify,
+        sources=[str(p) for p in trace_files],
+        reserved=reserved,
+        title=title,
+    )
+    size = write_html(out, render_page(page))
+    return Written(Path(out), size, round(time.perf_counter() - started, 3))
+
+
+def _read(path: str | Path, format: str) -> Iterable[Trace]:
+    if format == "canonical":
+        from ctxbench.formats.canonical import read_traces
+
+        return read_traces(path)
+    from ctxbench.formats.importing import open_source
+
+    return open_source(path, format).traces()
