@@ -67,6 +67,7 @@ class ReplayContext:
         self.events: list[ev.Event] = []
         self.files: dict[str, bytes] = {}
         self._system: tuple[str, ...] = ()
+        self._recorded: dict[str, int] = {}  # fingerprint -> trace index of recorded messages
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, type_: str, **data: Any) -> ev.Event:
@@ -104,10 +105,7 @@ class ReplayContext:
         )
         if changed_flag:
             self.view.replace(messages)
-            after_fps = {m.fingerprint for m in messages}
-            before_fps = {m.fingerprint for m in before}
-            dropped = sum(1 for m in before if m.fingerprint not in after_fps)
-            added = sum(1 for m in messages if m.fingerprint not in before_fps)
+            dropped, rewritten, added, gone = self._account(before, messages)
             self.emit(
                 ev.COMPACTION,
                 layer=layer,
@@ -118,7 +116,9 @@ class ReplayContext:
                 messages_before=len(before),
                 messages_after=len(messages),
                 dropped=dropped,
-                changed=added,
+                changed=rewritten,
+                added=added,
+                dropped_messages=_ranges(gone),
                 pairing_violations=pairing_violations(messages),
                 system_kept=self.system_kept(),
                 note=note,
@@ -147,6 +147,8 @@ class ReplayContext:
             messages_after=n + 1,
             dropped=0,
             changed=1,
+            added=0,
+            dropped_messages=[],
             pairing_violations=0,
             system_kept=True,
             note=note,
@@ -158,6 +160,40 @@ class ReplayContext:
             return True
         texts = [m.content for m in self.view if m.role == "system"]
         return all(any(t.startswith(orig) or orig in t for t in texts) for orig in self._system)
+
+    def append_recorded(self, message: Message, index: int | None) -> None:
+        """Append a recorded message (or the strategy's version of a recorded tool result)."""
+        if index is not None:
+            self._recorded.setdefault(message.fingerprint, index)
+        self.view.append(message)
+
+    def _account(self, before: Sequence[Message], after: Sequence[Message]) -> tuple[int, int, int, list[int]]:
+        """(dropped, rewritten, added, trace indices of dropped recorded messages).
+
+        The two lists are aligned on fingerprints; a run of messages replaced by as many
+        messages of the same roles counts as rewritten in place (a truncation, a mask), and
+        the rewrite inherits the original's trace index, so later drops still name it.
+        """
+        import difflib
+
+        a = [m.fingerprint for m in before]
+        b = [m.fingerprint for m in after]
+        dropped = rewritten = added = 0
+        gone: list[int] = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            olds, news = before[i1:i2], after[j1:j2]
+            if tag == "replace" and len(olds) == len(news) and all(o.role == n.role for o, n in zip(olds, news)):
+                rewritten += len(news)
+                for old, new in zip(olds, news):
+                    if old.fingerprint in self._recorded:
+                        self._recorded.setdefault(new.fingerprint, self._recorded[old.fingerprint])
+                continue
+            dropped += len(olds)
+            added += len(news)
+            gone += [self._recorded[m.fingerprint] for m in olds if m.fingerprint in self._recorded]
+        return dropped, rewritten, added, sorted(set(gone))
 
     def remember_system(self, message: Message) -> None:
         if message.role == "system" and message.content:
@@ -236,3 +272,14 @@ class ReplayContext:
             "utf-8", "surrogatepass"
         )
         return self.write_file(relative_path, data)
+
+
+def _ranges(indices: Sequence[int]) -> list[list[int]]:
+    """Sorted indices as [first, last] runs: [1, 2, 3, 7] -> [[1, 3], [7, 7]]."""
+    out: list[list[int]] = []
+    for i in indices:
+        if out and out[-1][1] == i - 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return out

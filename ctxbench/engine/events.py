@@ -6,7 +6,9 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
   ``state`` and ``compact_layer``, by the strategy's own estimate.
 - ``compaction``: ``layer``, ``est_before``/``est_after`` (strategy's estimate),
   ``true_before``/``true_after`` (true counter), ``messages_before``/``messages_after``,
-  ``dropped`` and ``changed`` (message counts), ``pairing_violations``, ``system_kept``, ``note``.
+  ``dropped`` (messages removed), ``changed`` (messages rewritten in place: truncated,
+  masked), ``added`` (new messages: summaries, notes), ``dropped_messages`` (trace indices of
+  the recorded messages removed, as [first, last] ranges), ``pairing_violations``, ``system_kept``, ``note``.
 - ``provider.call``: ``attempt``, ``estimated_tokens``, ``true_tokens``, ``limit``, ``ok``,
   ``error`` (the provider's message), ``cached_tokens`` (prefix shared with the last accepted
   prompt), ``messages`` (prompt length).

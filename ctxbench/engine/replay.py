@@ -92,13 +92,13 @@ def replay(
     position = 0
     for k, index in enumerate(calls):
         ctx.call = k
-        _ingest(ctx, strategy, messages[position:index])
+        _ingest(ctx, strategy, messages[position:index], position)
         _model_call(ctx, strategy, provider)
         _score(ctx, asked.get(k, ()))
-        ctx.view.append(messages[index])
+        ctx.append_recorded(messages[index], index)
         position = index + 1
     ctx.call = n_calls
-    _ingest(ctx, strategy, messages[position:])
+    _ingest(ctx, strategy, messages[position:], position)
     if asked.get(n_calls):
         ctx.status(None)
         strategy.before_call(ctx)
@@ -110,24 +110,27 @@ def replay(
     return ReplayOutput(tuple(ctx.events), result, dict(ctx.files), ctx.view.messages)
 
 
-def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message]) -> None:
-    """Append recorded messages; consecutive tool results go to the strategy as one batch."""
-    batch: list[Message] = []
-    for message in new:
+def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], start: int) -> None:
+    """Append recorded messages (trace indices from ``start``); consecutive tool results go to
+    the strategy as one batch."""
+    batch: list[tuple[int, Message]] = []
+    for index, message in enumerate(new, start=start):
         if _is_tool_result(message):
-            batch.append(message)
+            batch.append((index, message))
             continue
         _flush(ctx, strategy, batch)
         ctx.remember_system(message)
-        ctx.view.append(message)
+        ctx.append_recorded(message, index)
     _flush(ctx, strategy, batch)
 
 
-def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[Message]) -> None:
+def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Message]]) -> None:
     if not batch:
         return
-    for message in strategy.on_tool_results(list(batch), ctx):
-        ctx.view.append(message)
+    kept = strategy.on_tool_results([m for _, m in batch], ctx)
+    for position, message in enumerate(kept):
+        index = batch[position][0] if len(kept) == len(batch) else None
+        ctx.append_recorded(message, index)
     batch.clear()
 
 

@@ -1,0 +1,50 @@
+"""``ctxbench demo``: the quickstart sweep over the embedded scenarios, then its report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+QUICKSTART = "quickstart.toml"
+
+
+@click.command("demo")
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    default="reports/quickstart",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Results directory; the report is written inside it.",
+)
+@click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Local worker processes (default: one per CPU).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def demo(out_dir: str, workers: int | None, quiet: bool) -> None:
+    """Run scenarios/quickstart.toml (every embedded scenario x 3 strategies x 3 windows x
+    2 tokenizers) into OUT, then write OUT/report.html. Running it again continues an
+    interrupted run and rewrites the report.
+
+    \b
+    Example:
+      ctxbench demo -o reports/quickstart
+    """
+    from ctxbench.cli.sweeping import execute, make_executor
+    from ctxbench.resources import resource_dir
+    from ctxbench.sweep import load_sweep
+
+    spec = load_sweep(resource_dir("scenarios") / QUICKSTART)
+    resume = (Path(out_dir) / "cells.jsonl").exists()
+    execute(spec, out_dir, make_executor(workers, None, None), resume=resume, quiet=quiet)
+    try:
+        from ctxbench.report.write import write_report
+    except ImportError:  # the report is an optional part of a partial install
+        return
+    written = write_report(out_dir, Path(out_dir) / "report.html")
+    click.echo(f"report:  {written.path}")

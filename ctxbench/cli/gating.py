@@ -1,0 +1,124 @@
+"""``ctxbench baseline``, ``check`` and ``diff``: the CI regression gate.
+
+Exit codes of ``check``: 0 nothing regressed, 1 a regression (or a missing cell), 2 a usage or
+input error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ctxbench import check as gate
+from ctxbench.errors import ConfigError
+
+
+def _rows(results_dir: str) -> list[dict[str, object]]:
+    from ctxbench.sweep.store import ResultsDir
+
+    rows = ResultsDir(results_dir).rows()
+    if not rows:
+        raise ConfigError("holds no result rows", path=results_dir, hint="run the sweep first")
+    return rows
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write: {exc.strerror or exc}", path=path) from None
+
+
+@click.command("baseline")
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write.")
+def baseline(results_dir: str, out: str) -> None:
+    """Record the metrics of every cell of RESULTS_DIR as a baseline.
+
+    Cells are recorded by run id and by a readable spec key, with the ctxbench and result
+    schema versions, so `ctxbench check` can compare later runs with them.
+
+    \b
+    Example:
+      ctxbench sweep ci.toml -o results && ctxbench baseline results -o baseline.json
+    """
+    doc = gate.make_baseline(_rows(results_dir))
+    _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    click.echo(f"wrote {out}: {len(doc['cells'])} cells")
+
+
+@click.command("check")
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--baseline", "baseline_file", required=True, type=click.Path(dir_okay=False), help="From `ctxbench baseline`.")
+@click.option("--max-retention-drop", type=float, default=0.0, show_default=True,
+              help="Allowed absolute drop of retention per cell and of the mean.")
+@click.option("--max-cost-increase", type=float, default=0.0, show_default=True,
+              help="Allowed relative rise of cost (USD, else input tokens), e.g. 0.05 = 5%.")
+@click.option("--fail-on-new-overflow", is_flag=True, help="Fail when failed calls or overflow errors rise.")
+@click.option("--allow-missing", is_flag=True, help="Do not fail on baseline cells missing from the results.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per cell).")
+@click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).")
+def check(results_dir: str, baseline_file: str, max_retention_drop: float, max_cost_increase: float,
+          fail_on_new_overflow: bool, allow_missing: bool, junit: str | None, markdown: str | None) -> None:
+    """Compare RESULTS_DIR with a baseline; exit 1 on a regression.
+
+    A cell regresses when its retention drops more than --max-retention-drop, its cost rises
+    more than --max-cost-increase, it splits tool pairs or raises, or (with
+    --fail-on-new-overflow) it has more overflows. New and missing cells are reported.
+    Exit 0: nothing regressed; 1: a regression; 2: a usage or input error.
+
+    \b
+    Example:
+      ctxbench check results --baseline baseline.json --max-retention-drop 0.02 \\
+          --max-cost-increase 0.05 --fail-on-new-overflow --junit junit.xml --markdown summary.md
+    """
+    tol = gate.Tolerances(max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing)
+    doc = gate.load_baseline(baseline_file)
+    report = gate.check(_rows(results_dir), doc, tol)
+    click.echo(gate.text_report(report))
+    if junit:
+        _write(junit, gate.junit_report(report))
+    if markdown:
+        _write(markdown, gate.markdown_report(report))
+    sys.exit(1 if report.failed else 0)
+
+
+@click.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option("--results", "results_dir", type=click.Path(file_okay=False),
+              help="A results directory: A and B are then run ids in it.")
+@click.option("--run-a", help="Run id to take from A when A's events file holds several runs.")
+@click.option("--run-b", help="Run id to take from B when B's events file holds several runs.")
+def diff(a: str, b: str, results_dir: str | None, run_a: str | None, run_b: str | None) -> None:
+    """Show where two replays of the same trace diverge.
+
+    A and B are events files (`ctxbench run --events`), or two run ids with --results DIR.
+    Prints the first call whose events differ, what each replay did there (layer, messages
+    dropped, provider verdicts) and which probes changed outcome.
+
+    \b
+    Examples:
+      ctxbench diff before.jsonl after.jsonl
+      ctxbench diff 0a1b2c3d4e5f6a7b 7f6e5d4c3b2a1f0e --results reports/quickstart
+    """
+    from ctxbench.divergence import first_divergence, read_events, render
+
+    if results_dir:
+        from ctxbench.sweep.store import ResultsDir
+
+        store = ResultsDir(results_dir)
+        events_a, events_b = list(store.events(a)), list(store.events(b))
+        for run_id, events in ((a, events_a), (b, events_b)):
+            if not events:
+                raise ConfigError(f"no events of run {run_id!r}", path=results_dir)
+        label_a, label_b = a, b
+    else:
+        label_a, events_a = read_events(a, run_a)
+        label_b, events_b = read_events(b, run_b)
+        label_a, label_b = f"A ({label_a or a})", f"B ({label_b or b})"
+    click.echo(render(first_divergence(events_a, events_b), label_a, label_b))

@@ -1,0 +1,177 @@
+"""``ctxbench sweep``: run a sweep file into a resumable results directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+import click
+
+from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
+
+
+@click.command("sweep")
+@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Results directory (created; see ctxbench.sweep.store for its layout).",
+)
+@click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Local worker processes (default: one per CPU; 1 runs in this process).",
+)
+@click.option("--scheduler", metavar="ADDRESS", help="Run on a Dask cluster (tcp://host:8786).")
+@click.option(
+    "--dask-local",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Run on a Dask LocalCluster of N worker processes.",
+)
+@click.option("--resume", is_flag=True, help="Continue a sweep in DIR; finished cells are kept.")
+@click.option("--csv", "with_csv", is_flag=True, help="Also write DIR/results.csv.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (for CI logs).")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the number of cells and the axes; run nothing."
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=DEFAULT_BATCH,
+    show_default=True,
+    help="Cells of one trace per task.",
+)
+def sweep(
+    sweep_file: str,
+    out_dir: str | None,
+    workers: int | None,
+    scheduler: str | None,
+    dask_local: int | None,
+    resume: bool,
+    with_csv: bool,
+    quiet: bool,
+    dry_run: bool,
+    batch: int,
+) -> None:
+    """Replay every cell of SWEEP_FILE: traces x strategies (x parameter grids) x windows x
+    reserved x counters x estimators.
+
+    Every finished cell is saved as it completes; --resume continues an interrupted sweep.
+    At the end DIR holds results.parquet (one row per cell, sorted by run_id), events.jsonl
+    and sweep.json. Results are the same whatever the executor or worker count.
+
+    \b
+    Examples:
+      ctxbench sweep scenarios/quickstart.toml --dry-run
+      ctxbench sweep scenarios/quickstart.toml -o reports/quickstart
+      ctxbench sweep big.toml -o out/ --workers 8 --resume --csv
+      ctxbench sweep big.toml -o out/ --scheduler tcp://10.0.0.5:8786
+      ctxbench sweep big.toml -o out/ --dask-local 4 --quiet
+    """
+    from ctxbench.sweep import load_sweep, plan
+
+    spec = load_sweep(sweep_file)
+    if dry_run:
+        print_plan(spec, plan(spec))
+        return
+    if not out_dir:
+        raise click.UsageError("give the results directory with -o DIR (or use --dry-run)")
+    if scheduler and dask_local:
+        raise click.UsageError("give --scheduler or --dask-local, not both")
+    if workers and (scheduler or dask_local):
+        raise click.UsageError("--workers is for local processes; Dask sizes its own workers")
+    executor = make_executor(workers, scheduler, dask_local)
+    execute(spec, out_dir, executor, resume=resume, with_csv=with_csv, batch=batch, quiet=quiet)
+
+
+def execute(
+    spec: Any,
+    out_dir: str,
+    executor: Any,
+    *,
+    resume: bool,
+    quiet: bool,
+    with_csv: bool = False,
+    batch: int = DEFAULT_BATCH,
+) -> Any:
+    """Run the sweep with a progress bar (unless ``quiet``) and print its summary."""
+    from ctxbench.sweep import run_sweep
+
+    bar = None
+    if not quiet:
+        from ctxbench.cli.progress import ProgressBar
+
+        bar = ProgressBar("sweep")
+
+    def show(progress: Progress) -> None:
+        if bar is not None:
+            final = progress.done == progress.total
+            bar.update(progress.done, progress.total, progress.failed, final=final)
+
+    started = time.monotonic()
+    try:
+        summary = run_sweep(
+            spec,
+            out_dir,
+            executor=executor,
+            resume=resume,
+            with_csv=with_csv,
+            batch=batch,
+            on_progress=show,
+        )
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        click.echo(f"interrupted; finished cells are saved in {out_dir}", err=True)
+        click.echo("  hint: rerun the same command with --resume to continue", err=True)
+        sys.exit(130)
+    if bar is not None:
+        bar.close()
+    elapsed = time.monotonic() - started
+    click.echo(
+        f"{summary.cells} cells: {summary.ran} ran, {summary.skipped} already done, "
+        f"{summary.failed} failed"
+    )
+    click.echo(f"results: {os.path.join(out_dir, 'results.parquet')}")
+    click.echo(f"events:  {os.path.join(out_dir, 'events.jsonl')}")
+    for run_id, error in summary.failed_examples:
+        click.echo(f"  failed {run_id}: {error}", err=True)
+    if not quiet:
+        rate = summary.ran / elapsed if elapsed > 0 else 0.0
+        click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)
+    return summary
+
+
+def make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:
+    """The executor the options ask for (local processes by default)."""
+    from ctxbench.sweep import DaskExecutor, InlineExecutor, ProcessExecutor
+
+    if scheduler:
+        return DaskExecutor(address=scheduler)
+    if dask_local:
+        return DaskExecutor(local=dask_local)
+    count = workers or os.cpu_count() or 1
+    return InlineExecutor() if count == 1 else ProcessExecutor(count)
+
+
+def print_plan(spec: Any, planned: Any) -> None:
+    """The ``--dry-run`` listing: cell count, sources and axes."""
+    name = spec.name or "sweep"
+    click.echo(
+        f"{name}: {len(planned.entries)} traces x {len(planned.configs)} configs "
+        f"= {planned.cells} cells"
+    )
+    click.echo("traces:")
+    for source in spec.traces:
+        click.echo(f"  {source.label}")
+    click.echo("axes:")
+    axes = spec.axes()
+    width = max(len(n) for n, _ in axes)
+    for axis, values in axes:
+        click.echo(f"  {axis.ljust(width)}  {', '.join(str(v) for v in values)}")

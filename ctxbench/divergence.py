@@ -1,0 +1,142 @@
+"""Where two replays of the same trace part ways: the first call whose events differ.
+
+Events are compared call by call with their ``step`` and ``run_id`` removed, so two runs that
+differ in one threshold line up until the first call where the threshold matters. At that
+call ``diff`` shows what each replay did (status, compactions with their layer, the trace
+messages they dropped, provider calls) and, over the whole runs, which probes changed outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxbench.engine import events as ev
+from ctxbench.errors import ConfigError
+
+_IGNORED = ("step", "run_id")
+
+
+def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The events of one run from an events JSONL file (the only run, or ``run_id``)."""
+    path = Path(path)
+    runs: dict[str, list[dict[str, Any]]] = {}
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(f"malformed JSON: {exc.msg}", path=path, line=lineno) from None
+                if not isinstance(event, dict) or "type" not in event or "call" not in event:
+                    raise ConfigError("not a ctxbench event (needs type and call)", path=path, line=lineno,
+                                      hint="give the --events file of `ctxbench run` or a sweep's events.jsonl")
+                runs.setdefault(str(event.get("run_id", "")), []).append(event)
+    except FileNotFoundError:
+        raise ConfigError("no such events file", path=path) from None
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text", path=path) from None
+    if run_id is not None:
+        if run_id not in runs:
+            raise ConfigError(f"no events of run {run_id!r}", path=path,
+                              hint=f"runs in this file: {', '.join(sorted(runs)[:10])}")
+        return run_id, runs[run_id]
+    if len(runs) != 1:
+        raise ConfigError(f"holds {len(runs)} runs", path=path,
+                          hint="pick one with --run-a / --run-b; runs: " + ", ".join(sorted(runs)[:10]))
+    only = next(iter(runs))
+    return only, runs[only]
+
+
+def _normal(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k not in _IGNORED}
+
+
+def _by_call(events: Iterable[Mapping[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = {}
+    for e in events:
+        out.setdefault(int(e["call"]), []).append(_normal(e))
+    return out
+
+
+def probe_outcomes(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    return {str(e["probe_id"]): str(e["outcome"]) for e in events if e.get("type") == ev.PROBE}
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first call where two replays differ, what each did there, and probe changes."""
+
+    call: int | None
+    a: list[dict[str, Any]] = field(default_factory=list)
+    b: list[dict[str, Any]] = field(default_factory=list)
+    probes: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+
+    @property
+    def identical(self) -> bool:
+        return self.call is None and not self.probes
+
+
+def first_divergence(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> Divergence:
+    """Compare two runs' events call by call."""
+    calls_a, calls_b = _by_call(a), _by_call(b)
+    first = None
+    for call in sorted(set(calls_a) | set(calls_b)):
+        if calls_a.get(call) != calls_b.get(call):
+            first = call
+            break
+    pa, pb = probe_outcomes(a), probe_outcomes(b)
+    changed = {pid: (pa.get(pid), pb.get(pid)) for pid in sorted(set(pa) | set(pb)) if pa.get(pid) != pb.get(pid)}
+    if first is None:
+        return Divergence(None, probes=changed)
+    return Divergence(first, calls_a.get(first, []), calls_b.get(first, []), changed)
+
+
+def _describe(event: Mapping[str, Any]) -> str:
+    kind = event["type"]
+    if kind == ev.CONTEXT_STATUS:
+        layer = f" after {event['compact_layer']}" if event.get("compact_layer") else ""
+        return f"status{layer}: {event['used']} / {event['budget']} estimated ({event['ratio']}) -> {event['state']}"
+    if kind == ev.COMPACTION:
+        ranges = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in event.get("dropped_messages") or [])
+        dropped = f"; trace messages dropped: {ranges}" if ranges else ""
+        return (f"compaction {event['layer']}: {event['messages_before']} -> {event['messages_after']} messages "
+                f"(dropped {event['dropped']}, rewritten {event['changed']}, added {event.get('added', 0)}), est {event['est_before']} -> "
+                f"{event['est_after']}, true {event['true_before']} -> {event['true_after']}{dropped}")
+    if kind == ev.PROVIDER_CALL:
+        verdict = "ok" if event["ok"] else "REJECTED (overflow)"
+        return (f"provider attempt {event['attempt']}: {event['true_tokens']} true / {event['limit']} limit "
+                f"(estimated {event['estimated_tokens']}) {verdict}")
+    if kind == ev.CALL_FAILED:
+        return f"call FAILED after {event['attempts']} attempt(s): {event['true_tokens']} > {event['limit']}"
+    if kind == ev.SUMMARY:
+        return f"summary for {event['layer']}: {'ok' if event['ok'] else 'failed: ' + str(event['error'])}"
+    if kind == ev.PROBE:
+        return f"probe {event['probe_id']} ({event['kind']}): {event['outcome']}"
+    if kind == ev.SNAPSHOT:
+        return f"file {event['path']} ({event['bytes']} bytes)"
+    return json.dumps(dict(event), ensure_ascii=False)
+
+
+def render(div: Divergence, label_a: str, label_b: str) -> str:
+    """A readable account of a :class:`Divergence`."""
+    if div.identical:
+        return "the two replays are identical (apart from step numbers and run ids)"
+    lines = []
+    if div.call is None:
+        lines.append("every call's events agree")
+    else:
+        lines.append(f"first divergence at call {div.call}")
+        for label, events in ((label_a, div.a), (label_b, div.b)):
+            lines.append(f"\n{label}:")
+            lines.extend(f"  {_describe(e)}" for e in events) if events else lines.append("  (no events)")
+    if div.probes:
+        lines.append("\nprobes whose outcome changed:")
+        for pid, (oa, ob) in div.probes.items():
+            lines.append(f"  {pid}: {oa or '-'} -> {ob or '-'}")
+    return "\n".join(lines)

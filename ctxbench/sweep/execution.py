@@ -1,0 +1,154 @@
+"""Running a sweep: plan the cells, run the unfinished ones, persist each, write the table.
+
+The plan reads every trace source once (to hash the traces) and keeps a small entry per
+trace; configurations are a product computed on the fly, so memory grows with the number of
+traces and cells as ids, never with the traces themselves. Tasks hold the cells of one trace
+(at most ``batch`` of them), longest traces first when their sources allow random access, so
+two workers finish together instead of one waiting on the longest trace at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxbench.engine.result import Prices
+from ctxbench.engine.spec import RunSpec
+from ctxbench.sweep.executors import Executor, InlineExecutor
+from ctxbench.sweep.sources import TraceEntry, catalogue
+from ctxbench.sweep.spec import SweepSpec
+from ctxbench.sweep.store import ResultsWriter
+from ctxbench.sweep.task import Task, run_task
+
+SCHEMA = "ctxbench.sweep/1"
+#: Cells per task: small enough to spread a long trace over workers, large enough that a
+#: worker loads and tokenizes a trace once for many configurations.
+DEFAULT_BATCH = 16
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The cells of a sweep: every trace entry times every configuration."""
+
+    entries: tuple[TraceEntry, ...]
+    configs: tuple[RunSpec, ...]
+
+    @property
+    def cells(self) -> int:
+        return len(self.entries) * len(self.configs)
+
+    def run_ids(self) -> Iterator[str]:
+        for entry in self.entries:
+            for config in self.configs:
+                yield entry.cell(config).run_id
+
+    def tasks(self, *, skip: set[str], batch: int, prices: Mapping[str, Prices]) -> Iterator[Task]:
+        """Tasks for the cells not in ``skip``: one trace and one true counter each (so a
+        worker tokenizes a trace with the counters it needs, not all of them), at most
+        ``batch`` cells; longest random-access traces first."""
+        order = sorted(
+            range(len(self.entries)),
+            key=lambda i: (
+                (0, -self.entries[i].messages, i) if self.entries[i].random_access else (1, 0, i)
+            ),
+        )
+        counters = sorted({c.counter for c in self.configs})
+        for i in order:
+            for counter in counters:
+                cells = [self.entries[i].cell(c) for c in self.configs if c.counter == counter]
+                cells = [c for c in cells if c.run_id not in skip]
+                for start in range(0, len(cells), batch):
+                    chunk = tuple(cells[start : start + batch])
+                    yield Task(chunk, {k: v for k, v in prices.items() if k == counter})
+
+
+def plan(spec: SweepSpec) -> Plan:
+    """Read the sources once and list the cells (nothing runs)."""
+    return Plan(tuple(catalogue(spec.traces)), tuple(spec.configs()))
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a sweep is: cells ``done`` of ``total`` (``skipped`` were finished before)."""
+
+    done: int
+    total: int
+    failed: int
+    skipped: int
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """How a sweep went: ``failed`` counts the error rows of the final table (earlier runs'
+    included); ``failed_examples`` are (run_id, error) of this run's first failures."""
+
+    cells: int
+    ran: int
+    skipped: int
+    failed: int
+    failed_examples: tuple[tuple[str, str], ...]
+    out: Path
+
+
+def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
+    """What ``sweep.json`` holds: the resolved spec, its axes and the size of the plan."""
+    from ctxbench import __version__
+
+    return {
+        "schema": SCHEMA,
+        "ctxbench_version": __version__,
+        "name": spec.name,
+        "description": spec.description,
+        "spec": spec.to_dict(),
+        "axes": [{"name": name, "values": values} for name, values in spec.axes()],
+        "traces": len(planned.entries),
+        "configs": len(planned.configs),
+        "cells": planned.cells,
+    }
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out: str | Path,
+    *,
+    executor: Executor | None = None,
+    resume: bool = False,
+    with_csv: bool = False,
+    batch: int = DEFAULT_BATCH,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> SweepSummary:
+    """Run every cell of ``spec`` not yet in ``out`` and write the final table there.
+
+    Each finished cell is persisted as it completes, so an interrupted sweep resumes
+    (``resume=True``) where it stopped. The executor is closed when the sweep ends.
+    """
+    import json
+
+    executor = executor or InlineExecutor()
+    try:
+        with ResultsWriter(out, resume=resume) as writer:
+            planned = plan(spec)
+            writer.write_spec(sweep_record(spec, planned))
+            wanted = set(planned.run_ids())
+            skipped = len(wanted & writer.finished)
+            done = failed = 0
+            examples: list[tuple[str, str]] = []
+            report = on_progress or (lambda _: None)
+            report(Progress(skipped, planned.cells, 0, skipped))
+            tasks = planned.tasks(skip=writer.finished, batch=batch, prices=spec.prices)
+            for outcomes in executor.imap_unordered(run_task, tasks):
+                writer.append([(o.run_id, o.record, o.files) for o in outcomes])
+                for outcome in outcomes:
+                    done += 1
+                    if outcome.failed:
+                        failed += 1
+                        if len(examples) < 5:
+                            error = json.loads(outcome.record)["row"]["error"]
+                            examples.append((outcome.run_id, error))
+                report(Progress(skipped + done, planned.cells, failed, skipped))
+            failed = writer.finalize(wanted, with_csv=with_csv)
+    finally:
+        executor.close()
+    return SweepSummary(planned.cells, done, skipped, failed, tuple(examples), Path(out))

@@ -1,0 +1,410 @@
+"""SweepSpec: the axes of a sweep, read from a TOML file, and their expansion into RunSpecs.
+
+A sweep file names where the traces come from and which configurations replay them::
+
+    windows = [16384, 32768]              # model windows (true tokens); required
+    reserved = [4096]                     # output reservations
+    counters = ["tiktoken:o200k_base"]    # the provider's TRUE counters
+    estimators = [""]                     # "" = each strategy's own estimator
+    summarizer = "extractive"             # + summarizer_params = {...}
+    error_style = "openai"
+    seed = 0
+    mine_probes = false
+
+    [[traces]]
+    scenario = "coding_agent"             # an embedded scenario name, or a .toml path
+    seeds = [0, 1]
+    count = 1                             # traces per seed
+
+    [[traces]]
+    path = "recorded/*.jsonl"             # a file or a glob, relative to this sweep file
+    format = "canonical"                  # or a recorded format (see `ctxbench import`)
+
+    [[traces]]
+    hf = "org/dataset:train"              # a Hugging Face dataset split (needs the network)
+    limit = 100
+
+    [[strategies]]
+    name = "dbgpt"
+    params = { warning_threshold = [0.6, 0.7], min_keep_recent_rounds = 3 }
+
+    [prices."tiktoken:o200k_base"]        # USD per million tokens, by true counter
+    input_per_mtok = 2.5
+
+In ``params`` every TOML list is an axis and every other value is fixed. A knob whose own
+type is a list is therefore written as a list of lists: ``keep = [["system", "user"]]`` fixes
+it, ``keep = [["system"], ["system", "user"]]`` sweeps it. Top-level keys must come before
+the first ``[[traces]]`` / ``[[strategies]]`` table, as TOML requires.
+
+The configurations are a product: strategy x params x window x reserved x counter x
+estimator, in that order and in the order the file lists them (params by name). Every cell
+is resolved (all knobs filled in), so its ``run_id`` does not depend on how it was written.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ctxbench import config as configuration
+from ctxbench.engine.provider import ERROR_STYLES
+from ctxbench.engine.result import Prices
+from ctxbench.engine.spec import RunSpec
+from ctxbench.errors import ConfigError, CtxbenchError
+
+C = TypeVar("C")
+
+#: Trace formats read by the canonical reader (fast, streamed); others go through importers.
+CANONICAL = "canonical"
+
+
+@dataclass(frozen=True)
+class TraceSource:
+    """Where traces come from: exactly one of ``path`` (a file or glob), ``scenario`` or ``hf``."""
+
+    path: str = field(default="", metadata={"help": "trace file or glob (relative to the sweep)"})
+    format: str = field(default=CANONICAL, metadata={"help": "format of path ('auto' detects)"})
+    probes: str = field(default="", metadata={"help": "JSONL of {trace_id, probes} to attach"})
+    scenario: str = field(default="", metadata={"help": "embedded scenario name or .toml path"})
+    seeds: tuple[int, ...] = field(default=(0,), metadata={"help": "scenario seeds"})
+    count: int = field(default=1, metadata={"help": "traces generated per seed"})
+    hf: str = field(default="", metadata={"help": "Hugging Face dataset NAME[:SPLIT]"})
+    messages_column: str = field(default="", metadata={"help": "messages column of dataset rows"})
+    limit: int = field(default=0, metadata={"help": "first N traces of each file (0 = all)"})
+
+    def __post_init__(self) -> None:
+        given = [k for k in ("path", "scenario", "hf") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError(
+                "each [[traces]] table needs exactly one of path, scenario, hf"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        if self.count < 1:
+            raise ValueError(f"count must be >= 1, not {self.count}")
+        if self.limit < 0:
+            raise ValueError(f"limit must be >= 0, not {self.limit}")
+        if self.scenario and not self.seeds:
+            raise ValueError("seeds must list at least one seed")
+
+    @property
+    def label(self) -> str:
+        """How listings name the source."""
+        if self.scenario:
+            return f"scenario {self.scenario} seeds {list(self.seeds)} x{self.count}"
+        if self.hf:
+            return f"hf {self.hf}"
+        return self.path
+
+
+@dataclass(frozen=True)
+class StrategyGrid:
+    """One strategy and its parameter grid: a list value is an axis, anything else is fixed."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def axes(self) -> list[tuple[str, list[Any]]]:
+        """``(knob, values)`` per knob, by knob name; a fixed knob has one value."""
+        return [
+            (key, list(value) if isinstance(value, list) else [value])
+            for key, value in sorted(self.params.items())
+        ]
+
+    def combinations(self) -> Iterator[dict[str, Any]]:
+        axes = self.axes()
+        for values in itertools.product(*(vals for _, vals in axes)):
+            yield {key: value for (key, _), value in zip(axes, values)}
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """The whole sweep; ``expand()`` yields its cells. Built by :func:`load_sweep`."""
+
+    traces: tuple[TraceSource, ...]
+    strategies: tuple[StrategyGrid, ...]
+    windows: tuple[int, ...]
+    reserved: tuple[int, ...] = (4096,)
+    counters: tuple[str, ...] = ("tiktoken:o200k_base",)
+    estimators: tuple[str, ...] = ("",)
+    summarizer: str = "extractive"
+    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
+    error_style: str = "openai"
+    seed: int = 0
+    mine_probes: bool = False
+    prices: Mapping[str, Prices] = field(default_factory=dict)
+    name: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        for key in ("traces", "strategies", "windows", "reserved", "counters", "estimators"):
+            if not getattr(self, key):
+                raise ValueError(f"{key} must list at least one value")
+        if any(w <= 0 for w in self.windows):
+            raise ValueError(f"windows must be positive, got {list(self.windows)}")
+        if any(r < 0 for r in self.reserved):
+            raise ValueError(f"reserved must be >= 0, got {list(self.reserved)}")
+        if max(self.reserved) >= min(self.windows):
+            raise ValueError(
+                f"reserved {max(self.reserved)} leaves no room in window {min(self.windows)}: "
+                "every reserved value must be smaller than every window"
+            )
+        if self.error_style not in ERROR_STYLES:
+            raise ValueError(f"error_style must be one of {', '.join(ERROR_STYLES)}")
+
+    def configs(self) -> list[RunSpec]:
+        """Every configuration, resolved, without its trace; duplicates (equal once resolved)
+        are dropped, keeping the first."""
+        from ctxbench.engine.runner import resolve_spec
+
+        out: list[RunSpec] = []
+        seen: set[str] = set()
+        for grid in self.strategies:
+            for params in grid.combinations():
+                for window, reserved, counter, estimator in itertools.product(
+                    self.windows, self.reserved, self.counters, self.estimators
+                ):
+                    spec = resolve_spec(
+                        RunSpec(
+                            trace_id="",
+                            trace_hash="",
+                            strategy=grid.name,
+                            params=params,
+                            window=window,
+                            reserved=reserved,
+                            counter=counter,
+                            estimator=estimator,
+                            summarizer=self.summarizer,
+                            summarizer_params=dict(self.summarizer_params),
+                            error_style=self.error_style,
+                            seed=self.seed,
+                            mine_probes=self.mine_probes,
+                        )
+                    )
+                    if spec.run_id not in seen:
+                        seen.add(spec.run_id)
+                        out.append(spec)
+        return out
+
+    def axes(self) -> list[tuple[str, list[Any]]]:
+        """The sweep's axes, for ``--dry-run`` and the report: ``(name, values)``."""
+        out: list[tuple[str, list[Any]]] = [("strategy", [g.name for g in self.strategies])]
+        for grid in self.strategies:
+            out += [(f"{grid.name}.{key}", vals) for key, vals in grid.axes() if len(vals) > 1]
+        out += [
+            ("window", list(self.windows)),
+            ("reserved", list(self.reserved)),
+            ("counter", list(self.counters)),
+            ("estimator", [e or "(strategy's own)" for e in self.estimators]),
+        ]
+        return out
+
+    def expand(self) -> Iterator[RunSpec]:
+        """Every cell, trace by trace, in a deterministic order. Traces are read lazily: one
+        is in memory at a time."""
+        from ctxbench.sweep.sources import catalogue
+
+        configs = self.configs()
+        for entry in catalogue(self.traces):
+            for config in configs:
+                yield entry.cell(config)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved spec as plain JSON (what ``sweep.json`` records)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "traces": [configuration.to_params(t) for t in self.traces],
+            "strategies": [{"name": g.name, "params": dict(g.params)} for g in self.strategies],
+            "windows": list(self.windows),
+            "reserved": list(self.reserved),
+            "counters": list(self.counters),
+            "estimators": list(self.estimators),
+            "summarizer": self.summarizer,
+            "summarizer_params": dict(self.summarizer_params),
+            "error_style": self.error_style,
+            "seed": self.seed,
+            "mine_probes": self.mine_probes,
+            "prices": {k: configuration.to_params(v) for k, v in sorted(self.prices.items())},
+        }
+
+
+#: Top-level keys that hold tables and are built separately.
+_TABLES = ("traces", "strategies", "prices")
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read a sweep TOML file. Relative paths resolve against the file's folder; unknown keys,
+    bad values and unknown strategies are errors naming the key and the file."""
+    path = Path(path)
+    data = configuration.load_toml(path)
+    return sweep_from_dict(data, source=path)
+
+
+def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
+    """Build a SweepSpec from parsed TOML; ``source`` is the file (for messages and paths)."""
+    base = source.resolve().parent
+    _check_keys(data, source)
+    top = _build(_TopLevel, {k: v for k, v in data.items() if k not in _TABLES}, source, "")
+    traces = tuple(
+        _resolve_paths(_build(TraceSource, table, source, f"traces[{i}]"), base, source, i)
+        for i, table in enumerate(_tables(data, "traces", source))
+    )
+    strategies = tuple(
+        _strategy_grid(table, source, i)
+        for i, table in enumerate(_tables(data, "strategies", source))
+    )
+    prices_table = data.get("prices", {})
+    if not isinstance(prices_table, Mapping):
+        raise ConfigError("expected a table of prices by counter", path=source, key="prices")
+    prices = {
+        str(counter): _build(Prices, table, source, f"prices.{counter}")
+        for counter, table in prices_table.items()
+    }
+    _check_names(top, source)
+    for required in ("traces", "strategies", "windows"):
+        if not data.get(required):
+            raise ConfigError(
+                f"missing {required!r}",
+                path=source,
+                key=required,
+                hint=_REQUIRED_HINTS[required],
+            )
+    try:
+        return SweepSpec(
+            traces=traces,
+            strategies=strategies,
+            prices=prices,
+            **{k: getattr(top, k) for k in _TopLevel.__dataclass_fields__},
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc), path=source) from None
+
+
+def _check_keys(data: Mapping[str, Any], source: Path) -> None:
+    """Unknown top-level keys, with "did you mean" over the keys and the table names."""
+    import difflib
+
+    known = [*_TopLevel.__dataclass_fields__, *_TABLES]
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            raise ConfigError(
+                f"unknown key {key!r}; valid keys: {', '.join(known)}",
+                path=source,
+                key=key,
+                hint=f"did you mean {close[0]!r}?" if close else "remove it or fix its spelling",
+            )
+
+
+def _check_names(top: _TopLevel, source: Path) -> None:
+    """Counters, estimators and the summarizer must exist (checked now, not in a worker)."""
+    from ctxbench.counting import COUNTERS
+    from ctxbench.summarizers import SUMMARIZERS
+
+    names = [("counters", COUNTERS, c) for c in top.counters]
+    names += [("estimators", COUNTERS, e) for e in top.estimators if e]
+    names.append(("summarizer", SUMMARIZERS, top.summarizer))
+    for key, registry, name in names:
+        try:
+            registry.load(name)
+        except CtxbenchError as exc:
+            raise ConfigError(exc.message, path=source, key=key, hint=exc.hint) from None
+
+
+_REQUIRED_HINTS = {
+    "traces": "add a [[traces]] table (path, scenario or hf)",
+    "strategies": 'add a [[strategies]] table with name = "..."',
+    "windows": "list the model windows, e.g. windows = [32768]",
+}
+
+
+@dataclass(frozen=True)
+class _TopLevel:
+    """The scalar and list keys of a sweep file (the tables are built on their own)."""
+
+    windows: tuple[int, ...] = ()
+    reserved: tuple[int, ...] = (4096,)
+    counters: tuple[str, ...] = ("tiktoken:o200k_base",)
+    estimators: tuple[str, ...] = ("",)
+    summarizer: str = "extractive"
+    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
+    error_style: str = "openai"
+    seed: int = 0
+    mine_probes: bool = False
+    name: str = ""
+    description: str = ""
+
+
+def _tables(data: Mapping[str, Any], key: str, source: Path) -> list[Mapping[str, Any]]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(t, Mapping) for t in value):
+        raise ConfigError(
+            "expected an array of tables", path=source, key=key, hint=f"write [[{key}]] tables"
+        )
+    return value
+
+
+def _build(cls: type[C], table: Any, source: Path, prefix: str) -> C:
+    """``configuration.build`` with the key path (``traces[1].seeds``) in the error."""
+    if not isinstance(table, Mapping):
+        raise ConfigError("expected a table", path=source, key=prefix or None)
+    try:
+        return configuration.build(cls, table, source=str(source))
+    except ConfigError as exc:
+        key = ".".join(k for k in (prefix, exc.key or "") if k) or None
+        raise ConfigError(exc.message, path=source, key=key, hint=exc.hint) from None
+
+
+def _strategy_grid(table: Mapping[str, Any], source: Path, index: int) -> StrategyGrid:
+    from ctxbench.strategies import strategy_class
+
+    prefix = f"strategies[{index}]"
+    if "name" not in table:
+        raise ConfigError(
+            "missing 'name'",
+            path=source,
+            key=f"{prefix}.name",
+            hint='name the strategy, e.g. name = "dbgpt" (see `ctxbench strategies`)',
+        )
+    grid = _build(StrategyGrid, table, source, prefix)
+    try:
+        cls = strategy_class(grid.name)
+    except CtxbenchError as exc:
+        raise ConfigError(exc.message, path=source, key=f"{prefix}.name", hint=exc.hint) from None
+    for params in grid.combinations():
+        _build(cls.Config, params, source, f"{prefix}.params")
+    return grid
+
+
+def _resolve_paths(spec: TraceSource, base: Path, source: Path, index: int) -> TraceSource:
+    """Make file paths absolute (relative to the sweep file); a plain file must exist."""
+    from dataclasses import replace
+
+    changes: dict[str, Any] = {}
+    if spec.format not in (CANONICAL, "auto"):
+        from ctxbench.formats import FORMATS
+
+        try:
+            FORMATS.entry(spec.format)
+        except CtxbenchError as exc:
+            raise ConfigError(
+                exc.message, path=source, key=f"traces[{index}].format", hint=exc.hint
+            ) from None
+    if spec.path:
+        changes["path"] = str(base / spec.path)
+        if not glob.has_magic(spec.path) and not Path(changes["path"]).is_file():
+            raise ConfigError(
+                f"no such trace file {changes['path']}",
+                path=source,
+                key=f"traces[{index}].path",
+                hint="paths are relative to the sweep file's folder",
+            )
+    if spec.probes:
+        changes["probes"] = str(base / spec.probes)
+    if spec.scenario.endswith(".toml"):
+        changes["scenario"] = str(base / spec.scenario)
+    return replace(spec, **changes)

@@ -1,0 +1,69 @@
+"""A task: the cells of one trace that a worker runs together, and what it sends back.
+
+Cells are batched per trace so a worker loads each trace once and its counter caches serve
+every configuration of it. ``run_task`` is a plain top-level function (picklable, so it runs
+under ``spawn`` and on Dask workers) that never raises for a cell: a cell that fails becomes
+an error row, and the rest of the sweep goes on. The worker also renders each cell's journal
+record, so the driver only appends bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ctxbench.engine.result import Prices, RunResult
+from ctxbench.engine.spec import RunSpec
+
+
+@dataclass(frozen=True)
+class Task:
+    """Cells that share one trace (``cells[i].trace_source`` is the same address)."""
+
+    cells: tuple[RunSpec, ...]
+    prices: Mapping[str, Prices] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """One finished cell: its journal record (a JSON line) and the files it wrote."""
+
+    run_id: str
+    record: str
+    files: Mapping[str, bytes]
+    failed: bool
+
+
+def record_line(result: RunResult, events: Sequence[Mapping[str, object]]) -> str:
+    """The journal record of a cell: ``{"run_id", "row", "events"}`` as one JSON line."""
+    payload = {"run_id": result.run_id, "row": result.to_row(), "events": list(events)}
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def run_task(task: Task) -> tuple[CellOutcome, ...]:
+    """Run every cell of ``task`` in this process; failures become error rows."""
+    from ctxbench.engine.runner import error_result, run_spec
+    from ctxbench.sweep.sources import load_trace
+
+    first = task.cells[0]
+    try:
+        trace = load_trace(first.trace_source, first.trace_id, first.trace_hash)
+    except Exception as exc:  # the source changed or vanished: every cell records why
+        return tuple(_failed(error_result(spec, exc)) for spec in task.cells)
+    out = []
+    for spec in task.cells:
+        try:
+            output = run_spec(spec, trace, prices=task.prices.get(spec.counter))
+        except Exception as exc:  # a strategy or plug-in raised: the row carries the error
+            out.append(_failed(error_result(spec, exc)))
+            continue
+        events = [e.to_dict() for e in output.events]
+        out.append(
+            CellOutcome(spec.run_id, record_line(output.result, events), dict(output.files), False)
+        )
+    return tuple(out)
+
+
+def _failed(result: RunResult) -> CellOutcome:
+    return CellOutcome(result.run_id, record_line(result, []), {}, True)

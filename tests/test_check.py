@@ -1,0 +1,245 @@
+"""The CI regression gate: baselines, tolerances, new and missing cells, JUnit, Markdown,
+exit codes, the example GitHub Actions workflow, and the ctxbench.testing API."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from ctxbench.check import Tolerances, check, compare_cell, junit_report, load_baseline, make_baseline
+from ctxbench.cli import cli
+from ctxbench.errors import ConfigError
+from ctxbench.sweep import ResultsDir
+from ctxbench.testing import assert_no_regression, run_sweep, write_baseline
+
+REPO = Path(__file__).resolve().parents[1]
+CI_SWEEP = REPO / "examples" / "ci" / "ci-sweep.toml"
+WORKFLOW = REPO / "examples" / "github-actions" / "ctxbench.yml"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_sweep(CI_SWEEP, tmp_path_factory.mktemp("ci") / "results")
+
+
+@pytest.fixture()
+def baseline(results: Path, tmp_path: Path) -> dict[str, Any]:
+    return make_baseline(ResultsDir(results).rows())
+
+
+def save(doc: dict[str, Any], path: Path) -> Path:
+    path.write_text(json.dumps(doc), "utf-8")
+    return path
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args))
+
+
+# -- baseline ------------------------------------------------------------------------------------
+
+
+def test_baseline_records_every_cell_by_run_id_and_key_with_versions(results: Path, tmp_path: Path) -> None:
+    out = invoke("baseline", str(results), "-o", str(tmp_path / "b.json"))
+    assert out.exit_code == 0, out.output
+    doc = load_baseline(tmp_path / "b.json")
+    rows = ResultsDir(results).rows()
+    assert [c["run_id"] for c in doc["cells"]] == sorted(r["run_id"] for r in rows)
+    assert doc["ctxbench_version"] and doc["result_schema_version"] == "ctxbench.result/1"
+    assert all("|w=" in c["key"] and c["trace_id"] in c["key"] for c in doc["cells"])
+    assert len({c["key"] for c in doc["cells"]}) == len(doc["cells"])
+
+
+def test_the_committed_example_baseline_matches_this_ctxbench(results: Path) -> None:
+    """The example gate passes on an unchanged ctxbench (regenerate it after intended changes)."""
+    assert_no_regression(results, REPO / "examples" / "ci" / "baseline.json")
+
+
+# -- exit codes ----------------------------------------------------------------------------------------
+
+
+def test_check_exits_0_when_nothing_regressed(results: Path, baseline: dict[str, Any], tmp_path: Path) -> None:
+    out = invoke("check", str(results), "--baseline", str(save(baseline, tmp_path / "b.json")))
+    assert out.exit_code == 0, out.output
+    assert "RESULT: ok" in out.output
+
+
+def test_check_exits_1_on_a_retention_regression(results: Path, baseline: dict[str, Any], tmp_path: Path) -> None:
+    cell = next(c for c in baseline["cells"] if c["retention"] is not None and c["retention"] < 1)
+    cell["retention"] = round(cell["retention"] + 0.25, 4)
+    out = invoke("check", str(results), "--baseline", str(save(baseline, tmp_path / "b.json")))
+    assert out.exit_code == 1
+    assert "retention" in out.output and cell["key"] in out.output and "REGRESSION" in out.output
+
+
+@pytest.mark.parametrize("args", [["--baseline", "missing.json"], ["--max-retention-drop", "-1"]])
+def test_check_exits_2_on_usage_or_input_errors(results: Path, baseline: dict[str, Any], tmp_path: Path,
+                                                args: list[str]) -> None:
+    base = ["--baseline", str(save(baseline, tmp_path / "b.json"))]
+    if args[0] == "--baseline":
+        base = ["--baseline", str(tmp_path / args[1])]
+        args = []
+    from ctxbench.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["check", str(results), *base, *args])
+    assert info.value.code == 2
+
+
+def test_check_of_a_directory_that_is_not_results_exits_2(tmp_path: Path, baseline: dict[str, Any]) -> None:
+    from ctxbench.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["check", str(tmp_path), "--baseline", str(save(baseline, tmp_path / "b.json"))])
+    assert info.value.code == 2
+
+
+def test_a_baseline_of_another_schema_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="schema"):
+        load_baseline(save({"schema": "other/1", "cells": []}, tmp_path / "b.json"))
+
+
+# -- tolerances --------------------------------------------------------------------------------------
+
+
+def cell(**kw: Any) -> dict[str, Any]:
+    base = {"retention": 0.8, "cost_usd": 1.0, "input_tokens_total": 1000, "failed_calls": 0,
+            "overflow_errors": 0, "pairing_violations": 0, "error": None}
+    base.update(kw)
+    return base
+
+
+def test_a_retention_drop_equal_to_the_tolerance_passes_and_a_larger_one_fails() -> None:
+    tol = Tolerances(max_retention_drop=0.05)
+    assert compare_cell(cell(), cell(retention=0.75), tol) == []
+    assert [f.metric for f in compare_cell(cell(), cell(retention=0.7499), tol)] == ["retention"]
+
+
+def test_a_cost_rise_equal_to_the_tolerance_passes_and_a_larger_one_fails() -> None:
+    tol = Tolerances(max_cost_increase=0.10)
+    assert compare_cell(cell(), cell(cost_usd=1.10), tol) == []
+    assert [f.metric for f in compare_cell(cell(), cell(cost_usd=1.1001), tol)] == ["cost_usd"]
+
+
+def test_cost_falls_back_to_input_tokens_without_prices() -> None:
+    tol = Tolerances(max_cost_increase=0.0)
+    found = compare_cell(cell(cost_usd=None), cell(cost_usd=None, input_tokens_total=1001), tol)
+    assert [f.metric for f in found] == ["input_tokens_total"]
+
+
+def test_improvements_never_fail() -> None:
+    assert compare_cell(cell(), cell(retention=0.9, cost_usd=0.5, input_tokens_total=10), Tolerances()) == []
+
+
+def test_new_overflows_fail_only_when_asked() -> None:
+    worse = cell(failed_calls=2, overflow_errors=3)
+    assert compare_cell(cell(), worse, Tolerances()) == []
+    assert {f.metric for f in compare_cell(cell(), worse, Tolerances(fail_on_new_overflow=True))} == {
+        "failed_calls", "overflow_errors"}
+
+
+def test_pairing_violations_and_new_errors_always_fail() -> None:
+    found = compare_cell(cell(), cell(pairing_violations=1, error="ValueError: x"), Tolerances())
+    assert {f.metric for f in found} == {"pairing_violations", "error"}
+
+
+def test_the_aggregate_fails_when_mean_retention_drops_beyond_tolerance(results: Path, baseline: dict[str, Any]) -> None:
+    rows = ResultsDir(results).rows()
+    worse = copy.deepcopy(baseline)
+    for c in worse["cells"]:
+        if c["retention"] is not None:
+            c["retention"] = min(1.0, c["retention"] + 0.02)
+    report = check(rows, worse, Tolerances(max_retention_drop=0.03))
+    assert report.regressed == [] and report.aggregate == []
+    report = check(rows, worse, Tolerances(max_retention_drop=0.01))
+    assert any(f.metric == "mean retention" for f in report.aggregate)
+
+
+# -- new, missing and renamed cells ---------------------------------------------------------------------
+
+
+def test_missing_cells_fail_unless_allowed_and_new_cells_are_reported(results: Path, baseline: dict[str, Any],
+                                                                      tmp_path: Path) -> None:
+    dropped = baseline["cells"].pop(0)
+    ghost = dict(baseline["cells"][0], run_id="ffffffffffffffff", key="ghost|none()|w=1|r=0|x|y|z")
+    baseline["cells"].append(ghost)
+    path = save(baseline, tmp_path / "b.json")
+    out = invoke("check", str(results), "--baseline", str(path))
+    assert out.exit_code == 1
+    assert f"new: {dropped['key']}" in out.output and "missing: ghost" in out.output
+    out = invoke("check", str(results), "--baseline", str(path), "--allow-missing")
+    assert out.exit_code == 0, out.output
+
+
+def test_a_cell_whose_run_id_changed_still_matches_by_key(results: Path, baseline: dict[str, Any]) -> None:
+    baseline["cells"][0]["run_id"] = "0000000000000000"
+    report = check(ResultsDir(results).rows(), baseline, Tolerances())
+    renamed = [c for c in report.cells if c.matched_by == "key"]
+    assert len(renamed) == 1 and not report.failed and not report.new and not report.missing
+
+
+# -- reports ------------------------------------------------------------------------------------------------
+
+
+def test_junit_has_one_test_case_per_cell_and_parses_back(results: Path, baseline: dict[str, Any], tmp_path: Path) -> None:
+    baseline["cells"][0]["retention"] = 1.0
+    baseline["cells"][0]["input_tokens_total"] = 1
+    baseline["cells"].append(dict(baseline["cells"][1], run_id="ffffffffffffffff", key="ghost"))
+    path = save(baseline, tmp_path / "b.json")
+    out = invoke("check", str(results), "--baseline", str(path), "--junit", str(tmp_path / "j.xml"),
+                 "--markdown", str(tmp_path / "s.md"))
+    assert out.exit_code == 1
+    suite = ET.parse(tmp_path / "j.xml").getroot()
+    cases = suite.findall("testcase")
+    rows = ResultsDir(results).rows()
+    assert len(cases) == len(rows) + 1 + 1  # every cell, the missing ghost, the aggregate
+    failed = [c for c in cases if c.find("failure") is not None]
+    assert int(suite.get("failures", "0")) == len(failed) >= 2
+    assert {c.get("name") for c in failed} >= {baseline["cells"][0]["key"], "ghost"}
+    md = (tmp_path / "s.md").read_text("utf-8")
+    assert md.startswith("## ctxbench check: ❌ regression") and "| cell | metric |" in md
+
+
+def test_junit_escapes_odd_cell_names() -> None:
+    from ctxbench.check import CellCheck, CheckReport
+
+    report = CheckReport([CellCheck('<a&"b>', "r", "ok")], [], Tolerances())
+    root = ET.fromstring(junit_report(report).split("\n", 1)[1])
+    assert root.find("testcase").get("name") == '<a&"b>'  # type: ignore[union-attr]
+
+
+# -- ctxbench.testing and the example workflow -----------------------------------------------------
+
+
+def test_testing_api_passes_on_the_same_results_and_raises_on_a_regression(results: Path, tmp_path: Path) -> None:
+    path = write_baseline(results, tmp_path / "b.json")
+    assert not assert_no_regression(results, path).failed
+    doc = json.loads(path.read_text("utf-8"))
+    doc["cells"][0]["cost_usd"] = 0.000001
+    save(doc, path)
+    with pytest.raises(AssertionError, match="ctxbench regression"):
+        assert_no_regression(results, path)
+
+
+def test_the_example_workflow_commands_run_and_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text("utf-8"))
+    steps = workflow["jobs"]["compaction-gate"]["steps"]
+    commands = [s["run"] for s in steps if str(s.get("run", "")).startswith("ctxbench ")]
+    assert [c.split()[1] for c in commands] == ["sweep", "check", "report"]
+    monkeypatch.chdir(REPO)
+    out_dir = tmp_path / "ci-results"
+    for command in commands:
+        argv = [a.replace("ci-results", str(out_dir)) for a in shlex.split(command)[1:]]
+        result = CliRunner().invoke(cli, argv)
+        assert result.exit_code == 0, f"{command}\n{result.output}"
+    assert (out_dir / "report.html").stat().st_size > 10_000
+    assert ET.parse(out_dir / "junit.xml").getroot().get("failures") == "0"
+    assert "no regression" in (out_dir / "summary.md").read_text("utf-8")
