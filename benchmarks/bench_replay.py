@@ -24,25 +24,60 @@ from ctxbench.engine.replay import replay
 from ctxbench.strategies import build_strategy
 from ctxbench.trace import Message, ToolCall, Trace
 
-WORDS = ("alpha beta gamma delta error warning request response table column index value "
-         "function class module import return status pending done config path file").split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "error",
+    "warning",
+    "request",
+    "response",
+    "table",
+    "column",
+    "index",
+    "value",
+    "function",
+    "class",
+    "module",
+    "import",
+    "return",
+    "status",
+    "pending",
+    "done",
+    "config",
+    "path",
+    "file",
+]
 
 
 def synthetic_trace(rounds: int, seed: int = 7, obs_chars: int = 8000) -> Trace:
     """A long tool-calling trace with mixed prose / log / JSON observations (deterministic)."""
     rng = random.Random(seed)
-    msgs = [Message("system", "You are a coding agent. " * 20), Message("user", "Fix the failing build in src/app.py")]
+    msgs = [
+        Message("system", "You are a coding agent. " * 20),
+        Message("user", "Fix the failing build in src/app.py"),
+    ]
     for i in range(rounds):
         call = ToolCall(f"call_{i}", "bash", json.dumps({"cmd": f"run step {i} --verbose"}))
-        msgs.append(Message("assistant", " ".join(rng.choice(WORDS) for _ in range(40)), tool_calls=(call,)))
+        msgs.append(
+            Message("assistant", " ".join(rng.choice(WORDS) for _ in range(40)), tool_calls=(call,))
+        )
         kind = i % 3
         if kind == 0:
             body = " ".join(rng.choice(WORDS) for _ in range(obs_chars // 6))
         elif kind == 1:
-            body = "\n".join(f"2025-01-{1 + j % 28:02d}T12:{j % 60:02d}:00Z INFO worker[{j}] {rng.choice(WORDS)} latency={rng.randint(1, 999)}ms"
-                             for j in range(obs_chars // 70))
+            body = "\n".join(
+                f"2025-01-{1 + j % 28:02d}T12:{j % 60:02d}:00Z INFO worker[{j}] {rng.choice(WORDS)} latency={rng.randint(1, 999)}ms"
+                for j in range(obs_chars // 70)
+            )
         else:
-            body = json.dumps([{"id": j, "name": rng.choice(WORDS), "score": rng.random()} for j in range(obs_chars // 55)])
+            body = json.dumps(
+                [
+                    {"id": j, "name": rng.choice(WORDS), "score": rng.random()}
+                    for j in range(obs_chars // 55)
+                ]
+            )
         msgs.append(Message("tool", body[:obs_chars], tool_call_id=call.id, name="bash"))
     msgs.append(Message("assistant", "done"))
     return Trace(f"bench-{rounds}", tuple(msgs))
@@ -65,7 +100,13 @@ def _floor(trace: Trace, counter: TokenCounter) -> float:
 def _engine(trace: Trace, spec: str, strategy: str, window: int) -> float:
     counter = _fresh(spec)
     started = time.perf_counter()
-    replay(trace, build_strategy(strategy), SimulatedProvider(window, 0), true_counter=counter, estimator=counter)
+    replay(
+        trace,
+        build_strategy(strategy),
+        SimulatedProvider(window, 0),
+        true_counter=counter,
+        estimator=counter,
+    )
     return time.perf_counter() - started
 
 

@@ -69,8 +69,12 @@ def make_baseline(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
     cells = []
     for row in sorted(rows, key=lambda r: str(r["run_id"])):
-        cell = {"run_id": row["run_id"], "key": cell_key(row), "trace_id": row.get("trace_id"),
-                "strategy": row.get("strategy")}
+        cell = {
+            "run_id": row["run_id"],
+            "key": cell_key(row),
+            "trace_id": row.get("trace_id"),
+            "strategy": row.get("strategy"),
+        }
         cell.update({m: _clean(row.get(m)) for m in METRICS})
         cells.append(cell)
     return {
@@ -87,17 +91,27 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
-        raise ConfigError("no such baseline file", path=path, hint="create one with `ctxbench baseline RESULTS -o FILE`") from None
+        raise ConfigError(
+            "no such baseline file",
+            path=path,
+            hint="create one with `ctxbench baseline RESULTS -o FILE`",
+        ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"not a JSON baseline: {exc}", path=path) from None
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
         raise ConfigError(
             f"schema is {data.get('schema') if isinstance(data, dict) else None!r}, expected {BASELINE_SCHEMA!r}",
-            path=path, key="schema", hint="create baselines with `ctxbench baseline`",
+            path=path,
+            key="schema",
+            hint="create baselines with `ctxbench baseline`",
         )
     cells = data.get("cells")
-    if not isinstance(cells, list) or not all(isinstance(c, dict) and "run_id" in c and "key" in c for c in cells):
-        raise ConfigError("'cells' must be a list of objects with run_id and key", path=path, key="cells")
+    if not isinstance(cells, list) or not all(
+        isinstance(c, dict) and "run_id" in c and "key" in c for c in cells
+    ):
+        raise ConfigError(
+            "'cells' must be a list of objects with run_id and key", path=path, key="cells"
+        )
     return data
 
 
@@ -162,7 +176,9 @@ class CheckReport:
 
     @property
     def failed(self) -> bool:
-        return bool(self.regressed or self.aggregate or (self.missing and not self.tolerances.allow_missing))
+        return bool(
+            self.regressed or self.aggregate or (self.missing and not self.tolerances.allow_missing)
+        )
 
 
 def _relative(before: float, after: float) -> float:
@@ -179,36 +195,76 @@ def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerance
         if c_ret is None:
             out.append(Finding("retention", b_ret, c_ret, "no probes were scored"))
         elif b_ret - c_ret > tol.max_retention_drop + 1e-12:
-            out.append(Finding("retention", b_ret, c_ret, f"dropped {b_ret - c_ret:.4f} (max {tol.max_retention_drop})"))
-    cost_name = "cost_usd" if base.get("cost_usd") is not None and cur.get("cost_usd") is not None else "input_tokens_total"
+            out.append(
+                Finding(
+                    "retention",
+                    b_ret,
+                    c_ret,
+                    f"dropped {b_ret - c_ret:.4f} (max {tol.max_retention_drop})",
+                )
+            )
+    cost_name = (
+        "cost_usd"
+        if base.get("cost_usd") is not None and cur.get("cost_usd") is not None
+        else "input_tokens_total"
+    )
     b_cost, c_cost = base.get(cost_name), cur.get(cost_name)
     if b_cost is not None and c_cost is not None:
         rise = _relative(float(b_cost), float(c_cost))
         if rise > tol.max_cost_increase + 1e-12:
-            out.append(Finding(cost_name, b_cost, c_cost, f"rose {rise:+.2%} (max +{tol.max_cost_increase:.2%})"))
+            out.append(
+                Finding(
+                    cost_name,
+                    b_cost,
+                    c_cost,
+                    f"rose {rise:+.2%} (max +{tol.max_cost_increase:.2%})",
+                )
+            )
     if (cur.get("pairing_violations") or 0) > (base.get("pairing_violations") or 0):
-        out.append(Finding("pairing_violations", base.get("pairing_violations"), cur.get("pairing_violations"),
-                           "tool calls and results were split"))
+        out.append(
+            Finding(
+                "pairing_violations",
+                base.get("pairing_violations"),
+                cur.get("pairing_violations"),
+                "tool calls and results were split",
+            )
+        )
     if cur.get("error") and not base.get("error"):
         out.append(Finding("error", base.get("error"), cur.get("error"), "the cell raised"))
     if tol.fail_on_new_overflow:
         for metric in ("failed_calls", "overflow_errors"):
             if (cur.get(metric) or 0) > (base.get(metric) or 0):
-                out.append(Finding(metric, base.get(metric), cur.get(metric), "new context overflows"))
+                out.append(
+                    Finding(metric, base.get(metric), cur.get(metric), "new context overflows")
+                )
     return out
 
 
-def _aggregate(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], tol: Tolerances) -> list[Finding]:
+def _aggregate(
+    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], tol: Tolerances
+) -> list[Finding]:
     out: list[Finding] = []
-    rets = [(b["retention"], c["retention"]) for b, c in pairs
-            if b.get("retention") is not None and c.get("retention") is not None]
+    rets = [
+        (b["retention"], c["retention"])
+        for b, c in pairs
+        if b.get("retention") is not None and c.get("retention") is not None
+    ]
     if rets:
         b_mean = sum(b for b, _ in rets) / len(rets)
         c_mean = sum(c for _, c in rets) / len(rets)
         if b_mean - c_mean > tol.max_retention_drop + 1e-12:
-            out.append(Finding("mean retention", round(b_mean, 4), round(c_mean, 4),
-                               f"dropped {b_mean - c_mean:.4f} over {len(rets)} cells"))
-    use_usd = all(b.get("cost_usd") is not None and c.get("cost_usd") is not None for b, c in pairs) and pairs
+            out.append(
+                Finding(
+                    "mean retention",
+                    round(b_mean, 4),
+                    round(c_mean, 4),
+                    f"dropped {b_mean - c_mean:.4f} over {len(rets)} cells",
+                )
+            )
+    use_usd = (
+        all(b.get("cost_usd") is not None and c.get("cost_usd") is not None for b, c in pairs)
+        and pairs
+    )
     metric = "cost_usd" if use_usd else "input_tokens_total"
     totals = [(b.get(metric), c.get(metric)) for b, c in pairs]
     if totals and all(b is not None and c is not None for b, c in totals):
@@ -220,10 +276,18 @@ def _aggregate(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], tol
     return out
 
 
-def check(rows: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any], tol: Tolerances) -> CheckReport:
+def check(
+    rows: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any], tol: Tolerances
+) -> CheckReport:
     """Compare result rows with a baseline document."""
-    current = {str(r["run_id"]): {**{m: _clean(r.get(m)) for m in METRICS}, "key": cell_key(r),
-                                 "run_id": str(r["run_id"])} for r in rows}
+    current = {
+        str(r["run_id"]): {
+            **{m: _clean(r.get(m)) for m in METRICS},
+            "key": cell_key(r),
+            "run_id": str(r["run_id"]),
+        }
+        for r in rows
+    }
     by_key = {c["key"]: c for c in current.values()}
     cells: list[CellCheck] = []
     matched: set[str] = set()
@@ -240,7 +304,17 @@ def check(rows: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any], tol: T
         matched.add(cur["run_id"])
         findings = compare_cell(base, cur, tol)
         pairs.append((base, cur))
-        cells.append(CellCheck(base["key"], cur["run_id"], "regressed" if findings else "ok", how, findings, base, cur))
+        cells.append(
+            CellCheck(
+                base["key"],
+                cur["run_id"],
+                "regressed" if findings else "ok",
+                how,
+                findings,
+                base,
+                cur,
+            )
+        )
     for run_id, cur in sorted(current.items()):
         if run_id not in matched:
             cells.append(CellCheck(cur["key"], run_id, "new", current=cur))
@@ -261,13 +335,23 @@ def _fmt(value: Any) -> str:
 def text_report(report: CheckReport) -> str:
     """A plain table of what regressed, by how much, per cell and in aggregate."""
     lines = []
-    counts = {s: sum(1 for c in report.cells if c.status == s) for s in ("ok", "regressed", "missing", "new")}
+    counts = {
+        s: sum(1 for c in report.cells if c.status == s)
+        for s in ("ok", "regressed", "missing", "new")
+    }
     lines.append(
         f"{len(report.cells)} cells: {counts['ok']} ok, {counts['regressed']} regressed, "
         f"{counts['missing']} missing, {counts['new']} new"
     )
-    rows = [(c.key, f.metric, _fmt(f.baseline), _fmt(f.current), f.detail) for c in report.regressed for f in c.findings]
-    rows += [("(aggregate)", f.metric, _fmt(f.baseline), _fmt(f.current), f.detail) for f in report.aggregate]
+    rows = [
+        (c.key, f.metric, _fmt(f.baseline), _fmt(f.current), f.detail)
+        for c in report.regressed
+        for f in c.findings
+    ]
+    rows += [
+        ("(aggregate)", f.metric, _fmt(f.baseline), _fmt(f.current), f.detail)
+        for f in report.aggregate
+    ]
     if rows:
         header = ("cell", "metric", "baseline", "current", "change")
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
@@ -288,11 +372,20 @@ def text_report(report: CheckReport) -> str:
 def markdown_report(report: CheckReport) -> str:
     """A Markdown summary for CI job pages."""
     status = "❌ regression" if report.failed else "✅ no regression"
-    counts = {s: sum(1 for c in report.cells if c.status == s) for s in ("ok", "regressed", "missing", "new")}
-    out = [f"## ctxbench check: {status}", "",
-           f"{len(report.cells)} cells — {counts['ok']} ok, {counts['regressed']} regressed, "
-           f"{counts['missing']} missing, {counts['new']} new", ""]
-    findings = [(c.key, f) for c in report.regressed for f in c.findings] + [("aggregate", f) for f in report.aggregate]
+    counts = {
+        s: sum(1 for c in report.cells if c.status == s)
+        for s in ("ok", "regressed", "missing", "new")
+    }
+    out = [
+        f"## ctxbench check: {status}",
+        "",
+        f"{len(report.cells)} cells — {counts['ok']} ok, {counts['regressed']} regressed, "
+        f"{counts['missing']} missing, {counts['new']} new",
+        "",
+    ]
+    findings = [(c.key, f) for c in report.regressed for f in c.findings] + [
+        ("aggregate", f) for f in report.aggregate
+    ]
     if findings:
         out += ["| cell | metric | baseline | current | change |", "|---|---|---|---|---|"]
         for key, f in findings:
@@ -311,13 +404,26 @@ def junit_report(report: CheckReport) -> str:
     suite = ET.Element("testsuite", name="ctxbench.check", tests=str(len(report.cells) + 1))
     failures = skipped = 0
     for c in report.cells:
-        strategy = str((c.current or c.baseline).get("strategy") or c.key.split("|")[1].split("(")[0] if "|" in c.key else "")
-        case = ET.SubElement(suite, "testcase", classname=f"ctxbench.{strategy}" if strategy else "ctxbench",
-                             name=c.key)
+        strategy = str(
+            (c.current or c.baseline).get("strategy") or c.key.split("|")[1].split("(")[0]
+            if "|" in c.key
+            else ""
+        )
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"ctxbench.{strategy}" if strategy else "ctxbench",
+            name=c.key,
+        )
         if c.status == "regressed":
             failures += 1
-            text = "\n".join(f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})" for f in c.findings)
-            ET.SubElement(case, "failure", message="; ".join(f.metric for f in c.findings), type="regression").text = text
+            text = "\n".join(
+                f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+                for f in c.findings
+            )
+            ET.SubElement(
+                case, "failure", message="; ".join(f.metric for f in c.findings), type="regression"
+            ).text = text
         elif c.status == "missing":
             if not report.tolerances.allow_missing:
                 failures += 1
@@ -331,10 +437,16 @@ def junit_report(report: CheckReport) -> str:
     agg = ET.SubElement(suite, "testcase", classname="ctxbench", name="aggregate")
     if report.aggregate:
         failures += 1
-        ET.SubElement(agg, "failure", message="aggregate regression", type="regression").text = "\n".join(
-            f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})" for f in report.aggregate)
+        ET.SubElement(
+            agg, "failure", message="aggregate regression", type="regression"
+        ).text = "\n".join(
+            f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+            for f in report.aggregate
+        )
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
     suite.set("errors", "0")
     ET.indent(suite)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    )

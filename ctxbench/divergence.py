@@ -32,10 +32,16 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
                 try:
                     event = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise ConfigError(f"malformed JSON: {exc.msg}", path=path, line=lineno) from None
+                    raise ConfigError(
+                        f"malformed JSON: {exc.msg}", path=path, line=lineno
+                    ) from None
                 if not isinstance(event, dict) or "type" not in event or "call" not in event:
-                    raise ConfigError("not a ctxbench event (needs type and call)", path=path, line=lineno,
-                                      hint="give the --events file of `ctxbench run` or a sweep's events.jsonl")
+                    raise ConfigError(
+                        "not a ctxbench event (needs type and call)",
+                        path=path,
+                        line=lineno,
+                        hint="give the --events file of `ctxbench run` or a sweep's events.jsonl",
+                    )
                 runs.setdefault(str(event.get("run_id", "")), []).append(event)
     except FileNotFoundError:
         raise ConfigError("no such events file", path=path) from None
@@ -43,12 +49,18 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
         raise ConfigError("not UTF-8 text", path=path) from None
     if run_id is not None:
         if run_id not in runs:
-            raise ConfigError(f"no events of run {run_id!r}", path=path,
-                              hint=f"runs in this file: {', '.join(sorted(runs)[:10])}")
+            raise ConfigError(
+                f"no events of run {run_id!r}",
+                path=path,
+                hint=f"runs in this file: {', '.join(sorted(runs)[:10])}",
+            )
         return run_id, runs[run_id]
     if len(runs) != 1:
-        raise ConfigError(f"holds {len(runs)} runs", path=path,
-                          hint="pick one with --run-a / --run-b; runs: " + ", ".join(sorted(runs)[:10]))
+        raise ConfigError(
+            f"holds {len(runs)} runs",
+            path=path,
+            hint="pick one with --run-a / --run-b; runs: " + ", ".join(sorted(runs)[:10]),
+        )
     only = next(iter(runs))
     return only, runs[only]
 
@@ -91,7 +103,11 @@ def first_divergence(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, An
             first = call
             break
     pa, pb = probe_outcomes(a), probe_outcomes(b)
-    changed = {pid: (pa.get(pid), pb.get(pid)) for pid in sorted(set(pa) | set(pb)) if pa.get(pid) != pb.get(pid)}
+    changed = {
+        pid: (pa.get(pid), pb.get(pid))
+        for pid in sorted(set(pa) | set(pb))
+        if pa.get(pid) != pb.get(pid)
+    }
     if first is None:
         return Divergence(None, probes=changed)
     return Divergence(first, calls_a.get(first, []), calls_b.get(first, []), changed)
@@ -103,15 +119,21 @@ def _describe(event: Mapping[str, Any]) -> str:
         layer = f" after {event['compact_layer']}" if event.get("compact_layer") else ""
         return f"status{layer}: {event['used']} / {event['budget']} estimated ({event['ratio']}) -> {event['state']}"
     if kind == ev.COMPACTION:
-        ranges = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in event.get("dropped_messages") or [])
+        ranges = ", ".join(
+            f"{a}" if a == b else f"{a}-{b}" for a, b in event.get("dropped_messages") or []
+        )
         dropped = f"; trace messages dropped: {ranges}" if ranges else ""
-        return (f"compaction {event['layer']}: {event['messages_before']} -> {event['messages_after']} messages "
-                f"(dropped {event['dropped']}, rewritten {event['changed']}, added {event.get('added', 0)}), est {event['est_before']} -> "
-                f"{event['est_after']}, true {event['true_before']} -> {event['true_after']}{dropped}")
+        return (
+            f"compaction {event['layer']}: {event['messages_before']} -> {event['messages_after']} messages "
+            f"(dropped {event['dropped']}, rewritten {event['changed']}, added {event.get('added', 0)}), est {event['est_before']} -> "
+            f"{event['est_after']}, true {event['true_before']} -> {event['true_after']}{dropped}"
+        )
     if kind == ev.PROVIDER_CALL:
         verdict = "ok" if event["ok"] else "REJECTED (overflow)"
-        return (f"provider attempt {event['attempt']}: {event['true_tokens']} true / {event['limit']} limit "
-                f"(estimated {event['estimated_tokens']}) {verdict}")
+        return (
+            f"provider attempt {event['attempt']}: {event['true_tokens']} true / {event['limit']} limit "
+            f"(estimated {event['estimated_tokens']}) {verdict}"
+        )
     if kind == ev.CALL_FAILED:
         return f"call FAILED after {event['attempts']} attempt(s): {event['true_tokens']} > {event['limit']}"
     if kind == ev.SUMMARY:
@@ -134,7 +156,9 @@ def render(div: Divergence, label_a: str, label_b: str) -> str:
         lines.append(f"first divergence at call {div.call}")
         for label, events in ((label_a, div.a), (label_b, div.b)):
             lines.append(f"\n{label}:")
-            lines.extend(f"  {_describe(e)}" for e in events) if events else lines.append("  (no events)")
+            lines.extend(f"  {_describe(e)}" for e in events) if events else lines.append(
+                "  (no events)"
+            )
     if div.probes:
         lines.append("\nprobes whose outcome changed:")
         for pid, (oa, ob) in div.probes.items():

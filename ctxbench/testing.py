@@ -18,7 +18,9 @@ from typing import Any
 from ctxbench.check import CheckReport, Tolerances, check, load_baseline, make_baseline, text_report
 
 
-def run_sweep(sweep_file: str | Path, out_dir: str | Path, *, workers: int = 1, resume: bool = False) -> Path:
+def run_sweep(
+    sweep_file: str | Path, out_dir: str | Path, *, workers: int = 1, resume: bool = False
+) -> Path:
     """Run a sweep TOML into ``out_dir`` (in this process, or ``workers`` processes)."""
     from ctxbench.sweep import InlineExecutor, ProcessExecutor, load_sweep
     from ctxbench.sweep import run_sweep as execute

@@ -14,7 +14,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ctxbench.check import Tolerances, check, compare_cell, junit_report, load_baseline, make_baseline
+from ctxbench.check import (
+    Tolerances,
+    check,
+    compare_cell,
+    junit_report,
+    load_baseline,
+    make_baseline,
+)
 from ctxbench.cli import cli
 from ctxbench.errors import ConfigError
 from ctxbench.sweep import ResultsDir
@@ -47,7 +54,9 @@ def invoke(*args: str) -> Any:
 # -- baseline ------------------------------------------------------------------------------------
 
 
-def test_baseline_records_every_cell_by_run_id_and_key_with_versions(results: Path, tmp_path: Path) -> None:
+def test_baseline_records_every_cell_by_run_id_and_key_with_versions(
+    results: Path, tmp_path: Path
+) -> None:
     out = invoke("baseline", str(results), "-o", str(tmp_path / "b.json"))
     assert out.exit_code == 0, out.output
     doc = load_baseline(tmp_path / "b.json")
@@ -66,13 +75,17 @@ def test_the_committed_example_baseline_matches_this_ctxbench(results: Path) -> 
 # -- exit codes ----------------------------------------------------------------------------------------
 
 
-def test_check_exits_0_when_nothing_regressed(results: Path, baseline: dict[str, Any], tmp_path: Path) -> None:
+def test_check_exits_0_when_nothing_regressed(
+    results: Path, baseline: dict[str, Any], tmp_path: Path
+) -> None:
     out = invoke("check", str(results), "--baseline", str(save(baseline, tmp_path / "b.json")))
     assert out.exit_code == 0, out.output
     assert "RESULT: ok" in out.output
 
 
-def test_check_exits_1_on_a_retention_regression(results: Path, baseline: dict[str, Any], tmp_path: Path) -> None:
+def test_check_exits_1_on_a_retention_regression(
+    results: Path, baseline: dict[str, Any], tmp_path: Path
+) -> None:
     cell = next(c for c in baseline["cells"] if c["retention"] is not None and c["retention"] < 1)
     cell["retention"] = round(cell["retention"] + 0.25, 4)
     out = invoke("check", str(results), "--baseline", str(save(baseline, tmp_path / "b.json")))
@@ -81,8 +94,9 @@ def test_check_exits_1_on_a_retention_regression(results: Path, baseline: dict[s
 
 
 @pytest.mark.parametrize("args", [["--baseline", "missing.json"], ["--max-retention-drop", "-1"]])
-def test_check_exits_2_on_usage_or_input_errors(results: Path, baseline: dict[str, Any], tmp_path: Path,
-                                                args: list[str]) -> None:
+def test_check_exits_2_on_usage_or_input_errors(
+    results: Path, baseline: dict[str, Any], tmp_path: Path, args: list[str]
+) -> None:
     base = ["--baseline", str(save(baseline, tmp_path / "b.json"))]
     if args[0] == "--baseline":
         base = ["--baseline", str(tmp_path / args[1])]
@@ -94,7 +108,9 @@ def test_check_exits_2_on_usage_or_input_errors(results: Path, baseline: dict[st
     assert info.value.code == 2
 
 
-def test_check_of_a_directory_that_is_not_results_exits_2(tmp_path: Path, baseline: dict[str, Any]) -> None:
+def test_check_of_a_directory_that_is_not_results_exits_2(
+    tmp_path: Path, baseline: dict[str, Any]
+) -> None:
     from ctxbench.cli import main
 
     with pytest.raises(SystemExit) as info:
@@ -111,8 +127,15 @@ def test_a_baseline_of_another_schema_is_refused(tmp_path: Path) -> None:
 
 
 def cell(**kw: Any) -> dict[str, Any]:
-    base = {"retention": 0.8, "cost_usd": 1.0, "input_tokens_total": 1000, "failed_calls": 0,
-            "overflow_errors": 0, "pairing_violations": 0, "error": None}
+    base = {
+        "retention": 0.8,
+        "cost_usd": 1.0,
+        "input_tokens_total": 1000,
+        "failed_calls": 0,
+        "overflow_errors": 0,
+        "pairing_violations": 0,
+        "error": None,
+    }
     base.update(kw)
     return base
 
@@ -136,14 +159,18 @@ def test_cost_falls_back_to_input_tokens_without_prices() -> None:
 
 
 def test_improvements_never_fail() -> None:
-    assert compare_cell(cell(), cell(retention=0.9, cost_usd=0.5, input_tokens_total=10), Tolerances()) == []
+    assert (
+        compare_cell(cell(), cell(retention=0.9, cost_usd=0.5, input_tokens_total=10), Tolerances())
+        == []
+    )
 
 
 def test_new_overflows_fail_only_when_asked() -> None:
     worse = cell(failed_calls=2, overflow_errors=3)
     assert compare_cell(cell(), worse, Tolerances()) == []
-    assert {f.metric for f in compare_cell(cell(), worse, Tolerances(fail_on_new_overflow=True))} == {
-        "failed_calls", "overflow_errors"}
+    assert {
+        f.metric for f in compare_cell(cell(), worse, Tolerances(fail_on_new_overflow=True))
+    } == {"failed_calls", "overflow_errors"}
 
 
 def test_pairing_violations_and_new_errors_always_fail() -> None:
@@ -151,7 +178,9 @@ def test_pairing_violations_and_new_errors_always_fail() -> None:
     assert {f.metric for f in found} == {"pairing_violations", "error"}
 
 
-def test_the_aggregate_fails_when_mean_retention_drops_beyond_tolerance(results: Path, baseline: dict[str, Any]) -> None:
+def test_the_aggregate_fails_when_mean_retention_drops_beyond_tolerance(
+    results: Path, baseline: dict[str, Any]
+) -> None:
     rows = ResultsDir(results).rows()
     worse = copy.deepcopy(baseline)
     for c in worse["cells"]:
@@ -166,8 +195,9 @@ def test_the_aggregate_fails_when_mean_retention_drops_beyond_tolerance(results:
 # -- new, missing and renamed cells ---------------------------------------------------------------------
 
 
-def test_missing_cells_fail_unless_allowed_and_new_cells_are_reported(results: Path, baseline: dict[str, Any],
-                                                                      tmp_path: Path) -> None:
+def test_missing_cells_fail_unless_allowed_and_new_cells_are_reported(
+    results: Path, baseline: dict[str, Any], tmp_path: Path
+) -> None:
     dropped = baseline["cells"].pop(0)
     ghost = dict(baseline["cells"][0], run_id="ffffffffffffffff", key="ghost|none()|w=1|r=0|x|y|z")
     baseline["cells"].append(ghost)
@@ -179,7 +209,9 @@ def test_missing_cells_fail_unless_allowed_and_new_cells_are_reported(results: P
     assert out.exit_code == 0, out.output
 
 
-def test_a_cell_whose_run_id_changed_still_matches_by_key(results: Path, baseline: dict[str, Any]) -> None:
+def test_a_cell_whose_run_id_changed_still_matches_by_key(
+    results: Path, baseline: dict[str, Any]
+) -> None:
     baseline["cells"][0]["run_id"] = "0000000000000000"
     report = check(ResultsDir(results).rows(), baseline, Tolerances())
     renamed = [c for c in report.cells if c.matched_by == "key"]
@@ -189,13 +221,23 @@ def test_a_cell_whose_run_id_changed_still_matches_by_key(results: Path, baselin
 # -- reports ------------------------------------------------------------------------------------------------
 
 
-def test_junit_has_one_test_case_per_cell_and_parses_back(results: Path, baseline: dict[str, Any], tmp_path: Path) -> None:
+def test_junit_has_one_test_case_per_cell_and_parses_back(
+    results: Path, baseline: dict[str, Any], tmp_path: Path
+) -> None:
     baseline["cells"][0]["retention"] = 1.0
     baseline["cells"][0]["input_tokens_total"] = 1
     baseline["cells"].append(dict(baseline["cells"][1], run_id="ffffffffffffffff", key="ghost"))
     path = save(baseline, tmp_path / "b.json")
-    out = invoke("check", str(results), "--baseline", str(path), "--junit", str(tmp_path / "j.xml"),
-                 "--markdown", str(tmp_path / "s.md"))
+    out = invoke(
+        "check",
+        str(results),
+        "--baseline",
+        str(path),
+        "--junit",
+        str(tmp_path / "j.xml"),
+        "--markdown",
+        str(tmp_path / "s.md"),
+    )
     assert out.exit_code == 1
     suite = ET.parse(tmp_path / "j.xml").getroot()
     cases = suite.findall("testcase")
@@ -219,7 +261,9 @@ def test_junit_escapes_odd_cell_names() -> None:
 # -- ctxbench.testing and the example workflow -----------------------------------------------------
 
 
-def test_testing_api_passes_on_the_same_results_and_raises_on_a_regression(results: Path, tmp_path: Path) -> None:
+def test_testing_api_passes_on_the_same_results_and_raises_on_a_regression(
+    results: Path, tmp_path: Path
+) -> None:
     path = write_baseline(results, tmp_path / "b.json")
     assert not assert_no_regression(results, path).failed
     doc = json.loads(path.read_text("utf-8"))
@@ -229,7 +273,9 @@ def test_testing_api_passes_on_the_same_results_and_raises_on_a_regression(resul
         assert_no_regression(results, path)
 
 
-def test_the_example_workflow_commands_run_and_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_example_workflow_commands_run_and_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     workflow = yaml.safe_load(WORKFLOW.read_text("utf-8"))
     steps = workflow["jobs"]["compaction-gate"]["steps"]
     commands = [s["run"] for s in steps if str(s.get("run", "")).startswith("ctxbench ")]

@@ -26,17 +26,30 @@ CHARS4 = get_counter("chars4")
 def react(n: int) -> Trace:
     msgs = [Message("system", "You are a data agent."), Message("user", "Sum sales.")]
     for i in range(n):
-        msgs.append(Message("assistant", f"Thought: step {i}\nAction: sql_query\nAction Input: SELECT {i}"))
+        msgs.append(
+            Message("assistant", f"Thought: step {i}\nAction: sql_query\nAction Input: SELECT {i}")
+        )
         msgs.append(Message("user", f"Observation: fact-{i:03d} " + "x" * 380))
     msgs.append(Message("assistant", "done"))
-    probes = tuple(Probe(f"p{i}", "recall", f"fact {i}?", (f"fact-{i:03d}",), evidence=(3 + 2 * i,)) for i in range(n))
+    probes = tuple(
+        Probe(f"p{i}", "recall", f"fact {i}?", (f"fact-{i:03d}",), evidence=(3 + 2 * i,))
+        for i in range(n)
+    )
     return Trace("r", tuple(msgs), probes=probes)
 
 
 def events_for(warning: float, trace: Trace) -> list[dict[str, Any]]:
-    strategy = build_strategy("dbgpt", {"warning_threshold": warning, "error_threshold": 0.95,
-                                        "critical_threshold": 0.97, "max_observation_age_rounds": 1,
-                                        "truncated_observation_max_chars": 20, "snapshots": False})
+    strategy = build_strategy(
+        "dbgpt",
+        {
+            "warning_threshold": warning,
+            "error_threshold": 0.95,
+            "critical_threshold": 0.97,
+            "max_observation_age_rounds": 1,
+            "truncated_observation_max_chars": 20,
+            "snapshots": False,
+        },
+    )
     out = replay(trace, strategy, SimulatedProvider(6000), true_counter=CHARS4, estimator=CHARS4)
     return [{"run_id": f"w{warning}", **e.to_dict()} for e in out.events]
 
@@ -67,7 +80,8 @@ def test_diff_command_on_two_events_files(tmp_path: Path) -> None:
     trace = react(40)
     for name, warning in (("a", 0.5), ("b", 0.7)):
         (tmp_path / f"{name}.jsonl").write_text(
-            "".join(json.dumps(e) + "\n" for e in events_for(warning, trace)), "utf-8")
+            "".join(json.dumps(e) + "\n" for e in events_for(warning, trace)), "utf-8"
+        )
     out = CliRunner().invoke(cli, ["diff", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
     assert out.exit_code == 0, out.output
     assert "first divergence at call" in out.output
@@ -78,7 +92,10 @@ def test_diff_command_on_two_events_files(tmp_path: Path) -> None:
 def test_a_file_with_several_runs_needs_a_run_id(tmp_path: Path) -> None:
     trace = react(5)
     path = tmp_path / "both.jsonl"
-    path.write_text("".join(json.dumps(e) + "\n" for e in events_for(0.5, trace) + events_for(0.7, trace)), "utf-8")
+    path.write_text(
+        "".join(json.dumps(e) + "\n" for e in events_for(0.5, trace) + events_for(0.7, trace)),
+        "utf-8",
+    )
     with pytest.raises(ConfigError, match="holds 2 runs"):
         read_events(path)
     run_id, events = read_events(path, "w0.7")
@@ -100,9 +117,13 @@ def test_diff_by_run_id_in_a_results_dir_shows_dropped_trace_messages(tmp_path: 
     repo = Path(__file__).resolve().parents[1]
     results = run_sweep(repo / "examples" / "ci" / "ci-sweep.toml", tmp_path / "r")
     rows = ResultsDir(results).rows()
-    pick = {(r["strategy"], r["window"]): r["run_id"] for r in rows if r["trace_id"].endswith("s0-0")}
-    out = CliRunner().invoke(cli, ["diff", pick[("none", 16384)], pick[("sliding_window", 16384)],
-                                   "--results", str(results)])
+    pick = {
+        (r["strategy"], r["window"]): r["run_id"] for r in rows if r["trace_id"].endswith("s0-0")
+    }
+    out = CliRunner().invoke(
+        cli,
+        ["diff", pick[("none", 16384)], pick[("sliding_window", 16384)], "--results", str(results)],
+    )
     assert out.exit_code == 0, out.output
     assert "first divergence at call" in out.output and "compaction sliding_window" in out.output
     assert "trace messages dropped: 1-" in out.output

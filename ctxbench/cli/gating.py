@@ -35,7 +35,9 @@ def _write(path: str, text: str) -> None:
 
 @click.command("baseline")
 @click.argument("results_dir", type=click.Path(file_okay=False))
-@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write.")
+@click.option(
+    "-o", "--out", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write."
+)
 def baseline(results_dir: str, out: str) -> None:
     """Record the metrics of every cell of RESULTS_DIR as a baseline.
 
@@ -53,17 +55,51 @@ def baseline(results_dir: str, out: str) -> None:
 
 @click.command("check")
 @click.argument("results_dir", type=click.Path(file_okay=False))
-@click.option("--baseline", "baseline_file", required=True, type=click.Path(dir_okay=False), help="From `ctxbench baseline`.")
-@click.option("--max-retention-drop", type=float, default=0.0, show_default=True,
-              help="Allowed absolute drop of retention per cell and of the mean.")
-@click.option("--max-cost-increase", type=float, default=0.0, show_default=True,
-              help="Allowed relative rise of cost (USD, else input tokens), e.g. 0.05 = 5%.")
-@click.option("--fail-on-new-overflow", is_flag=True, help="Fail when failed calls or overflow errors rise.")
-@click.option("--allow-missing", is_flag=True, help="Do not fail on baseline cells missing from the results.")
-@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per cell).")
-@click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).")
-def check(results_dir: str, baseline_file: str, max_retention_drop: float, max_cost_increase: float,
-          fail_on_new_overflow: bool, allow_missing: bool, junit: str | None, markdown: str | None) -> None:
+@click.option(
+    "--baseline",
+    "baseline_file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="From `ctxbench baseline`.",
+)
+@click.option(
+    "--max-retention-drop",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Allowed absolute drop of retention per cell and of the mean.",
+)
+@click.option(
+    "--max-cost-increase",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Allowed relative rise of cost (USD, else input tokens), e.g. 0.05 = 5%.",
+)
+@click.option(
+    "--fail-on-new-overflow", is_flag=True, help="Fail when failed calls or overflow errors rise."
+)
+@click.option(
+    "--allow-missing", is_flag=True, help="Do not fail on baseline cells missing from the results."
+)
+@click.option(
+    "--junit", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per cell)."
+)
+@click.option(
+    "--markdown",
+    type=click.Path(dir_okay=False),
+    help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).",
+)
+def check(
+    results_dir: str,
+    baseline_file: str,
+    max_retention_drop: float,
+    max_cost_increase: float,
+    fail_on_new_overflow: bool,
+    allow_missing: bool,
+    junit: str | None,
+    markdown: str | None,
+) -> None:
     """Compare RESULTS_DIR with a baseline; exit 1 on a regression.
 
     A cell regresses when its retention drops more than --max-retention-drop, its cost rises
@@ -76,7 +112,9 @@ def check(results_dir: str, baseline_file: str, max_retention_drop: float, max_c
       ctxbench check results --baseline baseline.json --max-retention-drop 0.02 \\
           --max-cost-increase 0.05 --fail-on-new-overflow --junit junit.xml --markdown summary.md
     """
-    tol = gate.Tolerances(max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing)
+    tol = gate.Tolerances(
+        max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing
+    )
     doc = gate.load_baseline(baseline_file)
     report = gate.check(_rows(results_dir), doc, tol)
     click.echo(gate.text_report(report))
@@ -90,8 +128,12 @@ def check(results_dir: str, baseline_file: str, max_retention_drop: float, max_c
 @click.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option("--results", "results_dir", type=click.Path(file_okay=False),
-              help="A results directory: A and B are then run ids in it.")
+@click.option(
+    "--results",
+    "results_dir",
+    type=click.Path(file_okay=False),
+    help="A results directory: A and B are then run ids in it.",
+)
 @click.option("--run-a", help="Run id to take from A when A's events file holds several runs.")
 @click.option("--run-b", help="Run id to take from B when B's events file holds several runs.")
 def diff(a: str, b: str, results_dir: str | None, run_a: str | None, run_b: str | None) -> None:

@@ -167,7 +167,9 @@ class ReplayContext:
             self._recorded.setdefault(message.fingerprint, index)
         self.view.append(message)
 
-    def _account(self, before: Sequence[Message], after: Sequence[Message]) -> tuple[int, int, int, list[int]]:
+    def _account(
+        self, before: Sequence[Message], after: Sequence[Message]
+    ) -> tuple[int, int, int, list[int]]:
         """(dropped, rewritten, added, trace indices of dropped recorded messages).
 
         The two lists are aligned on fingerprints; a run of messages replaced by as many
@@ -184,7 +186,11 @@ class ReplayContext:
             if tag == "equal":
                 continue
             olds, news = before[i1:i2], after[j1:j2]
-            if tag == "replace" and len(olds) == len(news) and all(o.role == n.role for o, n in zip(olds, news)):
+            if (
+                tag == "replace"
+                and len(olds) == len(news)
+                and all(o.role == n.role for o, n in zip(olds, news))
+            ):
                 rewritten += len(news)
                 for old, new in zip(olds, news):
                     if old.fingerprint in self._recorded:
