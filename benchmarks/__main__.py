@@ -13,6 +13,37 @@ import pkgutil
 import sys
 from pathlib import Path
 
+#: The headline figures, by plain name: (module, path of keys inside its result).
+HEADLINES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "exact_vs_chars4_ratio": (
+        "counting",
+        ("counters", "tiktoken:o200k_base", "exact_vs_chars4_ratio"),
+    ),
+    "counting_cache_overhead_ratio": (
+        "counting",
+        ("counters", "tiktoken:o200k_base", "cache_overhead_ratio"),
+    ),
+    "replay_vs_floor_ratio": ("replay", ("replay_vs_floor_ratio",)),
+    "naive_speedup": ("replay", ("naive_speedup",)),
+    "length_scaling": ("replay", ("length_scaling_ms_per_round",)),
+    "length_scaling_ratio_1000_vs_100": ("replay", ("length_scaling_ratio_1000_vs_100",)),
+    "parallel_efficiency_2w": ("sweep", ("parallel_efficiency_2w",)),
+    "dask_overhead_ratio": ("sweep", ("dask_overhead_ratio",)),
+    "memory_growth_ratio": ("sweep", ("memory_growth_ratio",)),
+}
+
+
+def headlines(results: dict[str, object]) -> dict[str, object]:
+    """The figures the issues name, lifted to the top level (absent when not run)."""
+    out: dict[str, object] = {}
+    for name, (module, path) in HEADLINES.items():
+        value: object = results.get(module)
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is not None:
+            out[name] = value
+    return out
+
 
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
@@ -27,7 +58,7 @@ def main(argv: list[str]) -> int:
         module = importlib.import_module(f"benchmarks.{name}")
         print(f"running {short} ...", file=sys.stderr, flush=True)
         out[short] = module.run(quick=quick)
-    print(json.dumps(out, indent=2, sort_keys=True))
+    print(json.dumps({"summary": headlines(out), **out}, indent=2, sort_keys=False))
     return 0
 
 

@@ -79,9 +79,13 @@ def test_the_worked_example_runs_through_ctxbench_run(
 
 
 def test_the_readme_section_shows_exactly_the_worked_example() -> None:
+    example = (REPO / "examples" / "my_strategy.py").read_text("utf-8")
     doc = (REPO / "docs" / "plugins.md").read_text("utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
-    assert blocks == [(REPO / "examples" / "my_strategy.py").read_text("utf-8")]
+    assert re.findall(r"```python\n(.*?)```", doc, re.S) == [example]
+    readme = (REPO / "README.md").read_text("utf-8")
+    assert example in re.findall(r"```python\n(.*?)```", readme, re.S), (
+        "README shows the same example"
+    )
 
 
 def test_an_unknown_knob_of_a_plugin_is_a_config_error(
