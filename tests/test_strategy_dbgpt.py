@@ -663,3 +663,40 @@ def _ctx_for(strategy: Any) -> Any:
         estimator = CHARS4
 
     return Ctx()
+
+
+# -- estimator drift ------------------------------------------------------------------------------
+
+
+def test_chars4_on_cjk_output_causes_real_overflows_and_layer4_recoveries_that_exact_counting_avoids() -> (
+    None
+):
+    """chars/4 undercounts Chinese ~3.7x with o200k: DB-GPT believes the prompt is small, the
+    provider rejects it, and Layer 4 recovers; with the exact estimator the proactive layers
+    act in time and the provider never rejects a prompt."""
+    from ctxbench.synth import generate, load_scenario
+
+    trace = next(generate(load_scenario("cjk_agent"), 0))
+    true = get_counter("tiktoken:o200k_base")
+
+    def replay_with(estimator: str) -> ReplayOutput:
+        return replay(
+            trace,
+            build_strategy("dbgpt"),
+            SimulatedProvider(32768, 4096),
+            true_counter=true,
+            estimator=get_counter(estimator),
+            summarizer=ExtractiveSummarizer(),
+        )
+
+    drifting, exact = replay_with("chars4"), replay_with("tiktoken:o200k_base")
+    assert drifting.result.overflow_errors > 0
+    assert json.loads(drifting.result.compactions).get("layer4", 0) > 0
+    assert drifting.result.reactive_retries == json.loads(drifting.result.compactions)["layer4"]
+    assert exact.result.overflow_errors == 0 and "layer4" not in json.loads(
+        exact.result.compactions
+    )
+    # every overflow happened while the strategy's own estimate said the prompt fitted
+    for e in drifting.events:
+        if e.type == ev.PROVIDER_CALL and not e["ok"]:
+            assert e["estimated_tokens"] <= e["limit"] < e["true_tokens"]
