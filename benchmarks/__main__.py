@@ -26,7 +26,11 @@ HEADLINES: dict[str, tuple[str, tuple[str, ...]]] = {
     "replay_vs_floor_ratio": ("replay", ("replay_vs_floor_ratio",)),
     "naive_speedup": ("replay", ("naive_speedup",)),
     "length_scaling": ("replay", ("length_scaling_ms_per_round",)),
-    "length_scaling_ratio_1000_vs_100": ("replay", ("length_scaling_ratio_1000_vs_100",)),
+    "length_scaling_ratio_1000_vs_100_none": ("replay", ("length_scaling_ratio_1000_vs_100_none",)),
+    "length_scaling_ratio_1000_vs_100_dbgpt": (
+        "replay",
+        ("length_scaling_ratio_1000_vs_100_dbgpt_8k",),
+    ),
     "parallel_efficiency_2w": ("sweep", ("parallel_efficiency_2w",)),
     "dask_overhead_ratio": ("sweep", ("dask_overhead_ratio",)),
     "memory_growth_ratio": ("sweep", ("memory_growth_ratio",)),
