@@ -34,6 +34,10 @@ HEADLINES: dict[str, tuple[str, tuple[str, ...]]] = {
     "parallel_efficiency_2w": ("sweep", ("parallel_efficiency_2w",)),
     "dask_overhead_ratio": ("sweep", ("dask_overhead_ratio",)),
     "memory_growth_ratio": ("sweep", ("memory_growth_ratio",)),
+    "big_message_50mb_peak_rss_mb": ("limits", ("big_message_50mb_peak_rss_mb",)),
+    "big_message_50mb_replay_seconds": ("limits", ("big_message_50mb_replay_seconds",)),
+    "rounds_10000_peak_rss_mb": ("limits", ("rounds_10000_peak_rss_mb",)),
+    "rounds_10000_replay_seconds": ("limits", ("rounds_10000_replay_seconds",)),
 }
 
 

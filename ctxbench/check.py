@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from ctxbench.errors import ConfigError
+from ctxbench import jsontext
+from ctxbench.config import INT64_MAX
+from ctxbench.errors import ConfigError, CtxbenchError
 
 BASELINE_SCHEMA = "ctxbench.baseline/1"
 
@@ -51,7 +53,7 @@ def cell_key(row: Mapping[str, Any]) -> str:
 
     try:
         spec = RunSpec.from_dict(json.loads(row["spec"]))
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, RecursionError, CtxbenchError):  # a damaged spec
         return f"{row.get('trace_id')}|{row.get('strategy')}|w={row.get('window')}|{row.get('counter')}"
     return spec.key
 
@@ -89,15 +91,26 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
     """Read and check a baseline file; problems are ConfigErrors naming the file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text("utf-8"))
+        text = path.read_text("utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(
             "no such baseline file",
             path=path,
             hint="create one with `ctxbench baseline RESULTS -o FILE`",
         ) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"not a JSON baseline: {exc}", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            path=path,
+            hint="give a baseline written by `ctxbench baseline`",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read: {exc.strerror or exc}", path=path, hint="give a baseline JSON file"
+        ) from None
+    data = jsontext.loads(
+        text, path=path, hint="give a baseline written by `ctxbench baseline`, or fix its JSON"
+    )
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
         raise ConfigError(
             f"schema is {data.get('schema') if isinstance(data, dict) else None!r}, expected {BASELINE_SCHEMA!r}",
@@ -110,9 +123,40 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         isinstance(c, dict) and "run_id" in c and "key" in c for c in cells
     ):
         raise ConfigError(
-            "'cells' must be a list of objects with run_id and key", path=path, key="cells"
+            "'cells' must be a list of objects with run_id and key",
+            path=path,
+            key="cells",
+            hint="create baselines with `ctxbench baseline`",
         )
+    for i, cell in enumerate(cells):
+        for name, value in cell.items():
+            problem = _metric_problem(name, value)
+            if problem:
+                raise ConfigError(
+                    f"{name} must be {problem}, not {value!r}",
+                    path=path,
+                    key=f"cells[{i}].{name}",
+                    hint="restore the value `ctxbench baseline` wrote, or record a new baseline",
+                )
     return data
+
+
+def _metric_problem(name: str, value: Any) -> str | None:
+    """What a baseline cell's field must be, when ``value`` is not that (else None)."""
+    if name in ("run_id", "key"):
+        return None if isinstance(value, str) else "a string"
+    if name == "error":
+        return None if value is None or isinstance(value, str) else "a string or null"
+    if name not in METRICS or value is None:
+        return None  # trace_id, strategy: labels only
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or abs(value) > INT64_MAX
+    ):
+        return "a finite number or null"
+    return None
 
 
 @dataclass(frozen=True)

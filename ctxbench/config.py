@@ -14,7 +14,7 @@ import math
 import sys
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +26,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 C = TypeVar("C")
+
+#: The range of an int field: result tables store integers as int64.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _field_types(cls: type) -> dict[str, Any]:
@@ -109,7 +112,7 @@ def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
         if isinstance(value, str):
             try:
                 parsed = json.loads(value)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON: a comma-separated list
                 parsed = [v.strip() for v in value.split(",") if v.strip()] if value.strip() else []
             value = parsed
         if not isinstance(value, (list, tuple)):
@@ -124,16 +127,15 @@ def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
             return value.lower() in ("true", "1", "yes")
         raise fail("true or false")
     if tp is int:
-        if isinstance(value, bool):
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise fail("an integer")
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str):
-            try:
-                return int(value.replace("_", ""))
-            except ValueError:
-                raise fail("an integer") from None
-        raise fail("an integer")
+        try:
+            number = value if isinstance(value, int) else int(value.replace("_", ""))
+        except ValueError:
+            raise fail("an integer") from None
+        if not INT64_MIN <= number <= INT64_MAX:  # results are stored as int64
+            raise fail("an integer of at most 64 bits")
+        return number
     if tp is float:
         if isinstance(value, bool):
             raise fail("a number")
@@ -146,8 +148,8 @@ def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
                 raise fail("a number") from None
         else:
             raise fail("a number")
-        if math.isnan(result):
-            raise fail("a number (not NaN)")
+        if not math.isfinite(result):
+            raise fail("a finite number (not NaN or infinity)")
         return result
     if tp is str:
         if isinstance(value, str):
@@ -157,7 +159,7 @@ def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
         if isinstance(value, str):
             try:
                 value = json.loads(value)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 raise fail("a JSON object") from None
         if not isinstance(value, Mapping):
             raise fail("a table / JSON object")
@@ -187,7 +189,27 @@ def build(cls: type[C], params: Mapping[str, Any], *, source: str | None = None)
     try:
         return cls(**kwargs)
     except (ValueError, TypeError) as exc:
-        raise ConfigError(str(exc), path=source, hint=f"valid keys: {_valid_keys(cls)}") from None
+        raise ConfigError(
+            str(exc),
+            path=source,
+            key=field_named(str(exc), names, given=kwargs),
+            hint=f"valid keys: {_valid_keys(cls)}",
+        ) from None
+
+
+def field_named(message: str, names: Sequence[str], given: Collection[str] = ()) -> str | None:
+    """The field a ``__post_init__`` check's message is about: the first field it names,
+    preferring fields the user set (``0 < warning_threshold <= error_threshold``, only
+    ``error_threshold`` given, is about ``error_threshold``)."""
+    import re
+
+    found = sorted(
+        (match.start(), name)
+        for name in names
+        if (match := re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message))
+    )
+    chosen = [name for _, name in found if name in given] or [name for _, name in found]
+    return chosen[0] if chosen else None
 
 
 def to_params(config: Any) -> dict[str, Any]:
@@ -214,14 +236,23 @@ def parse_set(values: Sequence[str]) -> dict[str, str]:
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
-    """Parse a TOML file; syntax errors name the file and line."""
+    """Parse a TOML file; syntax errors name the file and line. A UTF-8 byte-order mark
+    (as Windows editors write) is skipped."""
     path = Path(path)
     try:
-        text = path.read_text("utf-8")
+        text = path.read_text("utf-8-sig")
     except FileNotFoundError:
-        raise ConfigError("no such file", path=path) from None
-    except UnicodeDecodeError:
-        raise ConfigError("not UTF-8 text", path=path, hint="save the file as UTF-8") from None
+        raise ConfigError("no such file", path=path, hint="check the path") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            path=path,
+            hint="save the file as UTF-8",
+        ) from None
+    except OSError as exc:  # a directory, no permission
+        raise ConfigError(
+            f"cannot read: {exc.strerror or exc}", path=path, hint="give a readable TOML file"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -230,5 +261,20 @@ def load_toml(path: str | Path) -> dict[str, Any]:
             import re
 
             found = re.search(r"line (\d+)", str(exc))
-            line = int(found.group(1)) if found else None
-        raise ConfigError(f"invalid TOML: {exc}", path=path, line=line) from None
+            line = int(found.group(1)) if found else text.count("\n") + 1  # "end of document"
+        raise ConfigError(
+            f"invalid TOML: {exc}",
+            path=path,
+            line=line,
+            hint="fix the TOML syntax on that line (strings in quotes, one key = value per line)",
+        ) from None
+    except RecursionError:
+        raise ConfigError(
+            "TOML nested too deeply", path=path, hint="flatten the arrays and tables"
+        ) from None
+    except ValueError:  # an integer longer than Python converts
+        raise ConfigError(
+            "a number has too many digits to read",
+            path=path,
+            hint="numbers are counts and sizes: write them with fewer digits",
+        ) from None

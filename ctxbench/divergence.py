@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxbench import jsontext
 from ctxbench.engine import events as ev
 from ctxbench.errors import ConfigError
 
@@ -25,33 +26,29 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
     path = Path(path)
     runs: dict[str, list[dict[str, Any]]] = {}
     try:
-        with path.open("r", encoding="utf-8") as fh:
+        with path.open("r", encoding="utf-8-sig") as fh:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(
-                        f"malformed JSON: {exc.msg}", path=path, line=lineno
-                    ) from None
-                if not isinstance(event, dict) or "type" not in event or "call" not in event:
-                    raise ConfigError(
-                        "not a ctxbench event (needs type and call)",
-                        path=path,
-                        line=lineno,
-                        hint="give the --events file of `ctxbench run` or a sweep's events.jsonl",
-                    )
+                event = jsontext.loads(line, path=path, line=lineno, hint=_EVENTS_HINT)
+                _check_event(event, path, lineno)
                 runs.setdefault(str(event.get("run_id", "")), []).append(event)
     except FileNotFoundError:
-        raise ConfigError("no such events file", path=path) from None
-    except UnicodeDecodeError:
-        raise ConfigError("not UTF-8 text", path=path) from None
+        raise ConfigError("no such events file", path=path, hint=_EVENTS_HINT) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path, hint=_EVENTS_HINT
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read: {exc.strerror or exc}", path=path, hint=_EVENTS_HINT
+        ) from None
     if run_id is not None:
         if run_id not in runs:
             raise ConfigError(
                 f"no events of run {run_id!r}",
                 path=path,
+                key="$.run_id",
                 hint=f"runs in this file: {', '.join(sorted(runs)[:10])}",
             )
         return run_id, runs[run_id]
@@ -59,10 +56,22 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
         raise ConfigError(
             f"holds {len(runs)} runs",
             path=path,
+            key="$.run_id" if runs else None,
             hint="pick one with --run-a / --run-b; runs: " + ", ".join(sorted(runs)[:10]),
         )
     only = next(iter(runs))
     return only, runs[only]
+
+
+_EVENTS_HINT = "give the --events file of `ctxbench run` or a sweep's events.jsonl"
+
+
+def _check_event(event: Any, path: Path, line: int) -> None:
+    """An event line must hold what ``diff`` reads, so a hand-edited file fails here, named."""
+    problem = ev.event_problem(event)
+    if problem is not None:
+        key, message = problem
+        raise ConfigError(message, path=path, line=line, key=key, hint=_EVENTS_HINT)
 
 
 def _normal(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -117,7 +126,7 @@ def _describe(event: Mapping[str, Any]) -> str:
     kind = event["type"]
     if kind == ev.CONTEXT_STATUS:
         layer = f" after {event['compact_layer']}" if event.get("compact_layer") else ""
-        return f"status{layer}: {event['used']} / {event['budget']} estimated ({event['ratio']}) -> {event['state']}"
+        return f"status{layer}: {event['used']} / {event['budget']} estimated ({event.get('ratio')}) -> {event['state']}"
     if kind == ev.COMPACTION:
         ranges = ", ".join(
             f"{a}" if a == b else f"{a}-{b}" for a, b in event.get("dropped_messages") or []

@@ -6,6 +6,7 @@ Every error says *where* (file, line, key or JSON path) and *what to do*. The CL
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -83,3 +84,38 @@ class SummarizerError(CtxbenchError):
 
 class OutputError(CtxbenchError):
     """Results could not be written (read-only directory, disk full); finished results are intact."""
+
+    @classmethod
+    def from_os_error(
+        cls, exc: OSError, path: str | Path, *, then: str = "run the command again"
+    ) -> OutputError:
+        """The error for ``exc``, raised while writing ``path``: the OS's reason, and a hint
+        chosen by its errno (space, permissions, a file in the way) ending with ``then``."""
+        return cls(
+            f"cannot write: {exc.strerror or exc}", path=path, hint=f"{_fix(exc)}, then {then}"
+        )
+
+
+#: What to do about a failed write, by errno.
+_WRITE_FIXES: tuple[tuple[frozenset[int], str], ...] = (
+    (
+        frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT}),
+        "the disk is full or a file size limit was reached: free some space",
+    ),
+    (
+        frozenset({errno.EACCES, errno.EPERM, errno.EROFS}),
+        "the location is read-only: fix its permissions or give a writable path",
+    ),
+    (
+        frozenset({errno.ENOTDIR, errno.EEXIST, errno.EISDIR}),
+        "a file or folder is in the way of this path: give another path",
+    ),
+    (frozenset({errno.ENAMETOOLONG}), "the path is too long: give a shorter one"),
+)
+
+
+def _fix(exc: OSError) -> str:
+    for codes, fix in _WRITE_FIXES:
+        if exc.errno in codes:
+            return fix
+    return "check free space and permissions of the output location"

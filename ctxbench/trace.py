@@ -103,6 +103,8 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a tool call must be an object, not {type(data).__name__}")
         args = data.get("arguments", "{}")
         if not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
@@ -301,6 +303,8 @@ class ToolSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolSpec:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a tool must be an object, not {type(data).__name__}")
         params = data.get("parameters") or {}
         if not isinstance(params, Mapping):
             raise TypeError("tool 'parameters' must be an object")

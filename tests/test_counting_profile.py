@@ -47,7 +47,7 @@ def test_profile_spec_loads_through_get_counter(tmp_path: Path) -> None:
     ("content", "words"),
     [
         (None, "no such profile file"),
-        ("{not json", "cannot read profile"),
+        ("{not json", "malformed JSON"),
         (json.dumps({"base": "chars4", "per_mesage": 1}), "unknown key 'per_mesage'"),
         (json.dumps({"base": "chars4", "constant": "big"}), "integer"),
         (json.dumps({"base": "chars4", "schema": "other/1"}), "schema"),

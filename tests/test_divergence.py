@@ -104,7 +104,8 @@ def test_a_file_with_several_runs_needs_a_run_id(tmp_path: Path) -> None:
 
 def test_a_malformed_events_file_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"type": "probe", "call": 0}\n{broken\n', "utf-8")
+    probe = '{"type": "probe", "call": 0, "probe_id": "p", "kind": "recall", "outcome": "lost"}'
+    path.write_text(probe + "\n{broken\n", "utf-8")
     with pytest.raises(ConfigError) as info:
         read_events(path)
     assert info.value.line == 2

@@ -237,3 +237,31 @@ def test_file_names_from_untrusted_text_cannot_escape(raw: str) -> None:
         and not name.startswith(".")
         and len(name) <= 64
     )
+
+
+def test_a_summarizer_that_crashes_counts_as_a_failed_summary_not_a_crashed_replay() -> None:
+    from ctxbench.counting.base import TokenCounter
+    from ctxbench.summarizers.base import Summarizer, SummaryRequest
+
+    class Broken(Summarizer):
+        def summarize(self, request: SummaryRequest, counter: TokenCounter) -> str:
+            raise RuntimeError("bug in a plug-in")
+
+    trace = tool_trace(30, output="b" * 400)
+    strategy = build_strategy(
+        "dbgpt", {"warning_threshold": 0.5, "error_threshold": 0.5, "critical_threshold": 0.9}
+    )
+    out = replay(
+        trace,
+        strategy,
+        SimulatedProvider(4000),
+        true_counter=CHARS4,
+        estimator=CHARS4,
+        summarizer=Broken(),
+    )
+    failures = [e for e in out.events if e.type == ev.SUMMARY]
+    assert failures and all(
+        not e["ok"] and e["error"].startswith("crash: the summarizer raised RuntimeError")
+        for e in failures
+    )
+    assert out.result.summary_calls == len(failures) and out.result.calls == len(trace.call_indices)

@@ -88,3 +88,22 @@ def test_the_hub_offline_is_a_clear_error() -> None:
     with pytest.raises(TraceFormatError) as err:
         list(read_hub("someone/not-here:test", ImportOptions()))
     assert err.value.key == "--hf" and "someone/not-here" in str(err.value)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "footer"])
+def test_a_damaged_parquet_file_is_a_clear_error(tmp_path: Path, damage: str) -> None:
+    from tests.hardening import assert_names_the_problem
+
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist(ROWS), path)
+    data = path.read_bytes()
+    path.write_bytes(
+        {
+            "truncate": data[: len(data) // 2],
+            "flip": data[:100] + bytes([data[100] ^ 0xFF]) + data[101:],
+            "footer": data[:-12] + b"PAR1",
+        }[damage]
+    )
+    with pytest.raises(TraceFormatError) as err:
+        import_file(path)
+    assert_names_the_problem(err.value, path)

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxbench.errors import CtxbenchError, TraceFormatError, UnknownNameError
-from ctxbench.formats.canonical import read_traces, write_traces
+from ctxbench.formats.canonical import read_traces, trace_line, write_traces
 from ctxbench.formats.document import open_document
 from ctxbench.formats.importing import (
     ImportReport,
@@ -403,3 +403,51 @@ def test_truncated_files_give_a_ctxbench_error(
         with pytest.raises(CtxbenchError) as err:
             import_file(path, data.draw(st.sampled_from(["auto", name])))
         assert err.value.path == str(path)
+
+
+# -- hardening: damaged bytes and extreme values (see tests/hardening.py) --------------------------
+
+
+@pytest.mark.parametrize("name", list(SAMPLES))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_damaged_bytes_import_or_name_the_file_and_fix(
+    name: str, samples: dict[str, Any], data: st.DataObject
+) -> None:
+    from tests.hardening import assert_names_the_problem, damaged
+
+    text = json.dumps(samples[name], indent=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / data.draw(st.sampled_from(["damaged.json", "damaged.jsonl"]))
+        path.write_bytes(data.draw(damaged(text)))
+        try:
+            import_file(path, data.draw(st.sampled_from(["auto", name])))
+        except CtxbenchError as exc:
+            assert_names_the_problem(exc, path)
+
+
+@pytest.mark.parametrize("name", list(SAMPLES))
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_extreme_values_import_or_name_their_json_path(
+    name: str, samples: dict[str, Any], data: st.DataObject
+) -> None:
+    from tests.hardening import assert_names_the_problem, dumps, mutated
+
+    doc = data.draw(mutated(samples[name]))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "extreme.json"
+        path.write_text(dumps(doc), encoding="utf-8")
+        try:
+            traces, _ = import_file(path, data.draw(st.sampled_from(["auto", name])))
+        except CtxbenchError as exc:
+            assert_names_the_problem(exc, path)
+            assert "unexpected shape" not in str(exc), exc  # a located error, not the safety net
+            return
+        out = path.with_suffix(".out.jsonl")
+        write_traces(out, traces)
+        assert [trace_line(t) for t in read_traces(out)] == [trace_line(t) for t in traces]

@@ -82,7 +82,7 @@ def test_a_folder_of_jsonl_rows_and_events_reads_back(tmp_path: Path) -> None:
 def test_a_corrupt_events_line_names_the_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "results.jsonl").write_text(json.dumps(_row("a")).replace("NaN", "null") + "\n")
     (tmp_path / "events.jsonl").write_text('{"run_id":"a","type":"probe"\n')
-    with pytest.raises(CtxbenchError, match=r"events.jsonl:1: not a JSON event"):
+    with pytest.raises(CtxbenchError, match=r"events.jsonl:1: malformed JSON"):
         load_results(tmp_path)
 
 

@@ -1,5 +1,7 @@
-"""Invariants every strategy keeps on random traces and windows: tool pairs intact, the system
-message kept, events in order, and the row equal to what the events say."""
+"""Invariants every strategy keeps on random traces (tool calling, text ReAct with observations,
+chat), windows, estimators and true counters: tool pairs intact, the system message kept,
+prompts within the window after every successful call, events in order, and the row equal to
+what the events say."""
 
 from __future__ import annotations
 
@@ -14,8 +16,6 @@ from ctxbench.engine.result import Identity, result_from_events
 from ctxbench.strategies import STRATEGIES, build_strategy
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.trace import Message, ToolCall, Trace, pairing_violations
-
-CHARS4 = get_counter("chars4")
 
 
 @st.composite
@@ -45,18 +45,30 @@ def random_traces(draw: st.DrawFn) -> Trace:
     return Trace("rand", tuple(msgs))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_traces(), st.integers(600, 20_000), st.sampled_from(STRATEGIES.names()))
+#: Estimators a strategy may decide with ("" = its own), and the provider's true counters:
+#: the strategy's estimate is often wrong, as in real deployments.
+ESTIMATORS = ("", "chars4", "hermes", "agentscope", "tiktoken:o200k_base")
+TRUE_COUNTERS = ("chars4", "tiktoken:o200k_base")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    random_traces(),
+    st.integers(600, 20_000),
+    st.sampled_from(STRATEGIES.names()),
+    st.sampled_from(ESTIMATORS),
+    st.sampled_from(TRUE_COUNTERS),
+)
 def test_no_strategy_breaks_tool_pairs_or_drops_the_system_message(
-    trace: Trace, window: int, name: str
+    trace: Trace, window: int, name: str, estimator: str, true_counter: str
 ) -> None:
     strategy = build_strategy(name)
     out = replay(
         trace,
         strategy,
         SimulatedProvider(window, min(200, window // 4)),
-        true_counter=CHARS4,
-        estimator=CHARS4,
+        true_counter=get_counter(true_counter),
+        estimator=get_counter(estimator or type(strategy).default_estimator),
         summarizer=ExtractiveSummarizer(),
     )
     assert out.result.pairing_violations == 0

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
 from ctxbench import check as gate
+from ctxbench.atomic_file import AtomicFile
 from ctxbench.errors import ConfigError
 
 
@@ -26,11 +26,8 @@ def _rows(results_dir: str) -> list[dict[str, object]]:
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    with AtomicFile(path) as out:
+        out.write(text)
 
 
 @click.command("baseline")

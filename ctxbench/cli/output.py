@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ctxbench.atomic_file import AtomicFile
 from ctxbench.errors import ConfigError
 
 
@@ -32,24 +33,25 @@ def print_table(rows: Sequence[Mapping[str, Any]], columns: Iterable[str]) -> No
 
 
 def write_rows(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write rows by file suffix: ``.jsonl``, ``.csv`` or ``.parquet``."""
+    """Write rows by file suffix: ``.jsonl``, ``.csv`` or ``.parquet``, whole or not at all
+    (a failed write raises OutputError and leaves the previous file as it was)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".jsonl":
-        with path.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(dict(row), ensure_ascii=False) + "\n")
-    elif path.suffix == ".csv":
-        columns = list(rows[0]) if rows else []
-        with path.open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(rows)
-    elif path.suffix == ".parquet":
-        import pandas as pd
-
-        pd.DataFrame(list(rows)).to_parquet(path, index=False)
-    else:
+    if path.suffix not in (".jsonl", ".csv", ".parquet"):
         raise ConfigError(
             f"cannot write rows to {path.name!r}", path=path, hint="use .jsonl, .csv or .parquet"
         )
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        data: bytes = pd.DataFrame(list(rows)).to_parquet(index=False)
+        with AtomicFile(path, "wb") as out:
+            out.write(data)
+        return
+    with AtomicFile(path) as out:
+        if path.suffix == ".jsonl":
+            for row in rows:
+                out.write(json.dumps(dict(row), ensure_ascii=False) + "\n")
+        else:
+            writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else [])
+            writer.writeheader()
+            writer.writerows(rows)

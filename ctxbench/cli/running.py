@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ctxbench import config as configuration
+from ctxbench.atomic_file import AtomicFile
 from ctxbench.cli.output import print_table, write_rows
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
@@ -39,11 +40,17 @@ ROW_COLUMNS = (
 
 def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str]) -> dict[str, Any]:
     """Knobs from ``--config`` (the strategy's keys at top level, or DB-GPT's own
-    ``[service.web.agent_context]`` section) overridden by ``--set KEY=VALUE``."""
+    ``[service.web.agent_context]`` section) overridden by ``--set KEY=VALUE``. Both are
+    checked here, so a bad knob names the file (or ``--set``) it came from."""
+    from ctxbench.strategies import strategy_class
+
+    config_cls = strategy_class(strategy).Config
     params: dict[str, Any] = {}
     if config_file:
         data = configuration.load_toml(config_file)
-        section = data.get("service", {}).get("web", {}).get("agent_context")
+        section: Any = data
+        for key in ("service", "web", "agent_context"):
+            section = section.get(key) if isinstance(section, Mapping) else None
         if section is not None:
             if strategy != "dbgpt":
                 raise ConfigError(
@@ -52,10 +59,19 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
                     path=config_file,
                     hint="use --strategy dbgpt, or put the strategy's knobs at top level",
                 )
+            if not isinstance(section, Mapping):
+                raise ConfigError(
+                    "expected a table",
+                    path=config_file,
+                    key="service.web.agent_context",
+                    hint="write it as [service.web.agent_context]",
+                )
             params.update(section)
         else:
             params.update(data)
+        configuration.build(config_cls, params, source=config_file)
     params.update(configuration.parse_set(sets))
+    configuration.build(config_cls, params, source="--set")
     return params
 
 
@@ -65,7 +81,7 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
     for key, text in configuration.parse_set(sets).items():
         try:
             out[key] = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON (or unreadable as JSON): the text
             out[key] = text
     return out
 
@@ -207,11 +223,7 @@ def run(
         external = load_probes(probes_file)
     rows: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
-        events_out = (
-            stack.enter_context(Path(events_file).open("w", encoding="utf-8"))
-            if events_file
-            else None
-        )
+        events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         for path in traces:
             for trace in read_traces(path):
                 if trace.id in external:
@@ -272,7 +284,7 @@ def rerun_row(
     if output.files:
         write_files(Path(files_dir) / spec.run_id, output.files)
     if events_file:
-        with Path(events_file).open("w", encoding="utf-8") as fh:
+        with AtomicFile(events_file) as fh:
             for event in output.events:
                 fh.write(event_line(event, run_id=spec.run_id) + "\n")
     new = output.result.to_row()

@@ -87,7 +87,7 @@ def _is_json(sample: str, complete: bool, lines: Sequence[str]) -> bool:
     if complete:
         try:
             return isinstance(json.loads(stripped), (dict, list))
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
         if len(lines) > 1 and all(_parses_as_container(line) for line in lines[:50]):
             return True
@@ -98,7 +98,7 @@ def _is_json(sample: str, complete: bool, lines: Sequence[str]) -> bool:
 def _parses_as_container(line: str) -> bool:
     try:
         return isinstance(json.loads(line), (dict, list))
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 

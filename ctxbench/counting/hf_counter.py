@@ -23,6 +23,7 @@ Meta's documented prompt format (Llama 3.1 for tools):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,17 @@ def load_tokenizer(relpath: str) -> Tokenizer:
     return tokenizer
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` with lone surrogates (``\\ud800`` escapes in recorded JSON, an emoji cut in
+    half) replaced by U+FFFD, as tiktoken does: the Rust tokenizers reject them."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 class HFCounter(TokenCounter):
     """Counts with a ``tokenizers.Tokenizer``; subclasses add the chat framing."""
 
@@ -59,6 +71,7 @@ class HFCounter(TokenCounter):
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without BOS/EOS (special-token strings become special tokens)."""
+        text = well_formed(text)
         return [
             t
             for e in self.tokenizer.encode_batch(chunks(text), add_special_tokens=False)
@@ -68,9 +81,9 @@ class HFCounter(TokenCounter):
     def count(self, text: str) -> int:
         if not text:
             return 0
-        pieces = chunks(text)
+        pieces = chunks(well_formed(text))
         if len(pieces) == 1:
-            return len(self.tokenizer.encode(text, add_special_tokens=False))
+            return len(self.tokenizer.encode(pieces[0], add_special_tokens=False))
         # encode_batch_fast (tokenizers >= 0.21) skips the character offsets nobody reads here
         encode_batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
         return sum(len(e) for e in encode_batch(pieces, add_special_tokens=False))

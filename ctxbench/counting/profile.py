@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxbench import jsontext
 from ctxbench.config import build
 from ctxbench.counting.base import TokenCounter
-from ctxbench.errors import ConfigError
+from ctxbench.errors import ConfigError, CtxbenchError
 from ctxbench.trace import Message, ToolSpec
 
 PREFIX = "profile:"
@@ -56,25 +57,29 @@ def load_profile(path: str | Path) -> Profile:
     """Read a profile file; unknown keys and wrong types are errors naming the file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(
             "no such profile file",
             path=path,
             hint="write one with `ctxbench calibrate TRACES --counter SPEC --save-profile FILE`",
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"cannot read profile: {exc}", path=path, hint="is it a profile JSON file?"
         ) from None
+    data = jsontext.loads(text, path=path, hint="is it a profile JSON file? fix its JSON")
     if not isinstance(data, dict):
         raise ConfigError(
-            "a profile is a JSON object", path=path, hint="see `ctxbench calibrate --help`"
+            "a profile is a JSON object", path=path, key="$", hint="see `ctxbench calibrate --help`"
         )
     profile = build(Profile, data, source=str(path))
     if profile.schema != SCHEMA:
         raise ConfigError(
-            f"schema is {profile.schema!r}, expected {SCHEMA!r}", path=path, key="schema"
+            f"schema is {profile.schema!r}, expected {SCHEMA!r}",
+            path=path,
+            key="schema",
+            hint="write profiles with `ctxbench calibrate --save-profile`",
         )
     return profile
 
@@ -117,5 +122,14 @@ def profile_counter(spec: str) -> ProfileCounter:
         )
     profile = load_profile(path)
     if profile.base.startswith(PREFIX):
-        raise ConfigError("a profile cannot wrap another profile", path=path, key="base")
-    return ProfileCounter(spec, get_counter(profile.base), profile)
+        raise ConfigError(
+            "a profile cannot wrap another profile",
+            path=path,
+            key="base",
+            hint="set base to a registered counter (see `ctxbench counters`)",
+        )
+    try:
+        base = get_counter(profile.base)
+    except CtxbenchError as exc:
+        raise ConfigError(exc.message, path=path, key="base", hint=exc.hint) from None
+    return ProfileCounter(spec, base, profile)

@@ -26,13 +26,14 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def safe_component(text: str, *, limit: int = 64) -> str:
     """A file-name component from untrusted text (tool names, call ids): no separators, no
-    ``..``, no leading dot, never empty. Keeps snapshot files inside the run's directory."""
-    cleaned = _UNSAFE.sub("_", text).strip("._") or "x"
-    cleaned = cleaned.replace("..", "_")
-    if len(cleaned) > limit:
-        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        cleaned = cleaned[: limit - 9] + "_" + digest
-    return cleaned
+    ``..``, no leading dot, never empty, at most ``limit`` characters. Keeps snapshot files
+    inside the run's directory. Text that has to change gets a short hash of the original, so
+    two names never share a file (``a/b`` and ``a_b``); a safe result is returned as is."""
+    cleaned = _UNSAFE.sub("_", text).strip("._").replace("..", "_") or "x"
+    if cleaned == text and len(text) <= limit:
+        return text
+    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return cleaned[: limit - 9] + "_" + digest
 
 
 class ReplayContext:
@@ -224,7 +225,14 @@ class ReplayContext:
             )
             raise SummarizerError("no summarizer configured", kind="missing")
         try:
-            text = self.summarizer.summarize(request, self._true_counter)
+            try:
+                text = self.summarizer.summarize(request, self._true_counter)
+            except SummarizerError:
+                raise
+            except Exception as exc:  # a plug-in's bug is a failed summary, not a crashed replay
+                raise SummarizerError(
+                    f"the summarizer raised {type(exc).__name__}: {exc}", kind="crash"
+                ) from exc
         except SummarizerError as exc:
             self.emit(
                 ev.SUMMARY,

@@ -35,6 +35,26 @@ PROBE = "probe"
 
 EVENT_TYPES = (CONTEXT_STATUS, COMPACTION, PROVIDER_CALL, CALL_FAILED, SUMMARY, SNAPSHOT, PROBE)
 
+#: The fields every event of a type carries, with their JSON type: what readers of events files
+#: (``diff``, the report) rely on.
+FIELDS: dict[str, dict[str, type]] = {
+    CONTEXT_STATUS: {"used": int, "budget": int, "state": str},
+    COMPACTION: {
+        "layer": str,
+        **dict.fromkeys(("est_before", "est_after", "true_before", "true_after"), int),
+        **dict.fromkeys(("messages_before", "messages_after", "dropped", "changed"), int),
+    },
+    PROVIDER_CALL: {
+        **dict.fromkeys(("attempt", "estimated_tokens", "true_tokens", "limit"), int),
+        "ok": bool,
+    },
+    CALL_FAILED: dict.fromkeys(("attempts", "true_tokens", "limit"), int),
+    SUMMARY: {"layer": str, "ok": bool, "input_tokens": int, "output_tokens": int},
+    SNAPSHOT: {"path": str, "bytes": int},
+    PROBE: {"probe_id": str, "kind": str, "outcome": str},
+}
+_TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string"}
+
 
 @dataclass(frozen=True)
 class Event:
@@ -68,3 +88,21 @@ def event_line(event: Event, **extra: Any) -> str:
     payload = dict(extra)
     payload.update(event.to_dict())
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def event_problem(data: Any) -> tuple[str, str] | None:
+    """``(JSON path, what is wrong)`` when a parsed events-file line is not a well-formed event,
+    else None. Readers check lines with it, so a damaged file fails at the line, by name."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+        return "$", "not a ctxbench event (needs a string type and an integer call)"
+    wanted = {"call": int, **FIELDS.get(data["type"], {})}
+    for name, tp in wanted.items():
+        value = data.get(name)
+        if name not in data:
+            return f"$.{name}", f"a {data['type']} event needs {name}"
+        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
+            return f"$.{name}", f"{name} must be {_TYPE_NAMES[tp]}, not {value!r}"
+    ranges = data.get("dropped_messages") or []
+    if not isinstance(ranges, list) or not all(isinstance(r, list) and len(r) == 2 for r in ranges):
+        return "$.dropped_messages", "dropped_messages must be a list of [first, last] pairs"
+    return None

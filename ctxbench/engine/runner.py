@@ -3,6 +3,7 @@ and write the files (snapshots, offloads) it produced under the run's output dir
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -81,24 +82,34 @@ def error_result(spec: RunSpec, error: BaseException) -> RunResult:
     return result_from_events((), identity_of(spec), error=f"{type(error).__name__}: {error}")
 
 
-def write_files(root: str | Path, files: Mapping[str, bytes]) -> list[Path]:
-    """Write a replay's files under ``root``; refuses any path that would escape it."""
+def write_files(
+    root: str | Path, files: Mapping[str, bytes], *, then: str = "run the command again"
+) -> list[Path]:
+    """Write a replay's files under ``root``. Every path is checked first: one that would
+    escape ``root`` (or that the OS cannot name) is refused before anything is written. A
+    failed write leaves no temporary file behind (its error's hint ends with ``then``)."""
     root_path = Path(root).resolve()
-    written = []
+    targets = []
     for relative, content in sorted(files.items()):
-        target = (root_path / relative).resolve()
+        try:
+            target = (root_path / relative).resolve()
+        except (ValueError, OSError):  # a NUL byte, a symlink loop
+            target = root_path
         if root_path not in target.parents:
-            raise OutputError(f"refusing to write {relative!r} outside {root_path}", path=root_path)
+            raise OutputError(
+                f"refusing to write {relative!r} outside {root_path}",
+                path=root_path,
+                hint="file names come from the strategy; sanitise them with safe_component",
+            )
+        targets.append((target, content))
+    for target, content in targets:
+        tmp = target.with_name(f".{target.name}.tmp")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.tmp")
             tmp.write_bytes(content)
             os.replace(tmp, target)
         except OSError as exc:
-            raise OutputError(
-                f"cannot write {target}: {exc.strerror or exc}",
-                path=target,
-                hint="check free space and permissions of the output directory",
-            ) from None
-        written.append(target)
-    return written
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise OutputError.from_os_error(exc, target, then=then) from None
+    return [target for target, _ in targets]

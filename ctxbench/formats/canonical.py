@@ -10,12 +10,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
+from ctxbench import jsontext
+from ctxbench.atomic_file import AtomicFile
 from ctxbench.errors import TraceFormatError
 from ctxbench.trace import SCHEMA, Trace
 
@@ -29,8 +31,8 @@ def schema() -> dict[str, Any]:
 
 def _open_text(path: Path) -> IO[str]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return path.open("r", encoding="utf-8-sig")
 
 
 def parse_trace(data: Any, *, path: str | Path, line: int | None = None) -> Trace:
@@ -98,7 +100,7 @@ def _locate(data: dict[str, Any], exc: Exception) -> str:
 def read_traces(path: str | Path) -> Iterator[Trace]:
     """Stream the traces of a canonical ``.jsonl`` / ``.jsonl.gz`` / ``.json`` file."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.exists(path):  # never raises (a name too long, a NUL byte)
         raise TraceFormatError("no such file", path=path, hint="check the path")
     if path.is_dir():
         raise TraceFormatError(
@@ -108,15 +110,10 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
     try:
         if stem_suffix == ".json":
             with _open_text(path) as fh:
-                try:
-                    data = json.load(fh)
-                except json.JSONDecodeError as exc:
-                    raise TraceFormatError(
-                        f"malformed JSON: {exc.msg} (column {exc.colno})",
-                        path=path,
-                        line=exc.lineno,
-                        hint="fix the JSON syntax",
-                    ) from None
+                text = fh.read()
+            if not text.strip():
+                raise TraceFormatError("the file is empty", path=path, hint="give a trace file")
+            data = jsontext.loads(text, path=path, error=TraceFormatError)
             items = data if isinstance(data, list) else [data]
             for item in items:
                 yield parse_trace(item, path=path)
@@ -125,15 +122,13 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise TraceFormatError(
-                        f"malformed JSON: {exc.msg} (column {exc.colno})",
-                        path=path,
-                        line=lineno,
-                        hint="each line must be one complete JSON object; was the file truncated?",
-                    ) from None
+                data = jsontext.loads(
+                    line,
+                    path=path,
+                    line=lineno,
+                    error=TraceFormatError,
+                    hint="each line must be one complete JSON object; was the file truncated?",
+                )
                 yield parse_trace(data, path=path, line=lineno)
     except UnicodeDecodeError as exc:
         raise TraceFormatError(
@@ -141,13 +136,9 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
             path=path,
             hint="re-encode the file as UTF-8",
         ) from None
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise TraceFormatError(
             f"cannot read: {exc}", path=path, hint="is the file complete and readable?"
-        ) from None
-    except RecursionError:
-        raise TraceFormatError(
-            "JSON nested too deeply", path=path, hint="flatten the data"
         ) from None
 
 
@@ -157,29 +148,25 @@ def trace_line(trace: Trace) -> str:
 
 
 def write_traces(path: str | Path, traces: Iterable[Trace]) -> int:
-    """Write traces to ``path`` atomically (temp file + rename). Returns how many were written."""
+    """Write traces to ``path`` atomically (temp file + rename): a failed write (disk full,
+    read-only folder) raises OutputError and leaves no partial file. Returns how many were
+    written."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     count = 0
-    try:
-        raw = os.fdopen(fd, "wb")
-        stream: IO[bytes] = (
-            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.suffix == ".gz" else raw  # type: ignore[assignment]
+    with AtomicFile(path, "wb") as raw:
+        stream: Any = (
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.suffix == ".gz" else raw
         )
-        with raw, stream:
-            single_json = path.suffix == ".json"
-            for trace in traces:
-                if single_json and count:
-                    raise TraceFormatError(
-                        "a .json file holds one trace",
-                        path=path,
-                        hint="write several traces to a .jsonl file",
-                    )
-                stream.write(trace_line(trace).encode("utf-8", "surrogatepass") + b"\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        single_json = path.suffix == ".json"
+        for trace in traces:
+            if single_json and count:
+                raise TraceFormatError(
+                    "a .json file holds one trace",
+                    path=path,
+                    hint="write several traces to a .jsonl file",
+                )
+            stream.write(trace_line(trace).encode("utf-8", "backslashreplace") + b"\n")
+            count += 1
+        if stream is not raw:
+            stream.close()
     return count

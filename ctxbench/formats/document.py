@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from ctxbench import jsontext
 from ctxbench.errors import TraceFormatError
 
 Layout = Literal["json", "jsonl", "parquet"]
@@ -51,8 +53,8 @@ class Document:
 
 def _open(path: Path) -> IO[str]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return path.open("r", encoding="utf-8-sig")
 
 
 def _inner_suffix(path: Path) -> str:
@@ -68,20 +70,13 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int | None, Any]]:
 
 
 def _loads(text: str, path: Path, lineno: int | None) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        line = lineno if lineno is not None else exc.lineno
-        raise TraceFormatError(
-            f"malformed JSON: {exc.msg} (column {exc.colno})",
-            path=path,
-            line=line,
-            hint="was the file truncated? each JSON Lines line must be one complete JSON value",
-        ) from None
-    except RecursionError:
-        raise TraceFormatError(
-            "JSON nested too deeply", path=path, line=lineno, hint="flatten the data"
-        ) from None
+    return jsontext.loads(
+        text,
+        path=path,
+        line=lineno,
+        error=TraceFormatError,
+        hint="was the file truncated? each JSON Lines line must be one complete JSON value",
+    )
 
 
 @contextmanager
@@ -105,7 +100,7 @@ def open_document(path: str | Path) -> Document:
     """Open ``path`` and parse what detection needs. JSON Lines is recognised by its suffix,
     or by a whole-document parse that stops at a second value ("Extra data")."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.exists(path):  # never raises (a name too long, a NUL byte)
         raise TraceFormatError("no such file", path=path, hint="check the path")
     if path.is_dir():
         raise TraceFormatError(
@@ -125,20 +120,17 @@ def open_document(path: str | Path) -> Document:
             "the file is empty", path=path, hint="give a file with recorded traces"
         )
     try:
-        return Document(path, "json", json.loads(text))
+        return Document(path, "json", jsontext.well_formed(json.loads(text), text))
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             return _first_line(path)
-        raise TraceFormatError(
-            f"malformed JSON: {exc.msg} (column {exc.colno})",
-            path=path,
-            line=exc.lineno,
-            hint="fix the JSON syntax; was the file truncated?",
-        ) from None
-    except RecursionError:
-        raise TraceFormatError(
-            "JSON nested too deeply", path=path, hint="flatten the data"
-        ) from None
+    except (ValueError, RecursionError):
+        pass
+    # Not one JSON value, nor JSON Lines: parse again for the error that says why and where.
+    value = jsontext.loads(
+        text, path=path, error=TraceFormatError, hint="fix the JSON syntax; was the file truncated?"
+    )
+    return Document(path, "json", value)
 
 
 def _first_line(path: Path) -> Document:

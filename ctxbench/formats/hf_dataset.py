@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ctxbench import jsontext
 from ctxbench.errors import TraceFormatError
 from ctxbench.formats import openai_chat
 from ctxbench.formats.document import Document
@@ -74,10 +75,10 @@ def _decoded(value: Any, at: At) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
+        return jsontext.well_formed(json.loads(value), value)
+    except (ValueError, RecursionError) as exc:
         raise at.error(
-            f"holds text that is not JSON ({exc.msg})",
+            f"holds text that is not JSON ({getattr(exc, 'msg', type(exc).__name__)})",
             hint="give the column that holds the messages",
         ) from None
 

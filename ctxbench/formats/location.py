@@ -59,6 +59,10 @@ class At:
 
     def error(self, message: str, hint: str | None = None) -> TraceFormatError:
         prefix = f"{self.format}: " if self.format else ""
+        hint = hint or (
+            f"fix the value at {self.path}, or give the file's real format with --format"
+            " (see `ctxbench import --help`)"
+        )
         return TraceFormatError(
             prefix + message, path=self.file, line=self.line, key=self.path, hint=hint
         )

@@ -79,7 +79,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("identifier", re.compile(r"(?<![\w-])\d{3}-\d{3}-\d{4}(?![\w-])")),
 )
 _ERROR_LINE = re.compile(
-    r"^\s*(?:E\s+)?((?:[\w.]*(?:Error|Exception)|ERROR|FAILED|fatal|error)\b[:\s].*\S)\s*$", re.M
+    r"^[ \t]*(?:E[ \t]+)?((?:[\w.]*(?:Error|Exception)|ERROR|FAILED|fatal|error)\b[:\s].*\S)[ \t]*$",
+    re.M,
 )
 _BACKTICK = re.compile(r"`([^`\n]*)`")
 #: programs whose command lines are worth asking about when quoted in the agent's text
@@ -141,7 +142,7 @@ _PROGRAMS = frozenset(
     )
 )
 _COMMAND_KEYS = ("command", "cmd", "script", "shell", "code")
-_SPLIT_COMMAND = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_SPLIT_COMMAND = re.compile(r"&&|\|\||;|\|")  # segments are stripped: no \s* (quadratic on blanks)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STRUCTURED = re.compile(r"[\d/._@:-]| \w")
 _WORD = re.compile(r"\w")
@@ -234,7 +235,7 @@ def _extract(message: Message, text: str, index: int) -> Iterator[Candidate]:
 def _call_candidates(arguments: str, index: int) -> Iterator[Candidate]:
     try:
         args = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return
     if not isinstance(args, dict):
         return

@@ -55,6 +55,8 @@ class Probe:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Probe:
         """Build from the canonical dict; unknown keys go to ``meta``. Raises KeyError/TypeError/ValueError."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a probe must be an object, not {type(data).__name__}")
         meta = dict(data.get("meta") or {})
         meta.update({k: v for k, v in data.items() if k not in _PROBE_KEYS})
         kind = str(data["kind"])

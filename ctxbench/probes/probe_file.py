@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ctxbench import jsontext
+from ctxbench.atomic_file import AtomicFile
 from ctxbench.errors import TraceFormatError
 from ctxbench.probes.model import Probe
 from ctxbench.trace import Trace
@@ -26,7 +27,7 @@ from ctxbench.trace import Trace
 def load_probes(path: str | Path) -> dict[str, tuple[Probe, ...]]:
     """Trace id -> its probes, from a probe file."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.isfile(path):  # never raises (a name too long, a NUL byte)
         raise TraceFormatError(
             "no such probe file",
             path=path,
@@ -34,23 +35,25 @@ def load_probes(path: str | Path) -> dict[str, tuple[Probe, ...]]:
         )
     out: dict[str, tuple[Probe, ...]] = {}
     try:
-        lines = path.read_text("utf-8").splitlines()
+        lines = path.read_text("utf-8-sig").splitlines()
     except UnicodeDecodeError as exc:
         raise TraceFormatError(
             f"not UTF-8 text ({exc.reason})", path=path, hint="re-encode the file as UTF-8"
         ) from None
+    except OSError as exc:
+        raise TraceFormatError(
+            f"cannot read: {exc.strerror or exc}", path=path, hint="check its permissions"
+        ) from None
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(
-                f"malformed JSON: {exc.msg} (column {exc.colno})",
-                path=path,
-                line=lineno,
-                hint='each line holds one {"trace_id": ..., "probes": [...]} object',
-            ) from None
+        data = jsontext.loads(
+            line,
+            path=path,
+            line=lineno,
+            error=TraceFormatError,
+            hint='each line holds one {"trace_id": ..., "probes": [...]} object',
+        )
         if (
             not isinstance(data, dict)
             or not isinstance(data.get("trace_id"), str)
@@ -100,20 +103,13 @@ def probe_lines(traces: Iterable[Trace]) -> Iterable[str]:
 
 
 def write_probes(path: str | Path, traces: Iterable[Trace]) -> int:
-    """Write the probes of ``traces`` as a probe file (atomically). Returns the lines written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write the probes of ``traces`` as a probe file (atomically: a failed write raises
+    OutputError and leaves no partial file). Returns the lines written."""
     count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for line in probe_lines(traces):
-                fh.write(line + "\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with AtomicFile(path) as out:
+        for line in probe_lines(traces):
+            out.write(line + "\n")
+            count += 1
     return count
 
 

@@ -104,12 +104,11 @@ def file_text(path: str, content: bytes) -> str:
     """The searchable text of a written file; JSON files add their decoded string values."""
     text = content.decode("utf-8", "replace")
     if path.endswith(".json"):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return text
         strings: list[str] = []
-        _collect_strings(data, strings)
+        try:
+            _collect_strings(json.loads(text), strings)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to walk
+            return text
         return text + "\n" + "\n".join(strings)
     return text
 

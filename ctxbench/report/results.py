@@ -11,13 +11,14 @@ outcomes, summary tokens), so a sweep with millions of events fits in memory.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxbench import jsontext
 from ctxbench.engine import events as ev
 from ctxbench.errors import CtxbenchError
 from ctxbench.report.decisions import CallRecord
@@ -88,6 +89,7 @@ class _Digest:
 
 
 #: Event types the report never reads: skipped before JSON parsing when the line shows them.
+_DAMAGED_EVENTS = "events.jsonl is damaged: delete it and rerun the sweep with --resume"
 _SKIPPED = (f'"type":"{ev.CONTEXT_STATUS}"', f'"type":"{ev.SNAPSHOT}"')
 
 
@@ -100,21 +102,24 @@ def digest_events(events: Iterable[Mapping[str, Any]]) -> dict[str, RunEvents]:
 
 
 def _event_lines(path: Path) -> Iterable[Mapping[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
+    with _text_lines(path) as lines:
+        for number, line in lines:
             head = line[:120]
             if any(s in head for s in _SKIPPED) or not line.strip():
                 continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CtxbenchError(
-                    f"not a JSON event: {exc.msg}",
-                    path=path,
-                    line=number,
-                    hint="the events file is JSON Lines; was it truncated by a crash? "
-                    "re-run the sweep with --resume",
-                ) from None
+            event = jsontext.loads(
+                line,
+                path=path,
+                line=number,
+                error=CtxbenchError,
+                hint="the events file is JSON Lines; was it truncated by a crash? "
+                "re-run the sweep with --resume",
+            )
+            problem = ev.event_problem(event)
+            if problem is not None:
+                key, message = problem
+                raise CtxbenchError(message, path=path, line=number, key=key, hint=_DAMAGED_EVENTS)
+            yield event
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,20 @@ class Results:
 
     def run_events(self, run_id: str) -> RunEvents:
         return self.events.get(run_id, RunEvents())
+
+
+@contextmanager
+def _text_lines(path: Path) -> Iterator[Iterator[tuple[int, str]]]:
+    """Numbered lines of a UTF-8 file; undecodable bytes are an error naming the file."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            yield enumerate(fh, 1)
+    except UnicodeDecodeError as exc:
+        raise CtxbenchError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            path=path,
+            hint="the file is damaged: delete it and rerun the sweep with --resume",
+        ) from None
 
 
 def _clean(value: Any) -> Any:
@@ -151,16 +170,26 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             ) from None
     else:
         records = []
-        with path.open(encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
+        with _text_lines(path) as lines:
+            for number, line in lines:
                 if not line.strip():
                     continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise CtxbenchError(
-                        f"not a JSON row: {exc.msg}", path=path, line=number
-                    ) from None
+                records.append(
+                    jsontext.loads(
+                        line,
+                        path=path,
+                        line=number,
+                        error=CtxbenchError,
+                        hint="each line of a results file is one JSON row",
+                    )
+                )
+    if not all(isinstance(r, dict) for r in records):
+        number = next(i for i, r in enumerate(records, 1) if not isinstance(r, dict))
+        raise CtxbenchError(
+            f"row {number} is not a JSON object",
+            path=path,
+            hint="this is not a ctxbench results file",
+        )
     rows = [{k: _clean(v) for k, v in r.items()} for r in records]
     for number, row in enumerate(rows, 1):
         missing = [c for c in ("run_id", "trace_id", "strategy", "window") if c not in row]
@@ -195,8 +224,17 @@ def load_results(directory: str | Path) -> Results:
     events = digest_events(_event_lines(events_file)) if events_file.is_file() else {}
     sweep: dict[str, Any] = {}
     if (root / SWEEP_FILE).is_file():
-        try:
-            sweep = json.loads((root / SWEEP_FILE).read_text("utf-8"))
-        except json.JSONDecodeError as exc:
-            raise CtxbenchError(f"invalid JSON: {exc.msg}", path=root / SWEEP_FILE) from None
+        sweep = jsontext.loads(
+            (root / SWEEP_FILE).read_bytes(),
+            path=root / SWEEP_FILE,
+            error=CtxbenchError,
+            hint="sweep.json is written when a sweep starts; restore it or delete it",
+        )
+        if not isinstance(sweep, dict):
+            raise CtxbenchError(
+                "the sweep spec is not a JSON object",
+                path=root / SWEEP_FILE,
+                key="$",
+                hint="restore sweep.json or delete it",
+            )
     return Results(root, tuple(rows), events, sweep, events_file.is_file())

@@ -7,15 +7,15 @@ Everything that touches the disk (or may) is here; the pages themselves are buil
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxbench.atomic_file import AtomicFile
 from ctxbench.counting.base import TokenCounter
-from ctxbench.errors import CtxbenchError, OutputError
+from ctxbench.errors import CtxbenchError
 from ctxbench.report.results import Results, load_results
 from ctxbench.trace import Trace
 
@@ -38,24 +38,6 @@ class Written:
 
 def _quiet(message: str) -> None:
     """The default progress callback: say nothing."""
-
-
-def write_html(path: str | Path, html: str) -> int:
-    """Write atomically (temp file + rename): a reader never sees half a report."""
-    target = Path(path)
-    data = html.encode("utf-8")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise OutputError(
-            f"cannot write the report: {exc.strerror or exc}",
-            path=target,
-            hint="check that the folder exists and is writable",
-        ) from None
-    return len(data)
 
 
 def read_results(directory: str | Path) -> Results:
@@ -184,27 +166,28 @@ def write_report(
         raise CtxbenchError(
             "the results hold no rows", path=results_dir, hint="did the sweep run any cell?"
         )
-    progress(f"loading traces of {len(results.rows):,} rows")
-    traces, missing_traces = load_traces(results.rows)
-    counters, missing_counters = load_counters(
-        str(r.get("counter")) for r in results.rows if r.get("counter")
-    )
-    baselines, _ = load_counters(ESTIMATORS)
-    progress("analysing and drawing")
-    page = report_page(
-        ReportInputs(
-            results=results,
-            traces=traces,
-            missing_traces=tuple(missing_traces),
-            counters=tuple(counters),
-            missing_counters=tuple(missing_counters),
-            baselines=tuple(baselines),
-            classify=classify,
-            prices=prices,
-            title=title,
+    with AtomicFile(out, "wb") as page_file:  # opened before the work: an unwritable -o fails now
+        progress(f"loading traces of {len(results.rows):,} rows")
+        traces, missing_traces = load_traces(results.rows)
+        counters, missing_counters = load_counters(
+            str(r.get("counter")) for r in results.rows if r.get("counter")
         )
-    )
-    size = write_html(out, render_page(page))
+        baselines, _ = load_counters(ESTIMATORS)
+        progress("analysing and drawing")
+        page = report_page(
+            ReportInputs(
+                results=results,
+                traces=traces,
+                missing_traces=tuple(missing_traces),
+                counters=tuple(counters),
+                missing_counters=tuple(missing_counters),
+                baselines=tuple(baselines),
+                classify=classify,
+                prices=prices,
+                title=title,
+            )
+        )
+        size = page_file.write(render_page(page).encode("utf-8"))
     notes = tuple(f"trace not loaded: {m}" for m in missing_traces) + tuple(
         f"counter not loaded: {m}" for m in missing_counters
     )
@@ -238,31 +221,32 @@ def write_drift_report(
             sources.setdefault(trace.id, str(path))
     if not traces:
         raise CtxbenchError("no traces in the given files", hint="check the files and --format")
-    true_counters = [get_counter(spec) for spec in dict.fromkeys(counters)]
-    baselines = [get_counter(spec) for spec in dict.fromkeys(estimators)]
-    progress(
-        f"replaying {len(traces):,} traces x {len(windows)} windows x {len(true_counters)} counters x {len(baselines)} estimators"
-    )
-    drift = replay_drift(
-        traces,
-        list(dict.fromkeys(counters)),
-        list(dict.fromkeys(estimators)),
-        windows,
-        reserved,
-        sources=sources,
-    )
-    progress("counting and drawing")
-    page = drift_page(
-        traces,
-        true_counters,
-        baselines,
-        drift,
-        classify,
-        sources=[str(p) for p in trace_files],
-        reserved=reserved,
-        title=title,
-    )
-    size = write_html(out, render_page(page))
+    with AtomicFile(out, "wb") as page_file:  # opened before the work: an unwritable -o fails now
+        true_counters = [get_counter(spec) for spec in dict.fromkeys(counters)]
+        baselines = [get_counter(spec) for spec in dict.fromkeys(estimators)]
+        progress(
+            f"replaying {len(traces):,} traces x {len(windows)} windows x {len(true_counters)} counters x {len(baselines)} estimators"
+        )
+        drift = replay_drift(
+            traces,
+            list(dict.fromkeys(counters)),
+            list(dict.fromkeys(estimators)),
+            windows,
+            reserved,
+            sources=sources,
+        )
+        progress("counting and drawing")
+        page = drift_page(
+            traces,
+            true_counters,
+            baselines,
+            drift,
+            classify,
+            sources=[str(p) for p in trace_files],
+            reserved=reserved,
+            title=title,
+        )
+        size = page_file.write(render_page(page).encode("utf-8"))
     return Written(Path(out), size, round(time.perf_counter() - started, 3))
 
 

@@ -403,7 +403,7 @@ def parse_summary_fields(text: str) -> dict[str, str]:
     stripped = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
     try:
         obj = json.loads(stripped)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         obj = None
     if isinstance(obj, dict) and any(name in obj for name in names):
         return {name: str(obj.get(name) or "").strip() for name in names}

@@ -43,7 +43,7 @@ from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import FullHistory, is_tool_result, with_placeholder
 from ctxbench.trace import Message
 
-_ACTION = re.compile(r"^\s*Action:\s*(.+)$", re.M)
+_ACTION = re.compile(r"^[ \t]*Action:\s*(.+)$", re.M)  # [ \t]*, not \s*: linear on blank lines
 
 
 @dataclass(frozen=True)

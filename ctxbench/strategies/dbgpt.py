@@ -96,9 +96,10 @@ PINNED_TOOLS = ("read_file",)
 
 PERSISTED_OUTPUT_TAG = "<persisted-output>"
 _POINTER_RE = re.compile(r"\[Full detail available at: ([^\]\n]+)\]")
-_ACTION_RE = re.compile(r"^\s*Action:\s*(.+)$", re.M)
-_ACTION_INPUT_RE = re.compile(r"^\s*Action Input:\s*(.*)\Z", re.M | re.S)
-_THOUGHT_RE = re.compile(r"^\s*Thought:\s*(.*?)(?=^\s*Action:|\Z)", re.M | re.S)
+# Line starts match [ \t]*, not \s*: \s* would rescan every following blank line (quadratic).
+_ACTION_RE = re.compile(r"^[ \t]*Action:\s*(.+)$", re.M)
+_ACTION_INPUT_RE = re.compile(r"^[ \t]*Action Input:\s*(.*)\Z", re.M | re.S)
+_THOUGHT_RE = re.compile(r"^[ \t]*Thought:\s*(.*?)(?=^[ \t]*Action:|\Z)", re.M | re.S)
 
 
 @dataclass(frozen=True)

@@ -430,7 +430,7 @@ def _is_actionable_user(message: Message) -> bool:
 def _json_args(arguments: str) -> dict[str, Any]:
     try:
         parsed = json.loads(arguments) if arguments else {}
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
 
@@ -547,10 +547,6 @@ def summarize_tool_result(tool: str, arguments: str, content: str) -> str:
 
 def shrink_json_arguments(arguments: str, head_chars: int = 200) -> str:
     """Cut long string leaves of a JSON arguments blob, keeping it valid JSON (#11762)."""
-    try:
-        parsed = json.loads(arguments)
-    except (ValueError, TypeError):
-        return arguments
 
     def shrink(value: Any) -> Any:
         if isinstance(value, str):
@@ -561,7 +557,10 @@ def shrink_json_arguments(arguments: str, head_chars: int = 200) -> str:
             return [shrink(v) for v in value]
         return value
 
-    return json.dumps(shrink(parsed), ensure_ascii=False)
+    try:
+        return json.dumps(shrink(json.loads(arguments)), ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):  # not JSON, or nested too deep to walk
+        return arguments
 
 
 def _protected_boundary(
@@ -1162,7 +1161,7 @@ def fallback_summary(
             if call.arguments:
                 try:
                     _collect_paths(json.loads(call.arguments), files)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # not JSON, or nested too deep to walk
                     _collect_paths(call.arguments, files)
     for msg in turns:
         text = re.sub(r"\s+", " ", _message_text(msg)).strip()

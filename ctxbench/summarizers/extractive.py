@@ -22,11 +22,13 @@ from ctxbench.counting.base import TokenCounter
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.trace import Message
 
+# The patterns stay linear on pathological text (a 50 MB log, a run of "a-a-a-..."): no
+# match may start inside a run it would rescan, and lookaheads scan a bounded stretch.
 PATH_RE = re.compile(
-    r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b|(?<![\w/])[\w-]+\.(?:py|js|ts|go|rs|java|sql|csv|json|yaml|yml|toml|md|txt|log|sh|cfg|ini|html|c|h|cpp)\b"
+    r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b|(?<![\w/-])[\w-]+\.(?:py|js|ts|go|rs|java|sql|csv|json|yaml|yml|toml|md|txt|log|sh|cfg|ini|html|c|h|cpp)\b"
 )
 ID_RE = re.compile(
-    r"\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[0-9a-f]{7,40}\b"
+    r"\b(?=[A-Za-z0-9_-]{0,80}\d)(?=[A-Za-z0-9_-]{0,80}[A-Za-z])[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b|\b[0-9a-f]{7,40}\b"
 )
 NUMBER_RE = re.compile(
     r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?\s?(?:%|ms|s|MB|GB|KB|kB|tokens|rows|USD|\$|px|items|users|req/s)?(?![\w.])"
@@ -41,7 +43,7 @@ DECISION_RE = re.compile(
 )
 NEXT_RE = re.compile(r"\b(next|then|todo|to do|remaining|will now|plan to|going to|should)\b", re.I)
 COMMAND_RE = re.compile(
-    r"(?m)^\s*(?:\$ |>>> )?((?:git|python|pytest|pip|npm|make|ls|cat|grep|sed|find|cd|curl|docker|kubectl|psql|SELECT|UPDATE|INSERT)\b[^\n]{0,200})"
+    r"(?m)^[ \t]*(?:\$ |>>> )?((?:git|python|pytest|pip|npm|make|ls|cat|grep|sed|find|cd|curl|docker|kubectl|psql|SELECT|UPDATE|INSERT)\b[^\n]{0,200})"
 )
 CONSTRAINT_RE = re.compile(r"\b(must|never|always|do not|don't|only)\b", re.I)
 

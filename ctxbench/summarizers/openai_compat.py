@@ -8,18 +8,20 @@ before any network access, and a cached summary is returned even when the key is
 
 The API key is read from the environment variable named by ``api_key_env`` at call time. It is
 never stored on the summarizer, never part of :meth:`params`, never written to the cache, and
-scrubbed from error messages (which end up in events and result rows).
+scrubbed (before any cut) from error messages, which end up in events and result rows, and from
+the summary itself (a proxy that echoes the request must not put the key in the cache).
 
 Errors become :class:`SummarizerError` with ``kind``: ``timeout``, ``http`` (non-2xx status),
-``auth`` (401/402/403, or the key's variable is unset), ``connection`` (refused, unreachable),
-``empty`` (no text) or ``malformed`` (not a chat-completion body). Timeouts, connection errors,
-429 and 5xx are retried ``max_retries`` times with exponential backoff
-(``backoff * 2**attempt`` seconds).
+``auth`` (401/402/403, or the key's variable is unset), ``connection`` (refused, unreachable,
+cut mid-response), ``empty`` (no text) or ``malformed`` (not a chat-completion body, or not
+HTTP). Timeouts, connection errors, 429 and 5xx are retried ``max_retries`` times with
+exponential backoff (``backoff * 2**attempt`` seconds).
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import time
@@ -37,6 +39,8 @@ DEFAULT_CACHE_DIR = Path("~/.cache/ctxbench/summaries")
 CACHE_SCHEMA = "ctxbench.summary-cache/1"
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 AUTH_STATUS = frozenset({401, 402, 403})
+#: How much of a failed response is read for its error message.
+EXCERPT_BYTES = 65_536
 
 
 class OpenAISummarizer(Summarizer):
@@ -197,7 +201,7 @@ class OpenAISummarizer(Summarizer):
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            detail = _scrub(exc.read()[:300].decode("utf-8", "replace"), secret)
+            detail = _excerpt(_error_body(exc), secret, 300)
             error = SummarizerError(
                 f"HTTP {exc.code} from {self.endpoint}: {detail}".rstrip(": "),
                 kind="auth" if exc.code in AUTH_STATUS else "http",
@@ -221,6 +225,20 @@ class OpenAISummarizer(Summarizer):
                     kind="connection",
                 )
             ) from None
+        except http.client.IncompleteRead as exc:
+            raise _Retryable(
+                SummarizerError(
+                    f"the connection to {self.endpoint} broke after {len(exc.partial)} bytes "
+                    "of the response",
+                    kind="connection",
+                )
+            ) from None
+        except http.client.HTTPException as exc:  # not HTTP at all (a bad status line, ...)
+            raise SummarizerError(
+                f"malformed HTTP response from {self.endpoint}: {type(exc).__name__} "
+                f"{_excerpt(str(exc), secret, 200)!r}",
+                kind="malformed",
+            ) from None
         return self._text(raw, secret)
 
     def _timeout(self, exc: BaseException) -> SummarizerError:
@@ -234,7 +252,7 @@ class OpenAISummarizer(Summarizer):
             payload = json.loads(raw.decode("utf-8"))
             content = payload["choices"][0]["message"]["content"]
         except (UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError):
-            snippet = _scrub(raw[:200].decode("utf-8", "replace"), secret)
+            snippet = _excerpt(raw[:EXCERPT_BYTES].decode("utf-8", "replace"), secret, 200)
             raise SummarizerError(
                 f"malformed response from {self.endpoint} (expected choices[0].message.content): "
                 f"{snippet!r}",
@@ -246,7 +264,7 @@ class OpenAISummarizer(Summarizer):
             )
         if not isinstance(content, str) or not content.strip():
             raise SummarizerError(f"empty summary from {self.endpoint}", kind="empty")
-        return content
+        return _scrub(content, secret)  # a proxy echoing the request must not cache the key
 
 
 class _Retryable(Exception):
@@ -259,6 +277,20 @@ class _Retryable(Exception):
 
 def _scrub(text: str, secret: str) -> str:
     return text.replace(secret, "***") if secret else text
+
+
+def _excerpt(text: str, secret: str, limit: int) -> str:
+    """The start of a server's text for an error message: scrubbed first, then cut, so a cut
+    never leaves a piece of the key."""
+    return _scrub(text, secret)[:limit]
+
+
+def _error_body(error: urllib.error.HTTPError) -> str:
+    """The start of an error response's body ("" when even that cannot be read)."""
+    try:
+        return error.read(EXCERPT_BYTES).decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException):
+        return ""
 
 
 __all__ = ["OpenAISummarizer"]

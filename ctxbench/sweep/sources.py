@@ -18,7 +18,6 @@ files, datasets, scenarios), and the last trace loaded. Memory never holds a who
 from __future__ import annotations
 
 import glob
-import json
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from ctxbench import jsontext
 from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError, TraceFormatError
 from ctxbench.sweep.spec import CANONICAL, TraceSource
@@ -286,12 +286,13 @@ class TraceLoader:
         with open(ref.location, "rb") as fh:
             fh.seek(offset)
             line = fh.readline()
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(
-                f"malformed JSON: {exc.msg}", path=ref.location, line=lineno
-            ) from None
+        data = jsontext.loads(
+            line,
+            path=ref.location,
+            line=lineno,
+            error=TraceFormatError,
+            hint="the file changed since the sweep was planned; restore it or start a new results dir",
+        )
         return _with_external_probes(parse_trace(data, path=ref.location, line=lineno), ref)
 
     def _sequential(self, ref: SourceRef, index: int) -> Trace:

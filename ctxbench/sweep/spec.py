@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import glob
 import itertools
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,7 +260,12 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
     )
     prices_table = data.get("prices", {})
     if not isinstance(prices_table, Mapping):
-        raise ConfigError("expected a table of prices by counter", path=source, key="prices")
+        raise ConfigError(
+            "expected a table of prices by counter",
+            path=source,
+            key="prices",
+            hint='write [prices."tiktoken:o200k_base"] with input_per_mtok = ...',
+        )
     prices = {
         str(counter): _build(Prices, table, source, f"prices.{counter}")
         for counter, table in prices_table.items()
@@ -281,7 +287,13 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
             **{k: getattr(top, k) for k in _TopLevel.__dataclass_fields__},
         )
     except ValueError as exc:
-        raise ConfigError(str(exc), path=source) from None
+        names = list(SweepSpec.__dataclass_fields__)
+        raise ConfigError(
+            str(exc),
+            path=source,
+            key=configuration.field_named(str(exc), names),
+            hint="see the example at the top of `ctxbench sweep --help`",
+        ) from None
 
 
 def _check_keys(data: Mapping[str, Any], source: Path) -> None:
@@ -351,7 +363,12 @@ def _tables(data: Mapping[str, Any], key: str, source: Path) -> list[Mapping[str
 def _build(cls: type[C], table: Any, source: Path, prefix: str) -> C:
     """``configuration.build`` with the key path (``traces[1].seeds``) in the error."""
     if not isinstance(table, Mapping):
-        raise ConfigError("expected a table", path=source, key=prefix or None)
+        raise ConfigError(
+            f"expected a table, got {table!r}",
+            path=source,
+            key=prefix or None,
+            hint=f"write [{prefix}] as a table of key = value" if prefix else None,
+        )
     try:
         return configuration.build(cls, table, source=str(source))
     except ConfigError as exc:
@@ -396,7 +413,7 @@ def _resolve_paths(spec: TraceSource, base: Path, source: Path, index: int) -> T
             ) from None
     if spec.path:
         changes["path"] = str(base / spec.path)
-        if not glob.has_magic(spec.path) and not Path(changes["path"]).is_file():
+        if not glob.has_magic(spec.path) and not os.path.isfile(changes["path"]):
             raise ConfigError(
                 f"no such trace file {changes['path']}",
                 path=source,

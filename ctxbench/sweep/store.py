@@ -31,10 +31,13 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
-from ctxbench.engine.events import Event, event_line
+from ctxbench import jsontext
+from ctxbench.atomic_file import AtomicFile, discard
+from ctxbench.engine.events import Event, event_line, event_problem
 from ctxbench.engine.result import RunResult
 from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError, OutputError
@@ -51,6 +54,8 @@ FINAL_FILES = (RESULTS, RESULTS_CSV, EVENTS)
 _RUN_ID = re.compile(rb'^\{"run_id":"([^"]+)"')
 #: Rows per parquet row group when writing the final table.
 ROW_GROUP = 10_000
+#: The next step after a failed write: finished cells are in the journal, nothing is lost.
+RESUME = "rerun with --resume (finished cells are kept)"
 
 
 class ResultsDir:
@@ -72,16 +77,24 @@ class ResultsDir:
 
     def spec(self) -> dict[str, Any]:
         """The resolved sweep spec, as ``sweep.json`` holds it."""
-        spec: dict[str, Any] = json.loads((self.path / SPEC_FILE).read_text("utf-8"))
+        path = self.path / SPEC_FILE
+        hint = "sweep.json is written when a sweep starts: rerun the sweep into a new directory"
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise ConfigError(
+                f"cannot read the sweep spec: {reason}", path=path, hint=hint
+            ) from None
+        spec = jsontext.loads(text, path=path, hint=hint)
+        if not isinstance(spec, dict):
+            raise ConfigError("the sweep spec is not a JSON object", path=path, key="$", hint=hint)
         return spec
 
     def rows(self) -> list[dict[str, Any]]:
         """Every row, sorted by run_id (None stays None: no NaN)."""
         if self.complete:
-            import pyarrow.parquet as pq
-
-            rows: list[dict[str, Any]] = pq.read_table(self.path / RESULTS).to_pylist()
-            return rows
+            return _read_table(self.path / RESULTS)
         records = _journal_index(self.path / JOURNAL)
         return [_read_record(self.path / JOURNAL, records[rid])["row"] for rid in sorted(records)]
 
@@ -105,11 +118,7 @@ class ResultsDir:
     def events(self, run_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Every event (or those of one cell) as dicts with ``run_id``, in file order."""
         if self.complete:
-            with (self.path / EVENTS).open("r", encoding="utf-8") as fh:
-                for line in fh:
-                    event: dict[str, Any] = json.loads(line)
-                    if run_id is None or event["run_id"] == run_id:
-                        yield event
+            yield from _read_events(self.path / EVENTS, run_id)
             return
         journal = self.path / JOURNAL
         records = _journal_index(journal)
@@ -127,10 +136,14 @@ def spec_of_row(row: Mapping[str, Any]) -> RunSpec:
     """The RunSpec a row carries; its run id must match the row's."""
     try:
         data = json.loads(row["spec"])
-    except (KeyError, TypeError, json.JSONDecodeError):
+    except (KeyError, TypeError, ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
         raise ConfigError(
-            "the row has no readable 'spec' column", hint="give a row written by ctxbench"
-        ) from None
+            "the row has no readable 'spec' column",
+            key="spec",
+            hint="give a row written by ctxbench",
+        )
     spec = RunSpec.from_dict(data)
     if row.get("run_id") not in (None, spec.run_id):
         raise ConfigError(
@@ -150,16 +163,17 @@ def read_row(path: str | Path, run_id: str | None = None) -> dict[str, Any]:
                 "a results directory holds many rows", path=path, hint="add --run-id RUN_ID"
             )
         return ResultsDir(path).row(run_id)
+    hint = "give a results directory, or a JSON / JSON Lines file of result rows"
     try:
-        lines = [line for line in path.read_text("utf-8").splitlines() if line.strip()]
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    rows = []
-    for lineno, line in enumerate(lines, start=1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"malformed JSON: {exc.msg}", path=path, line=lineno) from None
+        lines = path.read_text("utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"cannot read: {reason}", path=path, hint=hint) from None
+    rows = [
+        jsontext.loads(line, path=path, line=lineno, hint=hint)
+        for lineno, line in enumerate(lines, start=1)
+        if line.strip()
+    ]
     if run_id:
         rows = [r for r in rows if isinstance(r, dict) and r.get("run_id") == run_id]
     if len(rows) != 1 or not isinstance(rows[0], dict):
@@ -180,12 +194,13 @@ class ResultsWriter:
 
     def __init__(self, path: str | Path, *, resume: bool) -> None:
         self.path = Path(path)
+        self._fd: int | None = None
+        self._lock: IO[bytes] | None = None
         try:
             self.path.mkdir(parents=True, exist_ok=True)
+            self._lock = _lock(self.path / LOCK)
         except OSError as exc:
-            raise OutputError(f"cannot create: {exc.strerror or exc}", path=self.path) from None
-        self._fd: int | None = None
-        self._lock = _lock(self.path / LOCK)
+            raise OutputError.from_os_error(exc, self.path) from None
         journal = self.path / JOURNAL
         if journal.exists() and not resume:
             self.close()
@@ -194,10 +209,14 @@ class ResultsWriter:
                 path=self.path,
                 hint="add --resume to continue it, or give an empty directory",
             )
-        for name in FINAL_FILES:
-            (self.path / name).unlink(missing_ok=True)
-        self.finished = _recover(journal)
-        self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            for name in FINAL_FILES:
+                (self.path / name).unlink(missing_ok=True)
+            self.finished = _recover(journal)
+            self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            self.close()
+            raise OutputError.from_os_error(exc, journal) from None
 
     def write_spec(self, spec: Mapping[str, Any]) -> None:
         _atomic_text(self.path / SPEC_FILE, json.dumps(spec, indent=2, sort_keys=True) + "\n")
@@ -209,8 +228,9 @@ class ResultsWriter:
 
         for run_id, _, files in cells:
             if files:
-                write_files(self.path / FILES / run_id, files)
-        data = "".join(record + "\n" for _, record, _ in cells).encode("utf-8", "surrogatepass")
+                write_files(self.path / FILES / run_id, files, then=RESUME)
+        # backslashreplace: a lone surrogate (from a JSON escape in a trace) stays an escape
+        data = "".join(record + "\n" for _, record, _ in cells).encode("utf-8", "backslashreplace")
         assert self._fd is not None, "append() after close()"
         try:
             written = os.write(self._fd, data)
@@ -218,11 +238,7 @@ class ResultsWriter:
                 written += os.write(self._fd, data[written:])
             os.fsync(self._fd)
         except OSError as exc:
-            raise OutputError(
-                f"cannot append to the journal: {exc.strerror or exc}",
-                path=self.path / JOURNAL,
-                hint="free some space, then rerun with --resume",
-            ) from None
+            raise OutputError.from_os_error(exc, self.path / JOURNAL, then=RESUME) from None
         self.finished.update(run_id for run_id, _, _ in cells)
 
     def finalize(self, run_ids: Iterable[str], *, with_csv: bool = False) -> int:
@@ -240,7 +256,7 @@ class ResultsWriter:
             )
         failed = 0
         with (
-            _AtomicFile(self.path / EVENTS, "w") as events_out,
+            AtomicFile(self.path / EVENTS, then=RESUME) as events_out,
             _TableWriter(
                 self.path / RESULTS, self.path / RESULTS_CSV if with_csv else None
             ) as table,
@@ -300,7 +316,7 @@ def _recover(journal: Path) -> set[str]:
             match = _RUN_ID.match(line)
             if match is None:
                 break
-            finished.add(match.group(1).decode("ascii"))
+            finished.add(match.group(1).decode("utf-8", "replace"))
             good += len(line)
     if good < journal.stat().st_size:
         with journal.open("r+b") as fh:
@@ -318,53 +334,126 @@ def _journal_index(journal: Path) -> dict[str, tuple[int, int]]:
         for line in fh:
             match = _RUN_ID.match(line)
             if line.endswith(b"\n") and match is not None:
-                index[match.group(1).decode("ascii")] = (offset, len(line))
+                index[match.group(1).decode("utf-8", "replace")] = (offset, len(line))
             offset += len(line)
     return index
 
 
 def _read_record(journal: Path, where: tuple[int, int]) -> dict[str, Any]:
+    """One journal record; a corrupt line is an error naming its line number."""
     with journal.open("rb") as fh:
         fh.seek(where[0])
         line = fh.read(where[1])
     try:
-        record: dict[str, Any] = json.loads(line)
-    except json.JSONDecodeError as exc:
+        record = json.loads(line)
+        problem = _record_problem(record)
+    except UnicodeDecodeError:
+        problem = "not UTF-8 text"
+    except RecursionError:
+        problem = "JSON nested too deeply"
+    except ValueError as exc:  # malformed JSON, or a number too long to read
+        problem = getattr(exc, "msg", "a number has too many digits")
+    if problem:
+        with journal.open("rb") as fh:
+            lineno = fh.read(where[0]).count(b"\n") + 1
         raise OutputError(
-            f"corrupt journal line at byte {where[0]}: {exc.msg}",
+            f"corrupt journal line: {problem}",
             path=journal,
-            hint="delete that line and rerun with --resume",
+            line=lineno,
+            hint="delete that line and rerun with --resume (the cell runs again)",
+        )
+    result: dict[str, Any] = record
+    return result
+
+
+def _record_problem(record: Any) -> str:
+    """What is wrong with a parsed journal record ("" if nothing): readers of the rows and
+    events rely on their shape and column types, as they do for the parquet table."""
+    if not (
+        isinstance(record, dict)
+        and isinstance(record.get("row"), dict)
+        and isinstance(record.get("events"), list)
+        and all(isinstance(e, dict) for e in record["events"])
+    ):
+        return "not a {run_id, row, events} record"
+    for column, tp in _column_types().items():
+        if column not in record["row"]:
+            return f"the row has no column {column}"
+        value = record["row"][column]
+        if value is not None and (
+            not isinstance(value, tp) or (isinstance(value, bool) and tp is not bool)
+        ):
+            return f"row column {column} holds {value!r}"
+    for i, event in enumerate(record["events"]):
+        problem = event_problem(event)
+        if problem is None and not isinstance(event.get("step"), int):
+            problem = "$.step", "step must be an integer"
+        if problem is not None:
+            return f"event {i}: {problem[1]}"
+    return ""
+
+
+@cache
+def _column_types() -> dict[str, type | tuple[type, ...]]:
+    """Result column -> the Python types its values may have (None is always allowed)."""
+    import typing
+
+    out: dict[str, type | tuple[type, ...]] = {}
+    for name, tp in typing.get_type_hints(RunResult).items():
+        base = next((a for a in typing.get_args(tp) if a is not type(None)), tp)
+        out[name] = (int, float) if base is float else base
+    return out
+
+
+#: How to rebuild a damaged final file: a resumed sweep rewrites them from the journal.
+_REBUILD = (
+    "delete it and rerun the sweep with --resume: the final files are rebuilt from cells.jsonl"
+)
+
+
+def _read_table(path: Path) -> list[dict[str, Any]]:
+    """The rows of ``results.parquet``; a damaged file or a foreign table is a ConfigError."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise ConfigError(
+            f"cannot read the results table: {exc}", path=path, hint=_REBUILD
         ) from None
-    return record
+    missing = [c for c in RunResult.columns() if c not in table.column_names]
+    if missing:
+        raise ConfigError(
+            f"not a ctxbench results table: no column {missing[0]!r}",
+            path=path,
+            key=missing[0],
+            hint=_REBUILD,
+        )
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
+
+
+def _read_events(path: Path, run_id: str | None) -> Iterator[dict[str, Any]]:
+    """The events of ``events.jsonl`` (or one cell's); damaged lines are errors."""
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                event = jsontext.loads(line, path=path, line=lineno, hint=_REBUILD)
+                if not isinstance(event, dict) or not isinstance(event.get("run_id"), str):
+                    raise ConfigError(
+                        "not an event with a run_id", path=path, line=lineno, hint=_REBUILD
+                    )
+                if run_id is None or event["run_id"] == run_id:
+                    yield event
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"cannot read the events: {reason}", path=path, hint=_REBUILD) from None
 
 
 def _atomic_text(path: Path, text: str) -> None:
-    with _AtomicFile(path, "w") as fh:
+    with AtomicFile(path, then=RESUME) as fh:
         fh.write(text)
-
-
-class _AtomicFile:
-    """A file written under a temporary name and renamed into place on success."""
-
-    def __init__(self, path: Path, mode: str) -> None:
-        self.path = path
-        self.tmp = path.with_name(f".{path.name}.tmp")
-        self.mode = mode
-        self._fh: Any = None
-
-    def __enter__(self) -> Any:
-        try:
-            self._fh = self.tmp.open(self.mode, encoding="utf-8", newline="")
-        except OSError as exc:
-            raise OutputError(f"cannot write: {exc.strerror or exc}", path=self.path) from None
-        return self._fh
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        self._fh.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
 
 
 def _arrow_schema() -> Any:
@@ -387,14 +476,17 @@ class _TableWriter:
     def __init__(self, parquet: Path, csv_path: Path | None) -> None:
         self.parquet = parquet
         self.parquet_tmp = parquet.with_name(f".{parquet.name}.tmp")
-        self.csv = _AtomicFile(csv_path, "w") if csv_path else None
+        self.csv = AtomicFile(csv_path, then=RESUME) if csv_path else None
         self._batch: list[dict[str, Any]] = []
 
     def __enter__(self) -> _TableWriter:
         import pyarrow.parquet as pq
 
         self.schema = _arrow_schema()
-        self._parquet_writer = pq.ParquetWriter(str(self.parquet_tmp), self.schema)
+        try:
+            self._parquet_writer = pq.ParquetWriter(str(self.parquet_tmp), self.schema)
+        except OSError as exc:
+            raise OutputError.from_os_error(exc, self.parquet, then=RESUME) from None
         self._csv_writer = None
         if self.csv is not None:
             self._csv_writer = csv.DictWriter(self.csv.__enter__(), RunResult.columns())
@@ -412,18 +504,36 @@ class _TableWriter:
         import pyarrow as pa
 
         if self._batch:
-            self._parquet_writer.write_table(pa.Table.from_pylist(self._batch, self.schema))
+            try:
+                self._parquet_writer.write_table(pa.Table.from_pylist(self._batch, self.schema))
+            except OSError as exc:
+                raise OutputError.from_os_error(exc, self.parquet, then=RESUME) from None
             self._batch = []
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
+        """Close both files; rename them into place only when every row was written."""
+        error: OutputError | None = None
         try:
             if exc_type is None:
                 self._flush()
-        finally:
+        except OutputError as exc:
+            error = exc
+        try:
             self._parquet_writer.close()
-            if self.csv is not None:
-                self.csv.__exit__(exc_type, *rest)
-        if exc_type is None:
-            os.replace(self.parquet_tmp, self.parquet)
-        else:
-            self.parquet_tmp.unlink(missing_ok=True)
+        except OSError as exc:
+            error = error or OutputError.from_os_error(exc, self.parquet, then=RESUME)
+        if exc_type is None and error is None:
+            try:
+                if self.csv is not None:
+                    self.csv.__exit__(None)
+                os.replace(self.parquet_tmp, self.parquet)
+                return
+            except OutputError as exc:
+                error = exc
+            except OSError as exc:
+                error = OutputError.from_os_error(exc, self.parquet, then=RESUME)
+        elif self.csv is not None:
+            self.csv.__exit__(OutputError)
+        discard(self.parquet_tmp)
+        if error is not None and exc_type is None:
+            raise error

@@ -90,7 +90,7 @@ def random_value(kind: str, name: str, schema: Mapping[str, Any], rng: Random) -
     if kind == "number":
         low = int(schema.get("minimum", 1))
         high = int(schema.get("maximum", max(low + 1, 200)))
-        return rng.randint(low, high)
+        return rng.randint(min(low, high), high)
     if kind == "bool":
         return rng.random() < 0.5
     if kind == "path":

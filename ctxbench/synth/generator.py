@@ -26,7 +26,7 @@ from ctxbench.synth import phrases
 from ctxbench.synth.arguments import argument_kind, call_arguments
 from ctxbench.synth.content import TAXONOMY, hex_id, image_part, render
 from ctxbench.synth.facts import draw_value, expand, near_duplicate
-from ctxbench.synth.scenario import POSITIONS, FactSpec, ScenarioSpec, ToolDef
+from ctxbench.synth.scenario import MAX_CHARS, POSITIONS, FactSpec, ScenarioSpec, ToolDef
 from ctxbench.trace import Message, Part, ToolCall, Trace
 
 GENERATOR_VERSION = 1
@@ -301,7 +301,8 @@ class _TraceBuilder:
     def _size(self, cls: str) -> tuple[int, bool]:
         large = self.spec.large
         if large.probability and self.rng.random() < large.probability:
-            return int(self.rng.lognormvariate(math.log(large.median_chars), large.sigma)), True
+            size = self.rng.lognormvariate(math.log(large.median_chars), large.sigma)
+            return int(min(size, MAX_CHARS)), True
         out = self.spec.output.get(cls)
         if out is None:
             return 2000, False

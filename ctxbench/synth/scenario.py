@@ -13,6 +13,8 @@ key, the file and the valid keys. ``load_scenario("coding_agent")`` finds the em
 from __future__ import annotations
 
 import difflib
+import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -36,6 +38,13 @@ ASK: tuple[str, ...] = ("end", "mid")
 
 #: ``{d4}`` digits, ``{h8}`` hex, ``{u3}`` upper-case letters, ``{l5}`` lower-case letters,
 #: ``{one:a|b|c}`` one of the options; ``{value}`` (in texts) is the fact's value.
+#: Upper bounds that keep a generated trace finite: rounds per trace, characters per message
+#: (the largest single message ctxbench is measured on, see benchmarks/bench_limits.py) and
+#: the spread of a log-normal size (beyond it sizes overflow a float).
+MAX_ROUNDS = 100_000
+MAX_CHARS = 50_000_000
+MAX_SIGMA = 4.0
+
 PLACEHOLDER = re.compile(r"\{(value|[dhul][1-9][0-9]?|one:[^{}]+)\}")
 _ANY_BRACE = re.compile(r"\{[^{}]*\}")
 
@@ -43,6 +52,37 @@ _ANY_BRACE = re.compile(r"\{[^{}]*\}")
 def _check_probability(value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"probability must be within [0, 1], not {value}")
+
+
+def _check_sigma(value: float) -> None:
+    if not 0.0 <= value <= MAX_SIGMA:
+        raise ValueError(f"sigma must be within [0, {MAX_SIGMA}], not {value}")
+
+
+def _schema_problem(parameters: Mapping[str, Any]) -> str | None:
+    """What the generator cannot use in a tool's JSON Schema (it reads ``properties``,
+    ``required`` and each property's ``enum``, ``minimum`` and ``maximum``)."""
+    props = parameters.get("properties", {})
+    if not isinstance(props, Mapping):
+        return "parameters.properties must be a table of parameter schemas"
+    required = parameters.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return "parameters.required must be a list of parameter names"
+    for name, schema in props.items():
+        if not isinstance(schema, Mapping):
+            return f"parameters.properties.{name} must be a table (a JSON Schema)"
+        enum = schema.get("enum")
+        if enum is not None and not (isinstance(enum, list) and enum):
+            return f"parameters.properties.{name}.enum must be a non-empty list"
+        for bound in ("minimum", "maximum"):
+            value = schema.get(bound)
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                return f"parameters.properties.{name}.{bound} must be a finite number"
+    return None
 
 
 @dataclass(frozen=True)
@@ -64,6 +104,9 @@ class ToolDef:
             raise ValueError(
                 f"name {self.name!r} is not a valid tool name (letters, digits, _ . -)"
             )
+        problem = _schema_problem(self.parameters)
+        if problem:
+            raise ValueError(problem)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, dict(self.parameters))
@@ -87,10 +130,9 @@ class OutputClass:
     def __post_init__(self) -> None:
         if self.weight < 0:
             raise ValueError(f"weight must be >= 0, not {self.weight}")
-        if not 0 < self.min_chars <= self.median_chars <= self.max_chars:
-            raise ValueError("need 0 < min_chars <= median_chars <= max_chars")
-        if self.sigma < 0:
-            raise ValueError(f"sigma must be >= 0, not {self.sigma}")
+        if not 0 < self.min_chars <= self.median_chars <= self.max_chars <= MAX_CHARS:
+            raise ValueError(f"need 0 < min_chars <= median_chars <= max_chars <= {MAX_CHARS}")
+        _check_sigma(self.sigma)
 
 
 @dataclass(frozen=True)
@@ -116,8 +158,9 @@ class LargeOutputs:
 
     def __post_init__(self) -> None:
         _check_probability(self.probability)
-        if self.median_chars < 1 or self.sigma < 0:
-            raise ValueError("median_chars must be >= 1 and sigma >= 0")
+        if not 1 <= self.median_chars <= MAX_CHARS:
+            raise ValueError(f"median_chars must be within [1, {MAX_CHARS}]")
+        _check_sigma(self.sigma)
 
 
 @dataclass(frozen=True)
@@ -326,15 +369,15 @@ def resolve_scenario_path(path_or_name: str | Path) -> Path:
     """A scenario file path; a bare name (``coding_agent``) is looked up in ``scenarios/``."""
     text = str(path_or_name)
     candidate = Path(text)
-    if candidate.suffix == ".toml" or "/" in text or candidate.exists():
+    if candidate.suffix == ".toml" or "/" in text or os.path.exists(candidate):
         embedded_copy = scenario_dir() / candidate.name
         if (
-            not candidate.exists()
+            not os.path.exists(candidate)
             and candidate.parent.name == "scenarios"
             and embedded_copy.is_file()
         ):
             return embedded_copy  # `scenarios/coding_agent.toml` typed outside the checkout
-        if not candidate.is_file():
+        if not os.path.isfile(candidate):  # never raises, unlike Path.is_file
             raise ConfigError(
                 "no such scenario file",
                 path=candidate,
@@ -384,13 +427,23 @@ def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSp
         )
     name = _scalar(data, "name", str, source, default=Path(str(source)).stem)
     rounds = _scalar(data, "rounds", int, source)
-    if rounds < 3:
-        raise ConfigError(f"rounds must be >= 3, not {rounds}", path=source, key="rounds")
+    if not 3 <= rounds <= MAX_ROUNDS:
+        raise ConfigError(
+            f"rounds must be within [3, {MAX_ROUNDS}], not {rounds}",
+            path=source,
+            key="rounds",
+            hint="a trace has at least 3 rounds; generate more traces instead of longer ones",
+        )
     fmt = _scalar(data, "format", str, source, default="tool_calls")
     language = _scalar(data, "language", str, source, default="en")
     for key, value, allowed in (("format", fmt, FORMATS), ("language", language, LANGUAGES)):
         if value not in allowed:
-            raise ConfigError(f"{value!r} is not one of {', '.join(allowed)}", path=source, key=key)
+            raise ConfigError(
+                f"{value!r} is not one of {', '.join(allowed)}",
+                path=source,
+                key=key,
+                hint=f"set {key} to one of {', '.join(allowed)}",
+            )
     domain_name = _scalar(data, "domain", str, source)
     domain = load_domain(domain_name, relative_to=Path(str(source)).parent, source=source)
 
@@ -399,12 +452,20 @@ def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSp
         for i, t in enumerate(_array(data, "tools", source))
     )
     if not tools:
-        raise ConfigError("a scenario needs at least one [[tools]] entry", path=source, key="tools")
+        raise ConfigError(
+            "a scenario needs at least one [[tools]] entry",
+            path=source,
+            key="tools",
+            hint='add a [[tools]] table with name = "..." (see scenarios/coding_agent.toml)',
+        )
     seen: set[str] = set()
     for i, tool in enumerate(tools):
         if tool.name in seen:
             raise ConfigError(
-                f"tool {tool.name!r} is defined twice", path=source, key=f"tools[{i}].name"
+                f"tool {tool.name!r} is defined twice",
+                path=source,
+                key=f"tools[{i}].name",
+                hint="give every [[tools]] entry its own name",
             )
         seen.add(tool.name)
     output_raw = _table(data, "output", source)
@@ -437,6 +498,7 @@ def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSp
             f"unknown tool {unknown_tools[0]!r}; tools: {', '.join(sorted(seen))}",
             path=source,
             key="images.tools",
+            hint="list tools the scenario defines in [[tools]]",
         )
     probes = _build(ProbeMix, _table(data, "probes", source), source, "probes")
     for kind in PROBE_KINDS:
@@ -458,6 +520,7 @@ def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSp
                 f"unknown tool {fact.tool!r}; tools: {', '.join(sorted(seen))}",
                 path=source,
                 key=f"facts[{i}].tool",
+                hint="name a tool the scenario defines in [[tools]], or leave tool empty",
             )
     return ScenarioSpec(
         name=name,
@@ -488,7 +551,7 @@ def load_domain(
         candidates = [Path(name)] + ([relative_to / name] if relative_to else [])
     else:
         candidates = [scenario_dir() / "domains" / f"{name}.toml"]
-    path = next((c for c in candidates if c.is_file()), None)
+    path = next((c for c in candidates if os.path.isfile(c)), None)
     if path is None:
         known = sorted(p.stem for p in (scenario_dir() / "domains").glob("*.toml"))
         raise ConfigError(
@@ -533,7 +596,12 @@ def _scalar(
 ) -> Any:
     if key not in data:
         if default is ...:
-            raise ConfigError(f"missing required key {key!r}", path=source, key=key)
+            raise ConfigError(
+                f"missing required key {key!r}",
+                path=source,
+                key=key,
+                hint=f"add {key} = ... (see the embedded scenarios: `ctxbench scenarios`)",
+            )
         return default
     return configuration.coerce(data[key], tp, key=key, source=str(source))
 

@@ -1,0 +1,93 @@
+"""JSON text from the user's files, parsed so that every failure is a ctxbench error.
+
+``json.loads`` rejects bad input in three ways: a syntax error (``JSONDecodeError``), an
+integer longer than Python's conversion limit (a plain ``ValueError``) and nesting deeper
+than the recursion limit (``RecursionError``). Every reader of a user file parses through
+:func:`loads`, so all three name the file, the line and the fix, in the reader's own error
+class.
+
+It also accepts one thing ``json.loads`` lets through but nothing after it can handle: a lone
+surrogate escape (``"\\ud83d"``, half an emoji cut by a recorder that truncates UTF-16
+strings). Python keeps it as a code point that cannot be encoded, so printing, hashing,
+tokenizing or writing the value would fail far from the file. Like Go's ``encoding/json``,
+:func:`loads` replaces it with U+FFFD.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ctxbench.errors import ConfigError, CtxbenchError
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def loads(
+    text: str | bytes,
+    *,
+    path: str | Path,
+    line: int | None = None,
+    error: type[CtxbenchError] = ConfigError,
+    hint: str = "fix the JSON syntax",
+) -> Any:
+    """The value of ``text``; ``line`` is the line of a JSON Lines file (else the error's).
+    A leading UTF-8 byte-order mark (as Windows editors write) is skipped."""
+    if isinstance(text, str):
+        text = text.removeprefix("\ufeff")
+    try:
+        return well_formed(json.loads(text), text)
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"malformed JSON: {exc.msg} (column {exc.colno})",
+            path=path,
+            line=line if line is not None else exc.lineno,
+            hint=hint,
+        ) from None
+    except UnicodeDecodeError as exc:  # bytes that are not UTF-8
+        raise error(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            path=path,
+            line=line,
+            hint="re-encode the file as UTF-8",
+        ) from None
+    except ValueError:  # an integer literal longer than sys.get_int_max_str_digits()
+        raise error(
+            "a number has too many digits to read",
+            path=path,
+            line=line,
+            hint="numbers are counts and ids: write them with fewer digits, or as strings",
+        ) from None
+    except RecursionError:
+        raise error(
+            "JSON nested too deeply", path=path, line=line, hint="flatten the data"
+        ) from None
+
+
+def well_formed(value: Any, text: str | bytes) -> Any:
+    """``value`` (parsed from ``text``) with lone surrogates replaced by U+FFFD. Only text
+    with a surrogate escape can hold one, so other values are returned as they are."""
+    escaped = (
+        _SURROGATE_ESCAPE.search(text) is not None
+        if isinstance(text, str)
+        else _SURROGATE_ESCAPE_BYTES.search(text) is not None
+    )
+    if not escaped:
+        return value
+    return _replace_surrogates(value)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        if _SURROGATE.search(value) is None:
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    return value
