@@ -14,16 +14,18 @@ export TOKENIZERS_PARALLELISM := false
 .PHONY: demo test lint typecheck bench clean venv
 
 $(VENV)/.core-installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
-	touch $@
+	@echo "setting up $(VENV) (ctxbench and its dependencies)" >&2
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip >&2
+	@$(BIN)/pip install --quiet -e . >&2
+	@touch $@
 
 $(VENV)/.all-installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[all]"
-	touch $@ $(VENV)/.core-installed
+	@echo "setting up $(VENV) (ctxbench with the dask, browser and dev extras)" >&2
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip >&2
+	@$(BIN)/pip install --quiet -e ".[all]" >&2
+	@touch $@ $(VENV)/.core-installed
 
 venv: $(VENV)/.core-installed
 
@@ -40,8 +42,9 @@ typecheck: $(VENV)/.all-installed
 test: lint typecheck
 	$(BIN)/pytest -q tests
 
+# prints one JSON object on stdout (progress on stderr); BENCH="replay sweep" runs a subset
 bench: $(VENV)/.all-installed
-	$(BIN)/python -m benchmarks
+	@$(BIN)/python -m benchmarks $(BENCH)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -40,14 +40,7 @@ from ctxbench.counting.tekken import TekkenCounter
 from ctxbench.counting.tiktoken_counter import TiktokenCounter
 from ctxbench.trace import Message, ToolCall, ToolSpec
 
-EXACT = [
-    "tiktoken:cl100k_base",
-    "tiktoken:o200k_base",
-    "hf:qwen2.5",
-    "hf:deepseek-v3",
-    "hf:llama3",
-    "mistral:tekken",
-]
+EXACT = [n for n in COUNTERS.names() if counter_kind(n) == "exact"]
 DOC_CHARS = 4_000
 _CODE_MODULES = [
     "argparse",

@@ -142,36 +142,36 @@ def _model_call(ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvi
         try:
             provider.check(true_tokens)
         except ProviderOverflowError as error:
-            ctx.emit(
-                ev.PROVIDER_CALL,
-                attempt=attempt,
-                estimated_tokens=ctx.view.estimated_tokens,
-                true_tokens=true_tokens,
-                limit=provider.limit,
-                ok=False,
-                error=str(error),
-                cached_tokens=0,
-                messages=len(ctx.view),
-            )
+            _provider_event(ctx, provider, attempt, error)
             if attempt + 1 < MAX_ATTEMPTS and strategy.on_overflow(error, attempt, ctx):
                 continue
             ctx.emit(
                 ev.CALL_FAILED, true_tokens=true_tokens, limit=provider.limit, attempts=attempt + 1
             )
             return
-        ctx.emit(
-            ev.PROVIDER_CALL,
-            attempt=attempt,
-            estimated_tokens=ctx.view.estimated_tokens,
-            true_tokens=true_tokens,
-            limit=provider.limit,
-            ok=True,
-            error=None,
-            cached_tokens=ctx.view.cached_prefix_tokens(),
-            messages=len(ctx.view),
-        )
+        _provider_event(ctx, provider, attempt, None)
         ctx.view.mark_sent()
         return
+
+
+def _provider_event(
+    ctx: ReplayContext,
+    provider: SimulatedProvider,
+    attempt: int,
+    error: ProviderOverflowError | None,
+) -> None:
+    """One ``provider.call`` event: accepted (``error`` None) or rejected."""
+    ctx.emit(
+        ev.PROVIDER_CALL,
+        attempt=attempt,
+        estimated_tokens=ctx.view.estimated_tokens,
+        true_tokens=ctx.view.true_tokens,
+        limit=provider.limit,
+        ok=error is None,
+        error=None if error is None else str(error),
+        cached_tokens=ctx.view.cached_prefix_tokens() if error is None else 0,
+        messages=len(ctx.view),
+    )
 
 
 def _score(ctx: ReplayContext, probes: Sequence[Probe]) -> None:

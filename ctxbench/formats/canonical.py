@@ -12,6 +12,7 @@ import json
 import os
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
@@ -97,6 +98,23 @@ def _locate(data: dict[str, Any], exc: Exception) -> str:
     return "$"
 
 
+@contextmanager
+def reading(path: str | Path) -> Iterator[None]:
+    """I/O and decoding failures while reading ``path`` become a TraceFormatError naming it."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            path=path,
+            hint="re-encode the file as UTF-8",
+        ) from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceFormatError(
+            f"cannot read: {exc}", path=path, hint="is the file complete and readable?"
+        ) from None
+
+
 def read_traces(path: str | Path) -> Iterator[Trace]:
     """Stream the traces of a canonical ``.jsonl`` / ``.jsonl.gz`` / ``.json`` file."""
     path = Path(path)
@@ -107,7 +125,7 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
             "is a directory, not a trace file", path=path, hint="give the .jsonl files inside it"
         )
     stem_suffix = Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
-    try:
+    with reading(path):
         if stem_suffix == ".json":
             with _open_text(path) as fh:
                 text = fh.read()
@@ -130,16 +148,6 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
                     hint="each line must be one complete JSON object; was the file truncated?",
                 )
                 yield parse_trace(data, path=path, line=lineno)
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-            path=path,
-            hint="re-encode the file as UTF-8",
-        ) from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFormatError(
-            f"cannot read: {exc}", path=path, hint="is the file complete and readable?"
-        ) from None
 
 
 def trace_line(trace: Trace) -> str:

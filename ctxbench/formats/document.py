@@ -10,15 +10,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from ctxbench import jsontext
 from ctxbench.errors import TraceFormatError
+from ctxbench.formats.canonical import reading
 
 Layout = Literal["json", "jsonl", "parquet"]
 
@@ -62,7 +61,7 @@ def _inner_suffix(path: Path) -> str:
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int | None, Any]]:
-    with _reading(path), _open(path) as fh:
+    with reading(path), _open(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -79,23 +78,6 @@ def _loads(text: str, path: Path, lineno: int | None) -> Any:
     )
 
 
-@contextmanager
-def _reading(path: Path) -> Iterator[None]:
-    """Turn I/O and decoding failures into TraceFormatError naming the file."""
-    try:
-        yield
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-            path=path,
-            hint="re-encode the file as UTF-8",
-        ) from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFormatError(
-            f"cannot read: {exc}", path=path, hint="is the file complete and readable?"
-        ) from None
-
-
 def open_document(path: str | Path) -> Document:
     """Open ``path`` and parse what detection needs. JSON Lines is recognised by its suffix,
     or by a whole-document parse that stops at a second value ("Extra data")."""
@@ -106,7 +88,7 @@ def open_document(path: str | Path) -> Document:
         raise TraceFormatError(
             "is a directory, not a trace file", path=path, hint="give the files inside it"
         )
-    with _reading(path):
+    with reading(path):
         with path.open("rb") as raw:
             magic = raw.read(4)
         if magic == PARQUET_MAGIC:
