@@ -88,8 +88,9 @@ def random_value(kind: str, name: str, schema: Mapping[str, Any], rng: Random) -
     if kind == "enum":
         return rng.choice(list(schema["enum"]))
     if kind == "number":
-        low = int(schema.get("minimum", 1))
-        high = int(schema.get("maximum", max(low + 1, 200)))
+        minimum, maximum = schema.get("minimum"), schema.get("maximum")  # null = absent
+        low = int(minimum) if minimum is not None else 1
+        high = int(maximum) if maximum is not None else max(low + 1, 200)
         return rng.randint(min(low, high), high)
     if kind == "bool":
         return rng.random() < 0.5
