@@ -57,7 +57,7 @@ def describe_fields(cls: type) -> list[dict[str, Any]]:
 
 
 def _type_name(tp: Any) -> str:
-    if isinstance(tp, type):
+    if isinstance(tp, type) and typing.get_origin(tp) is None:  # 3.10: dict[str, int] is a type
         return tp.__name__
     return str(tp).replace("typing.", "")
 

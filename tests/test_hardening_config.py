@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -225,7 +224,7 @@ def test_a_config_file_error_names_the_file_and_a_set_error_names_set(tmp_path: 
 
 
 def embedded(name: str) -> dict[str, Any]:
-    return tomllib.loads((scenario_dir() / f"{name}.toml").read_text("utf-8"))
+    return load_toml(scenario_dir() / f"{name}.toml")
 
 
 @FUZZ

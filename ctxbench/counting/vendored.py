@@ -22,7 +22,6 @@ import hashlib
 import json
 import lzma
 import os
-import sysconfig
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,23 +85,11 @@ class VendoredFile:
         )
 
 
-def _installed_dirs() -> list[Path]:
-    """``share/ctxbench/tokenizers`` under the data paths of this environment and the user."""
-    dirs = [Path(sysconfig.get_path("data")) / "share" / "ctxbench" / "tokenizers"]
-    try:
-        user_scheme = sysconfig.get_preferred_scheme("user")
-        dirs.append(
-            Path(sysconfig.get_path("data", user_scheme)) / "share" / "ctxbench" / "tokenizers"
-        )
-    except (AttributeError, KeyError):  # pragma: no cover - Python < 3.10 or an odd platform
-        pass
-    return dirs
-
-
 def candidate_dirs() -> list[Path]:
     """Where :func:`tokenizers_dir` looks, in order (the environment variable aside)."""
-    checkout = Path(__file__).resolve().parents[2] / "tokenizers"
-    return [checkout, *_installed_dirs()]
+    from ctxbench.resources import candidate_dirs as resource_candidates
+
+    return resource_candidates("tokenizers")
 
 
 def tokenizers_dir() -> Path:
