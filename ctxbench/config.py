@@ -152,9 +152,13 @@ def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
             raise fail("a finite number (not NaN or infinity)")
         return result
     if tp is str:
-        if isinstance(value, str):
-            return value
-        raise fail("a string")
+        if not isinstance(value, str):
+            raise fail("a string")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: not text any file could hold
+            raise fail("valid Unicode text") from None
+        return value
     if origin in (dict, Mapping) or tp is dict:
         if isinstance(value, str):
             try:
