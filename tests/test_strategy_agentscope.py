@@ -32,19 +32,11 @@ from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.summarizers.failing import FailingSummarizer
 from ctxbench.trace import Message, Part, ToolCall, Trace, pairing_violations
 from tests.factories import tool_trace
+from tests.replaying import Recording
 
 AGENTSCOPE = get_counter("agentscope")
 CHARS4 = get_counter("chars4")
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
-
-
-class Recording(ExtractiveSummarizer):
-    def __init__(self) -> None:
-        self.requests: list[SummaryRequest] = []
-
-    def summarize(self, request: SummaryRequest, counter: TokenCounter) -> str:
-        self.requests.append(request)
-        return super().summarize(request, counter)
 
 
 def run(

@@ -23,21 +23,9 @@ from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.trace import Message, Trace, pairing_violations, rounds
 from tests.factories import tool_trace
+from tests.replaying import Failing
 
 CHARS4 = get_counter("chars4")
-
-
-class Failing(Summarizer):
-    """A summarizer that always fails, like an LLM endpoint that is down."""
-
-    name = "failing"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def summarize(self, request: SummaryRequest, counter: TokenCounter) -> str:
-        self.calls += 1
-        raise SummarizerError("HTTP 503", kind="http")
 
 
 #: knobs that leave only layer 3 to act (nothing is old enough for layer 1, nothing droppable for layer 2)

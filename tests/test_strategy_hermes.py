@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from ctxbench.counting import get_counter
-from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import SimulatedProvider
@@ -44,17 +43,9 @@ from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.summarizers.failing import FailingSummarizer
 from ctxbench.trace import Message, Part, ToolCall, Trace, pairing_violations
 from tests.factories import tool_trace
+from tests.replaying import Recording
 
 HERMES = get_counter("hermes")
-
-
-class Recording(ExtractiveSummarizer):
-    def __init__(self) -> None:
-        self.requests: list[SummaryRequest] = []
-
-    def summarize(self, request: SummaryRequest, counter: TokenCounter) -> str:
-        self.requests.append(request)
-        return super().summarize(request, counter)
 
 
 def run(
