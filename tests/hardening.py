@@ -82,14 +82,15 @@ def dumps(value: Any, **kwargs: Any) -> str:
     )
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every node address in a JSON document (the root is the empty path)."""
     out = [prefix]
     if isinstance(value, dict):
         for k, v in value.items():
-            out += _paths(v, (*prefix, k))
+            out += paths(v, (*prefix, k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            out += _paths(v, (*prefix, i))
+            out += paths(v, (*prefix, i))
     return out
 
 
@@ -98,7 +99,7 @@ def mutated(draw: st.DrawFn, doc: Any) -> Any:
     """``doc`` with one to three nodes replaced by an extreme or random value, or deleted."""
     doc = copy.deepcopy(doc)
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(doc)))
+        path = draw(st.sampled_from(paths(doc)))
         value = draw(EXTREME_VALUES | JSON_VALUES)
         if not path:
             doc = value

@@ -26,6 +26,7 @@ from ctxbench.formats.importing import (
     unique_ids,
 )
 from ctxbench.trace import Message, ToolCall, Trace, validate
+from tests.hardening import paths
 
 #: Folder of the shared traces -> the format auto-detection must choose.
 EXPECTED_FORMAT = {
@@ -321,23 +322,12 @@ JSON_VALUES = st.recursive(
 )
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 @st.composite
 def mutations(draw: st.DrawFn, doc: Any) -> Any:
     """``doc`` with one to three nodes replaced by random JSON, deleted, or emptied."""
     doc = copy.deepcopy(doc)
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(doc)))
+        path = draw(st.sampled_from(paths(doc)))
         action = draw(st.sampled_from(["replace", "delete", "empty"]))
         if not path:
             doc = draw(JSON_VALUES) if action == "replace" else ({} if action == "empty" else [])

@@ -31,6 +31,7 @@ from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.summarizers.failing import FailingSummarizer
 from ctxbench.trace import Message, Part, ToolCall, Trace, pairing_violations
+from tests import replaying
 from tests.factories import tool_trace
 from tests.replaying import Recording
 
@@ -47,13 +48,15 @@ def run(
     summarizer: Summarizer | None = None,
     **params: Any,
 ) -> ReplayOutput:
-    return replay(
+    return replaying.run(
         trace,
-        build_strategy("agentscope", params),
-        SimulatedProvider(window, reserved),
-        true_counter=AGENTSCOPE,
-        estimator=AGENTSCOPE,
+        "agentscope",
+        window,
+        reserved=reserved,
         summarizer=summarizer if summarizer is not None else ExtractiveSummarizer(),
+        estimator=AGENTSCOPE,
+        counter=AGENTSCOPE,
+        **params,
     )
 
 

@@ -14,7 +14,6 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.errors import ProviderOverflowError, SummarizerError
-from ctxbench.strategies import build_strategy
 from ctxbench.strategies.hermes import (
     COMPRESSION_NOTE,
     DUPLICATE_TOOL_OUTPUT,
@@ -42,6 +41,7 @@ from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.summarizers.failing import FailingSummarizer
 from ctxbench.trace import Message, Part, ToolCall, Trace, pairing_violations
+from tests import replaying
 from tests.factories import tool_trace
 from tests.replaying import Recording
 
@@ -56,13 +56,15 @@ def run(
     summarizer: Summarizer | None = None,
     **params: Any,
 ) -> ReplayOutput:
-    return replay(
+    return replaying.run(
         trace,
-        build_strategy("hermes", params),
-        SimulatedProvider(window, reserved),
-        true_counter=HERMES,
-        estimator=HERMES,
+        "hermes",
+        window,
+        reserved=reserved,
         summarizer=summarizer if summarizer is not None else ExtractiveSummarizer(),
+        estimator=HERMES,
+        counter=HERMES,
+        **params,
     )
 
 
