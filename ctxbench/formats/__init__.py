@@ -49,6 +49,12 @@ FORMATS.add(
     "OpenHands/software-agent-sdk, OpenHands/benchmarks",
 )
 FORMATS.add(
+    "claude_code",
+    "ctxbench.formats.claude_code:IMPORTER",
+    "Claude Code session JSONL (one call per message.id, thinking, compact boundaries)",
+    "~/.claude/projects/<project>/<session>.jsonl (Claude Code 2.x)",
+)
+FORMATS.add(
     "hf_dataset",
     "ctxbench.formats.hf_dataset:IMPORTER",
     "Hugging Face datasets: parquet / JSON(L) rows with a messages column, or --hf NAME[:SPLIT]",

@@ -31,6 +31,7 @@ DETECTION_ORDER = (
     "mini_swe_agent",
     "swe_agent",
     "openhands",
+    "claude_code",
     "tau_bench",
     "openai_chat",
     "hf_dataset",
