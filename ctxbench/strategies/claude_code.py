@@ -1,22 +1,48 @@
 """``claude_code``: Claude Code's auto-compact (and optional microcompact).
 
-Sources: **secondary only** (REFERENCE.md B marks them [2nd]): deobfuscated-source analyses of
-Claude Code's ``services/compact/autoCompact.ts``, ``compact.ts`` and ``prompt.ts``
-(zhanghandong "harness-engineering" ch. 9; manavgup shipai; gist sam-saffron-jarvis; ccstatusline
-PR #319). There is no official specification, so every rule below may differ from a given
-Claude Code release.
+Sources: deobfuscated-source analyses of Claude Code's ``services/compact/autoCompact.ts``,
+``compact.ts`` and ``prompt.ts`` (**secondary**, REFERENCE.md B [2nd]: zhanghandong
+"harness-engineering" ch. 9; manavgup shipai; gist sam-saffron-jarvis (v2.1.68); ccstatusline
+PR #319), checked against **records**: the ``compact_boundary`` entries of real Claude Code
+2.1.39 sessions (``compactMetadata.preTokens``, marot/spotter test fixtures; see
+``ctxbench recorded``). Where the records and a secondary source disagree, the records win:
+the rule below is the one that reproduces the recorded ``preTokens`` and call, and the
+secondary reading it replaces is named.
 
 Rules reproduced:
 
-- Window: ``effective_window = window - min(max_output_tokens, 20_000)``, where the window may be
-  lowered by ``auto_compact_window`` (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``) and
-  ``max_output_tokens`` is the model's output limit (None = the run's ``--reserved``).
+- Window: ``effective_window = window - reserve``, where the window may be lowered by
+  ``auto_compact_window`` (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``) and ``max_output_tokens`` is the
+  model's output limit (None = the run's ``--reserved``). The reserve depends on the CLI version
+  (``cli_version``, the ``version`` a session file carries; None = the newest rule):
+
+  - from 2.1.21: ``min(max_output_tokens, 20_000)`` (``MAX_OUTPUT_TOKENS_FOR_SUMMARY``;
+    changelog 2.1.21 "Fixed auto-compact triggering too early on models with large output
+    token limits"; ``/context`` shows a 33k buffer). Records: three 2.1.39 sessions, Opus 4.6,
+    compact when the count first reaches 200,000 - 20,000 - 13,000 = 167,000 (preTokens
+    167,117 and 167,094, at exactly the calls where the count crosses it);
+  - before 2.1.21: the whole ``max_output_tokens`` (v2.0.30 ``/context``: "Autocompact buffer:
+    45.0k" = 32,000 + 13,000; v2.1.19 binary: threshold = (window - max output) - 13,000, per
+    r/ClaudeCode 2026-01-26). No records of these versions are available.
 - Threshold: ``effective_window - 13_000`` (``AUTOCOMPACT_BUFFER_TOKENS``), about 167K on a
   200K window; ``autocompact_pct_override`` (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``, 0 < p <= 100)
   gives ``floor(effective_window x p / 100)`` and can only lower the threshold. Compaction runs
   when the estimate is >= the threshold; ``enabled`` False is ``DISABLE_AUTO_COMPACT``.
-- Estimate: the ``claude_code`` counter, ``chars / 4 x 4 / 3`` (Claude Code adds this estimate
-  for messages newer than the last API usage; a replay has no usage, so all are estimated).
+- Count (``usage_anchored``, on by default): Claude Code's ``tokenCountWithEstimation``: the
+  newest API usage in the history (input + cache read + cache creation + output tokens of that
+  call) plus ``ceil(chars / 4)`` per content block of every newer message. Records: this gives
+  the recorded ``preTokens`` to the token on one session (167,060 + 34). Session files keep a
+  streaming snapshot of ``output_tokens`` (1 for calls that wrote thousands of tokens in 21 to
+  77 of a session's calls), so a recorded output below the estimator's count of what the call
+  wrote is raised to that count (the other session: 166,874 + 38 + 99 against 167,117). The secondary sources' ``chars / 4 x 4 / 3`` padding (the ``claude_code`` estimator)
+  would overshoot the newer messages; it is used only where no usage applies (no recorded
+  usage, or after a compaction, recorded or ours, has made the recorded usage describe another
+  context), plus the **hidden prefix**: the system prompt and tool schemas, absent from session
+  files, which the first call's usage reveals (its prompt minus the estimate of what the file
+  shows of that request; about 26k tokens for Claude Code 2.1). The usage of a replayed call
+  reaches the count through :meth:`ClaudeCode.observe_call` (recorded usage now; the provider's
+  own count once the engine reports it after each call). Each call emits a
+  ``strategy.decision`` event with the count and the threshold.
 - Summary: one call (``maxTurns=1``, no tools) with the 9-section prompt (Primary Request and
   Intent, Key Technical Concepts, Files and Code Sections, Errors and fixes, Problem Solving, All
   user messages, Pending Tasks, Current Work, Optional Next Step) over the whole history; the
@@ -34,7 +60,8 @@ Rules reproduced:
 Left out: re-attaching recently read files, todo lists and plans after compaction; session-memory
 compaction; the warning/error UI thresholds (20,000 tokens below the threshold).
 
-Knobs (defaults): enabled True, max_output_tokens None, auto_compact_window None,
+Knobs (defaults): enabled True, cli_version None, usage_anchored True, max_output_tokens None,
+auto_compact_window None,
 autocompact_pct_override None, buffer_tokens 13000, summary_output_reserve 20000,
 max_consecutive_failures 3, reactive_compact True, microcompact False,
 microcompact_keep_recent 5, microcompact_tools (Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit,
@@ -46,6 +73,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ctxbench import recorded
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import is_overflow_error
 from ctxbench.errors import ProviderOverflowError, SummarizerError
@@ -92,6 +120,28 @@ CONTINUATION = (
 MICROCOMPACT_PLACEHOLDER = "[Old tool result content cleared]"
 MICROCOMPACT_TOOLS = ("Read", "Bash", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write")
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>\s*", re.S)
+#: First CLI version whose output reserve is capped at MAX_OUTPUT_TOKENS_FOR_SUMMARY (changelog
+#: 2.1.21; the 2.1.39 records confirm the cap).
+CAPPED_RESERVE_SINCE = (2, 1, 21)
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``"2.1.39"`` -> ``(2, 1, 39)``; a suffix such as ``-beta`` is ignored."""
+    head = re.match(r"\d+(?:\.\d+)*", text.strip())
+    if head is None:
+        raise ValueError(f"cli_version must look like 2.1.39, not {text!r}")
+    return tuple(int(n) for n in head.group(0).split("."))
+
+
+def rough_tokens(message: Message) -> int:
+    """Claude Code's ``roughTokenCountEstimation``: ``ceil(chars / 4)`` per content block
+    (text, tool input as JSON, tool-result text, thinking)."""
+    blocks: list[str] = [p.text for p in message.parts or () if p.is_text] or [message.content]
+    blocks += [call.name + call.arguments for call in message.tool_calls]
+    for value in message.replay.values():
+        items = value if isinstance(value, list) else [value]
+        blocks += [str(b.get("thinking", "")) if isinstance(b, dict) else str(b) for b in items]
+    return sum(-(-len(b) // 4) for b in blocks if b)
 
 
 def format_summary(text: str) -> str:
@@ -104,6 +154,14 @@ def format_summary(text: str) -> str:
 @dataclass(frozen=True)
 class ClaudeCodeConfig:
     enabled: bool = field(default=True, metadata={"help": "auto-compact on (DISABLE_AUTO_COMPACT)"})
+    cli_version: str | None = field(
+        default=None,
+        metadata={"help": "Claude Code version whose threshold rule applies (None = newest)"},
+    )
+    usage_anchored: bool = field(
+        default=True,
+        metadata={"help": "count = last call's usage + chars/4 of newer messages (Claude Code)"},
+    )
     max_output_tokens: int | None = field(
         default=None, metadata={"help": "model output limit (None = the run's --reserved)"}
     )
@@ -131,6 +189,8 @@ class ClaudeCodeConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.cli_version is not None:
+            parse_version(self.cli_version)
         pct = self.autocompact_pct_override
         if pct is not None and not 0 < pct <= 100:
             raise ValueError(f"autocompact_pct_override must be within (0, 100], not {pct}")
@@ -161,6 +221,13 @@ class ClaudeCode(Strategy):
         self.cfg: ClaudeCodeConfig = self.config
         self.failures = 0
         self.reactive_tried = False
+        #: (fingerprint of the assistant message of the newest usable call, its tokens)
+        self.anchor: tuple[str, int] | None = None
+        self.hidden_prefix: int | None = None
+        self.first_request_estimate: int | None = None
+        self.recorded_usage_valid = True
+        self.last_recorded_prompt = 0
+        self.seen_call: str | None = None
 
     # -- thresholds -----------------------------------------------------------------------------
     def effective_window(self, ctx: ReplayContext) -> int:
@@ -169,7 +236,8 @@ class ClaudeCode(Strategy):
         if cfg.auto_compact_window is not None:
             window = min(window, cfg.auto_compact_window)
         max_output = ctx.reserved if cfg.max_output_tokens is None else cfg.max_output_tokens
-        return window - min(max_output, cfg.summary_output_reserve)
+        capped = cfg.cli_version is None or parse_version(cfg.cli_version) >= CAPPED_RESERVE_SINCE
+        return window - (min(max_output, cfg.summary_output_reserve) if capped else max_output)
 
     def threshold(self, ctx: ReplayContext) -> int:
         effective = self.effective_window(ctx)
@@ -186,18 +254,69 @@ class ClaudeCode(Strategy):
     def breaker_tripped(self) -> bool:
         return self.failures >= self.cfg.max_consecutive_failures
 
+    # -- the count ------------------------------------------------------------------------------
+    def observe_call(
+        self, message: Message, prompt_tokens: int, output_tokens: int, *, recorded: bool
+    ) -> None:
+        """What a provider reported for the call that produced ``message``: the usage the count
+        is anchored on. Recorded usage describes the replayed view only while neither we nor the
+        recorded agent have compacted (a recorded prompt that shrinks means the agent did)."""
+        if self.hidden_prefix is None and self.first_request_estimate is not None:
+            self.hidden_prefix = max(0, prompt_tokens - self.first_request_estimate)
+        if recorded:
+            if prompt_tokens < self.last_recorded_prompt:
+                self.recorded_usage_valid = False
+            self.last_recorded_prompt = prompt_tokens
+            if not self.recorded_usage_valid:
+                self.anchor = None
+                return
+        self.anchor = (message.fingerprint, prompt_tokens + output_tokens)
+
+    def _observe_recorded(self, ctx: ReplayContext) -> None:
+        """The recorded usage of the call just replayed (the newest assistant message)."""
+        last = next((m for m in reversed(ctx.view.messages) if m.role == "assistant"), None)
+        if last is None or last.fingerprint == self.seen_call:
+            return
+        self.seen_call = last.fingerprint
+        usage = last.usage
+        if usage is not None and usage.prompt_tokens is not None:
+            # Session files keep a streaming snapshot of output_tokens (often 1 for a long
+            # tool call); the final count is at least the estimate of what the call wrote.
+            output = max(usage.completion_tokens or 0, ctx.estimator.count_message(last))
+            self.observe_call(last, usage.prompt_tokens, output, recorded=True)
+
+    def context_tokens(self, ctx: ReplayContext) -> int:
+        """The count Claude Code compares with the threshold (see the module docstring)."""
+        messages = ctx.view.messages
+        if self.cfg.usage_anchored and self.anchor is not None:
+            fingerprint, tokens = self.anchor
+            for i in range(len(messages) - 1, -1, -1):
+                if messages[i].fingerprint == fingerprint:
+                    return tokens + sum(rough_tokens(m) for m in messages[i + 1 :])
+        return (self.hidden_prefix or 0) + ctx.view.estimated_tokens
+
     # -- hooks ----------------------------------------------------------------------------------
     def before_call(self, ctx: ReplayContext) -> None:
         self.reactive_tried = False
+        if self.first_request_estimate is None:
+            self.first_request_estimate = ctx.view.estimated_tokens
+        self._observe_recorded(ctx)
         if self.cfg.microcompact:
             cleared = microcompact(
                 ctx.view.messages, self.cfg.microcompact_tools, self.cfg.microcompact_keep_recent
             )
             if cleared != list(ctx.view.messages):
                 ctx.apply("microcompact", cleared)
-        if not self.cfg.enabled or self.breaker_tripped:
-            return
-        if ctx.view.estimated_tokens >= self.threshold(ctx):
+        tokens, threshold = self.context_tokens(ctx), self.threshold(ctx)
+        active = self.cfg.enabled and not self.breaker_tripped
+        ctx.emit(
+            recorded.DECISION,
+            tokens=tokens,
+            threshold=threshold,
+            anchored=self.anchor is not None and self.cfg.usage_anchored,
+            compact=active and tokens >= threshold,
+        )
+        if active and tokens >= threshold:
             self.compact(ctx, "autocompact")
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
@@ -229,6 +348,8 @@ class ClaudeCode(Strategy):
             return False
         self.failures = 0
         ctx.apply(layer, [*system, Message("user", CONTINUATION + text)])
+        self.recorded_usage_valid = False  # the recorded usage now describes another context
+        self.anchor = None
         return True
 
 
