@@ -222,6 +222,7 @@ def run(
 
         external = load_probes(probes_file)
     rows: list[dict[str, Any]] = []
+    parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         for path in traces:
@@ -254,12 +255,20 @@ def run(
                         events_out.write(event_line(event, run_id=spec.run_id) + "\n")
                 row = output.result.to_row()
                 rows.append(row)
+                if trace.recorded_compactions:
+                    from ctxbench.recorded import compare_recorded
+
+                    parities.append(compare_recorded(trace, output.events, strategy=strategy))
                 if as_json:
                     click.echo(json.dumps(row, ensure_ascii=False))
     if out_file:
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS)
+    if parities:  # recorded compactions next to the strategy's own (stderr under --json)
+        from ctxbench.recorded import render
+
+        click.echo(render(parities), err=as_json)
 
 
 def rerun_row(
