@@ -356,10 +356,14 @@ class RecordedCompaction:
         for key in ("call", "message"):
             value = data[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"recorded compaction {key!r} must be an integer >= 0, not {value!r}")
+                raise ValueError(
+                    f"recorded compaction {key!r} must be an integer >= 0, not {value!r}"
+                )
         pre = data.get("pre_tokens")
         if pre is not None and (isinstance(pre, bool) or not isinstance(pre, int)):
-            raise ValueError(f"recorded compaction 'pre_tokens' must be an integer or null, not {pre!r}")
+            raise ValueError(
+                f"recorded compaction 'pre_tokens' must be an integer or null, not {pre!r}"
+            )
         return cls(
             call=data["call"],
             message=data["message"],

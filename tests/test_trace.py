@@ -251,7 +251,9 @@ def test_recorded_compactions_round_trip_and_past_the_trace_are_a_problem() -> N
     assert Trace.from_dict(json.loads(json.dumps(kept.to_dict()))) == kept
     assert "recorded_compactions" not in trace.to_dict()  # absent when there are none
     assert codes(kept) == []
-    past = replace(trace, recorded_compactions=(RecordedCompaction(len(trace.call_indices) + 1, 1),))
+    past = replace(
+        trace, recorded_compactions=(RecordedCompaction(len(trace.call_indices) + 1, 1),)
+    )
     assert codes(past) == ["recorded_compaction_out_of_range"]
 
 

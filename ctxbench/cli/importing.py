@@ -20,9 +20,14 @@ from ctxbench.trace import Trace
 def _describe(report: ImportReport) -> str:
     how = "auto-detected" if report.detected else "given"
     problems = ", ".join(f"{code} x{n}" for code, n in report.problems.items()) or "none"
+    kinds = ", ".join(f"{kind} x{n}" for kind, n in report.unmapped_entries.items())
+    entries = f" ({kinds})" if kinds else ""
     return (
         f"{report.source}: {report.format} ({how}): {report.traces} traces, {report.messages} messages, "
-        f"{report.model_calls} model calls, {report.calls_with_usage} with usage; problems: {problems}"
+        f"{report.model_calls} model calls, {report.calls_with_usage} with usage, "
+        f"{report.tool_calls} tool calls, {report.thinking_blocks} thinking blocks, "
+        f"{report.recorded_compactions} recorded compactions, "
+        f"{sum(report.unmapped_entries.values())} unmapped entries{entries}; problems: {problems}"
     )
 
 

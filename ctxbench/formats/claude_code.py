@@ -39,12 +39,11 @@ from typing import Any
 from ctxbench.formats import openai_chat
 from ctxbench.formats.document import Document
 from ctxbench.formats.importer import Importer, ImportOptions
+from ctxbench.formats.importing import UNMAPPED_ENTRIES
 from ctxbench.formats.location import At, rest
 from ctxbench.trace import Message, Part, RecordedCompaction, ToolCall, Trace, Usage
 
 NAME = "claude_code"
-#: Trace meta key: entries that are not model input, counted by type.
-UNMAPPED_ENTRIES = "unmapped_entries"
 MESSAGE_TYPES = ("user", "assistant")
 #: Entry types Claude Code 2.x writes that are not model input.
 OTHER_TYPES = ("progress", "file-history-snapshot", "queue-operation", "summary", "system")
