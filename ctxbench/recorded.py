@@ -13,7 +13,7 @@ Pure: events and a trace in, a :class:`RecordedParity` out, rendered as text or 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,3 +187,49 @@ def render(parities: Sequence[RecordedParity], *, as_json: bool = False) -> str:
 
         return json.dumps([p.to_dict() for p in parities], indent=2)
     return "\n\n".join(p.to_text() for p in parities)
+
+
+#: Claude Code's defaults for its sessions: a 200K window and 32,000 output tokens
+#: (CLAUDE_CODE_MAX_OUTPUT_TOKENS; v2.0.30 ``/context`` shows 45.0k = 32,000 + 13,000 reserved).
+CLAUDE_CODE_WINDOW = 200_000
+CLAUDE_CODE_MAX_OUTPUT = 32_000
+
+
+def strategy_params(trace: Trace, strategy: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params``, plus for ``claude_code`` the CLI version the session recorded (unless set)."""
+    out = dict(params)
+    version = trace.meta.get("version")
+    if strategy == "claude_code" and "cli_version" not in out and isinstance(version, str):
+        out["cli_version"] = version
+    return out
+
+
+def replay_recorded(
+    trace: Trace,
+    strategy: str = "claude_code",
+    params: Mapping[str, Any] | None = None,
+    *,
+    window: int = CLAUDE_CODE_WINDOW,
+    reserved: int = CLAUDE_CODE_MAX_OUTPUT,
+    counter: str = "tiktoken:o200k_base",
+    summarizer: str = "extractive",
+) -> RecordedParity:
+    """Replay ``trace`` through ``strategy`` and compare its compactions with the recorded ones."""
+    from ctxbench.engine.runner import resolve_spec, run_spec
+    from ctxbench.engine.spec import RunSpec
+
+    spec = resolve_spec(
+        RunSpec(
+            trace_id=trace.id,
+            trace_hash=trace.content_hash,
+            strategy=strategy,
+            params=strategy_params(trace, strategy, params or {}),
+            window=window,
+            reserved=reserved,
+            counter=counter,
+            summarizer=summarizer,
+            error_style="anthropic",
+        )
+    )
+    output = run_spec(spec, trace)
+    return compare_recorded(trace, output.events, strategy=strategy)
