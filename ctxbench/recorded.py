@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxbench.engine import events as ev
-from ctxbench.trace import RecordedCompaction, Trace
+from ctxbench.trace import Message, RecordedCompaction, Trace
 
 #: Event a strategy emits before each call with the count it decides with:
 #: ``tokens``, ``threshold``, ``anchored`` (the count starts from a provider's usage), ``compact``.
@@ -233,3 +233,19 @@ def replay_recorded(
     )
     output = run_spec(spec, trace)
     return compare_recorded(trace, output.events, strategy=strategy)
+
+
+def recorded_prompt(trace: Trace, index: int) -> tuple[Message, ...]:
+    """The history the recorded agent sent with the call at message ``index``: after its last
+    recorded compaction before it, the summary (as the user message that replaced the history)
+    and the messages since; without one, every message before ``index``. Counting this, not the
+    uncompacted history a replay keeps, is what the call's recorded usage measured."""
+    last = None
+    for compaction in trace.recorded_compactions:
+        if compaction.message <= index:
+            last = compaction
+    if last is None:
+        return trace.messages[:index]
+    system = tuple(m for m in trace.messages[: last.message] if m.role == "system")
+    summary = (Message("user", last.summary),) if last.summary else ()
+    return (*system, *summary, *trace.messages[last.message : index])

@@ -81,9 +81,7 @@ def recorded(
         FORMATS.entry(format_name)  # raises with "did you mean"
     params = strategy_params(strategy, None, sets)
     parities = [
-        replay_recorded(
-            trace, strategy, params, window=window, reserved=reserved, counter=counter
-        )
+        replay_recorded(trace, strategy, params, window=window, reserved=reserved, counter=counter)
         for path in traces
         for trace in open_source(path, format_name).traces()
     ]
