@@ -38,11 +38,13 @@ Rules reproduced:
   would overshoot the newer messages; it is used only where no usage applies (no recorded
   usage, or after a compaction, recorded or ours, has made the recorded usage describe another
   context), plus the **hidden prefix**: the system prompt and tool schemas, absent from session
-  files, which the first call's usage reveals (its prompt minus the estimate of what the file
-  shows of that request; about 26k tokens for Claude Code 2.1). The usage of a replayed call
-  reaches the count through :meth:`ClaudeCode.observe_call` (recorded usage now; the provider's
-  own count once the engine reports it after each call). Each call emits a
-  ``strategy.decision`` event with the count and the threshold.
+  files, which the first call's usage reveals (its prompt minus the count of what the file
+  shows of that request; about 26k tokens for Claude Code 2.1). After each call ``after_call``
+  hands the attempt to :meth:`ClaudeCode.observe_call`: the count is anchored on the call's
+  recorded usage while that describes the replayed view, and on the simulated provider's own
+  count of the prompt (plus the hidden prefix) once it does not (after our compaction, or the
+  recorded agent's: its recorded prompt shrinks) or when the trace has no usage. Each call
+  emits a ``strategy.decision`` event with the count and the threshold.
 - Summary: one call (``maxTurns=1``, no tools) with the 9-section prompt (Primary Request and
   Intent, Key Technical Concepts, Files and Code Sections, Errors and fixes, Problem Solving, All
   user messages, Pending Tasks, Current Work, Optional Next Step) over the whole history; the
@@ -77,7 +79,7 @@ from ctxbench import recorded
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import is_overflow_error
 from ctxbench.errors import ProviderOverflowError, SummarizerError
-from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.base import ProviderCall, Strategy
 from ctxbench.strategies.layers import split_system, transcript, with_placeholder
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
@@ -209,29 +211,36 @@ class ClaudeCodeConfig:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
 
 
-class ClaudeCode(Strategy):
+class ClaudeCode(Strategy[ClaudeCodeConfig]):
     name = "claude_code"
-    summary = "Claude Code auto-compact: 9-section summary at effective window - 13K (2nd-hand)."
-    source = "Claude Code autoCompact.ts via deobfuscated-source analyses (secondary)"
+    summary = (
+        "Claude Code auto-compact: 9-section summary at effective window - 13K, usage-anchored."
+    )
+    source = (
+        "Claude Code autoCompact.ts via deobfuscated-source analyses (secondary),"
+        " checked against recorded 2.1.39 compact_boundary entries"
+    )
     Config = ClaudeCodeConfig
     default_estimator = "claude_code"
 
     def __init__(self, config: ClaudeCodeConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: ClaudeCodeConfig = self.config
         self.failures = 0
         self.reactive_tried = False
-        #: (fingerprint of the assistant message of the newest usable call, its tokens)
+        #: (fingerprint of the assistant message of the newest anchored call, its tokens)
         self.anchor: tuple[str, int] | None = None
+        #: the accepted attempt of the call just made, until its message is in the view
+        self.pending: ProviderCall | None = None
+        #: tokens the trace does not show (system prompt, tools), by the true counter and the
+        #: estimator: the first recorded prompt minus their counts of what the trace shows
         self.hidden_prefix: int | None = None
-        self.first_request_estimate: int | None = None
+        self.hidden_estimate: int | None = None
         self.recorded_usage_valid = True
         self.last_recorded_prompt = 0
-        self.seen_call: str | None = None
 
     # -- thresholds -----------------------------------------------------------------------------
     def effective_window(self, ctx: ReplayContext) -> int:
-        cfg = self.cfg
+        cfg = self.config
         window = ctx.window
         if cfg.auto_compact_window is not None:
             window = min(window, cfg.auto_compact_window)
@@ -241,8 +250,8 @@ class ClaudeCode(Strategy):
 
     def threshold(self, ctx: ReplayContext) -> int:
         effective = self.effective_window(ctx)
-        threshold = effective - self.cfg.buffer_tokens
-        pct = self.cfg.autocompact_pct_override
+        threshold = effective - self.config.buffer_tokens
+        pct = self.config.autocompact_pct_override
         if pct is not None:
             return min(int(effective * pct / 100), threshold)
         return threshold
@@ -252,75 +261,80 @@ class ClaudeCode(Strategy):
 
     @property
     def breaker_tripped(self) -> bool:
-        return self.failures >= self.cfg.max_consecutive_failures
+        return self.failures >= self.config.max_consecutive_failures
 
     # -- the count ------------------------------------------------------------------------------
-    def observe_call(
-        self, message: Message, prompt_tokens: int, output_tokens: int, *, recorded: bool
-    ) -> None:
-        """What a provider reported for the call that produced ``message``: the usage the count
-        is anchored on. Recorded usage describes the replayed view only while neither we nor the
-        recorded agent have compacted (a recorded prompt that shrinks means the agent did)."""
-        if self.hidden_prefix is None and self.first_request_estimate is not None:
-            self.hidden_prefix = max(0, prompt_tokens - self.first_request_estimate)
-        if recorded:
-            if prompt_tokens < self.last_recorded_prompt:
-                self.recorded_usage_valid = False
-            self.last_recorded_prompt = prompt_tokens
-            if not self.recorded_usage_valid:
-                self.anchor = None
-                return
-        self.anchor = (message.fingerprint, prompt_tokens + output_tokens)
+    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
+        """Keep the accepted attempt: its usage anchors the count once the call's message is in."""
+        if call.accepted:
+            self.pending = call
 
-    def _observe_recorded(self, ctx: ReplayContext) -> None:
-        """The recorded usage of the call just replayed (the newest assistant message)."""
-        last = next((m for m in reversed(ctx.view.messages) if m.role == "assistant"), None)
-        if last is None or last.fingerprint == self.seen_call:
-            return
-        self.seen_call = last.fingerprint
-        usage = last.usage
-        if usage is not None and usage.prompt_tokens is not None:
-            # Session files keep a streaming snapshot of output_tokens (often 1 for a long
-            # tool call); the final count is at least the estimate of what the call wrote.
-            output = max(usage.completion_tokens or 0, ctx.estimator.count_message(last))
-            self.observe_call(last, usage.prompt_tokens, output, recorded=True)
+    def observe_call(self, message: Message, call: ProviderCall, ctx: ReplayContext) -> None:
+        """Anchor the count on the call that produced ``message``: its recorded usage while that
+        describes the replayed view (neither we nor the recorded agent have compacted: a
+        recorded prompt that shrinks means the agent did), else the simulated provider's count
+        plus the hidden prefix. The first call with recorded usage reveals the hidden prefix."""
+        usage = call.recorded_usage
+        # Session files keep a streaming snapshot of output_tokens (often 1 for a long tool
+        # call); the final count is at least the estimate of what the call wrote.
+        recorded_output = usage.completion_tokens if usage is not None else None
+        output = max(recorded_output or 0, ctx.estimator.count_message(message))
+        prompt = usage.prompt_tokens if usage is not None else None
+        if prompt is not None:
+            if self.hidden_prefix is None:
+                self.hidden_prefix = max(0, prompt - call.true_tokens)
+                self.hidden_estimate = max(0, prompt - call.estimated_tokens)
+            if prompt < self.last_recorded_prompt:
+                self.recorded_usage_valid = False
+            self.last_recorded_prompt = prompt
+            if self.recorded_usage_valid:
+                self.anchor = (message.fingerprint, prompt + output)
+                return
+        self.anchor = (message.fingerprint, (self.hidden_prefix or 0) + call.true_tokens + output)
 
     def context_tokens(self, ctx: ReplayContext) -> int:
         """The count Claude Code compares with the threshold (see the module docstring)."""
         messages = ctx.view.messages
-        if self.cfg.usage_anchored and self.anchor is not None:
+        if self.config.usage_anchored and self.anchor is not None:
             fingerprint, tokens = self.anchor
             for i in range(len(messages) - 1, -1, -1):
                 if messages[i].fingerprint == fingerprint:
                     return tokens + sum(rough_tokens(m) for m in messages[i + 1 :])
-        return (self.hidden_prefix or 0) + ctx.view.estimated_tokens
+        return (self.hidden_estimate or 0) + ctx.view.estimated_tokens
+
+    def _observe_new_call(self, ctx: ReplayContext) -> None:
+        """The call replayed since the last decision, now that its message is in the view."""
+        last = next((m for m in reversed(ctx.view.messages) if m.role == "assistant"), None)
+        if last is not None and self.pending is not None:
+            self.observe_call(last, self.pending, ctx)
+        self.pending = None
 
     # -- hooks ----------------------------------------------------------------------------------
     def before_call(self, ctx: ReplayContext) -> None:
         self.reactive_tried = False
-        if self.first_request_estimate is None:
-            self.first_request_estimate = ctx.view.estimated_tokens
-        self._observe_recorded(ctx)
-        if self.cfg.microcompact:
+        self._observe_new_call(ctx)
+        if self.config.microcompact:
             cleared = microcompact(
-                ctx.view.messages, self.cfg.microcompact_tools, self.cfg.microcompact_keep_recent
+                ctx.view.messages,
+                self.config.microcompact_tools,
+                self.config.microcompact_keep_recent,
             )
             if cleared != list(ctx.view.messages):
                 ctx.apply("microcompact", cleared)
         tokens, threshold = self.context_tokens(ctx), self.threshold(ctx)
-        active = self.cfg.enabled and not self.breaker_tripped
+        active = self.config.enabled and not self.breaker_tripped
         ctx.emit(
             recorded.DECISION,
             tokens=tokens,
             threshold=threshold,
-            anchored=self.anchor is not None and self.cfg.usage_anchored,
+            anchored=self.anchor is not None and self.config.usage_anchored,
             compact=active and tokens >= threshold,
         )
         if active and tokens >= threshold:
             self.compact(ctx, "autocompact")
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
-        if not self.cfg.reactive_compact or self.reactive_tried or self.breaker_tripped:
+        if not self.config.reactive_compact or self.reactive_tried or self.breaker_tripped:
             return False
         if not is_overflow_error(str(error)):
             return False
@@ -338,7 +352,7 @@ class ClaudeCode(Strategy):
             prompt=transcript(history) + "\n\n[user]: " + COMPACT_PROMPT,
             messages=tuple(history),
             sections=SUMMARY_SECTIONS,
-            max_tokens=self.cfg.summary_max_tokens,
+            max_tokens=self.config.summary_max_tokens,
             key=ctx.request_key(layer),
         )
         try:
