@@ -109,7 +109,7 @@ def test_anthropic_thinking_blocks_in_raw_data_are_replayed() -> None:
     for msg, raw in zip(calls, agent):
         blocks = (raw.get("raw_data") or {}).get("thinking_blocks") or []
         assert msg.replay.get("thinking_blocks", []) == blocks
-        assert "thinking_blocks" not in msg.meta.get("raw_data", {})  # kept once
+        assert "thinking_blocks" not in (msg.meta.get("raw_data") or {})  # kept once
     assert report.thinking_blocks == sum(len(m.replay.get("thinking_blocks", [])) for m in calls) > 0
 
 
