@@ -51,7 +51,9 @@ def test_one_assistant_message_per_message_id_with_its_blocks() -> None:
     assert [m.meta["message_id"] for m in assistants] == list(calls)
     for msg, group in zip(assistants, calls.values()):
         blocks = [b for e in group for b in e["message"]["content"]]
-        assert [c.id for c in msg.tool_calls] == [b["id"] for b in blocks if b["type"] == "tool_use"]
+        assert [c.id for c in msg.tool_calls] == [
+            b["id"] for b in blocks if b["type"] == "tool_use"
+        ]
         assert msg.replay.get("thinking_blocks", []) == [
             b for b in blocks if b["type"] == "thinking"
         ]
@@ -62,7 +64,9 @@ def test_one_assistant_message_per_message_id_with_its_blocks() -> None:
 
 def test_usage_is_the_last_entry_of_the_call_with_the_cache_split_kept() -> None:
     items, trace = entries(EXCERPT), one(EXCERPT)
-    for msg, group in zip((trace.messages[i] for i in trace.call_indices), calls_of(items).values()):
+    for msg, group in zip(
+        (trace.messages[i] for i in trace.call_indices), calls_of(items).values()
+    ):
         raw = group[-1]["message"]["usage"]
         assert msg.usage is not None
         prompt = raw["input_tokens"] + raw["cache_read_input_tokens"]
@@ -80,10 +84,7 @@ def test_results_written_between_the_blocks_of_a_call_follow_the_whole_call() ->
             first.setdefault(e["message"]["id"], i)
             last[e["message"]["id"]] = i
     interleaved = [
-        e
-        for mid in first
-        for e in items[first[mid] : last[mid]]
-        if e.get("type") == "user"
+        e for mid in first for e in items[first[mid] : last[mid]] if e.get("type") == "user"
     ]
     assert interleaved  # the file does interleave results with the blocks of their call
     assert validate(trace) == []  # and every result still directly follows its call
@@ -159,12 +160,15 @@ def test_the_shared_sessions_import_with_their_calls_thinking_and_compactions(
         trace = one(path)
         assert trace.id == session and trace.meta["version"] == "2.1.39"
         assert len(trace.call_indices) == calls
-        assert sum(
-            1
-            for m in trace.messages
-            for b in m.replay.get("thinking_blocks", [])
-            if b.get("thinking")
-        ) == thinking
+        assert (
+            sum(
+                1
+                for m in trace.messages
+                for b in m.replay.get("thinking_blocks", [])
+                if b.get("thinking")
+            )
+            == thinking
+        )
         (rec,) = trace.recorded_compactions
         assert (rec.call, rec.trigger, rec.pre_tokens) == compaction
         assert validate(trace) == []

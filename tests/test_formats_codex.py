@@ -77,7 +77,11 @@ def test_a_compacted_record_is_a_recorded_compaction(tmp_path: Path) -> None:
     compacted = {"type": "compacted", "payload": {"message": "SUMMARY", "replacement_history": []}}
     after = {
         "type": "response_item",
-        "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]},
+        "payload": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "go on"}],
+        },
     }
     path = tmp_path / "rollout-compacted.jsonl"
     rows = [*items, compacted, after]

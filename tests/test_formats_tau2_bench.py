@@ -110,7 +110,9 @@ def test_anthropic_thinking_blocks_in_raw_data_are_replayed() -> None:
         blocks = (raw.get("raw_data") or {}).get("thinking_blocks") or []
         assert msg.replay.get("thinking_blocks", []) == blocks
         assert "thinking_blocks" not in (msg.meta.get("raw_data") or {})  # kept once
-    assert report.thinking_blocks == sum(len(m.replay.get("thinking_blocks", [])) for m in calls) > 0
+    assert (
+        report.thinking_blocks == sum(len(m.replay.get("thinking_blocks", [])) for m in calls) > 0
+    )
 
 
 def test_the_shared_claude_run_keeps_a_thinking_block_on_every_call(shared_traces: Path) -> None:
