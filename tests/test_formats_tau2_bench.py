@@ -117,5 +117,5 @@ def test_anthropic_thinking_blocks_in_raw_data_are_replayed() -> None:
 
 def test_the_shared_claude_run_keeps_a_thinking_block_on_every_call(shared_traces: Path) -> None:
     path = next((shared_traces / "sierra-research+tau2-bench").rglob("*.json"))
-    traces, report = import_file(path)
+    _, report = import_file(path)
     assert (report.traces, report.calls_with_usage, report.thinking_blocks) == (50, 467, 467)

@@ -256,6 +256,6 @@ def test_without_usage_anchoring_the_count_is_the_estimate_plus_the_hidden_prefi
     out = engine_replay(
         trace, strategy, SimulatedProvider(200_000, 32_000), true_counter=CHARS4, estimator=CLAUDE
     )
-    status = [e for e in out.events if e.type == "context.status" and e.call == 2][0]
+    status = next(e for e in out.events if e.type == "context.status" and e.call == 2)
     assert strategy.hidden_estimate == 26_000 - CLAUDE.count_prompt(trace.messages[:1])
     assert decisions(out)[2]["tokens"] == strategy.hidden_estimate + status["used"]
