@@ -177,3 +177,21 @@ def test_records_round_trip_through_canonical_files(tmp_path: Path, trigger: str
     write_traces(path, [trace])
     (back,), _ = import_file(path)
     assert back.recorded_compactions == trace.recorded_compactions
+
+
+def test_a_profile_fitted_on_claude_usage_over_a_proxy_is_reported_as_fitted(
+    tmp_path: Path,
+) -> None:
+    from ctxbench.report.document import accuracy_results
+
+    profile = tmp_path / "claude.json"
+    args = ["calibrate", str(EXCERPT), "-c", "tiktoken:o200k_base", "--save-profile", str(profile)]
+    out = CliRunner().invoke(cli, args)
+    assert out.exit_code == 0, out.output
+    saved = json.loads(profile.read_text())
+    assert saved["family"] == "claude-opus-4-6" and saved["fitted_on"]["calls"] == 9
+    counter = get_counter(f"profile:{profile}")
+    assert counter.kind == "fitted"
+    (trace,), _ = import_file(EXCERPT)
+    (result,), _, calls = accuracy_results([trace], [counter], [])
+    assert result[2] == "true counter (fitted to usage, not exact)" and calls == 9
