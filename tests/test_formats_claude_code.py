@@ -173,8 +173,15 @@ def test_the_shared_sessions_import_with_their_calls_thinking_and_compactions(
         assert (rec.call, rec.trigger, rec.pre_tokens) == compaction
         assert validate(trace) == []
         subagents = trace.meta["subagents"]
-        assert any("acompact" in s for s in subagents)
-        for relative in subagents:
-            sub = one(path.parent / relative)
+        calls = {c.id: c.name for m in trace.messages for c in m.tool_calls}
+        for entry in subagents:
+            sub = one(path.parent / entry["file"])
             assert sub.meta["parent_session"] == session
             assert sub.id == f"{session}/{sub.meta['agent_id']}"
+            assert sub.meta["agent_id"] == entry["agent_id"]
+            if entry["kind"] == "task":  # started by a Task call of the session
+                assert calls[entry["tool_call_id"]] == "Task"
+            else:  # the single call that wrote the recorded summary
+                assert rec.meta["summary_call"] == entry["file"]
+                assert len(sub.call_indices) == 1
+        assert [e["kind"] for e in subagents].count("compaction") == 1

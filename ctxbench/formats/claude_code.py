@@ -23,7 +23,9 @@ Claude Code 2.x writes one JSON entry per line. What becomes what:
 
 The file holds neither the system prompt nor the tool schemas (about 26k tokens for Claude
 Code 2.1; the first call's usage reveals them). Subagent files are imported as their own traces
-(``meta.parent_session``); a session lists its subagent files in ``meta.subagents``. Claude
+(``meta.parent_session``); a session lists its subagent files in ``meta.subagents``, each with
+the Task tool call that started it (from ``agent_progress`` entries) or, for the
+``agent-acompact-*`` files, the recorded compaction whose summary it wrote. Claude
 Code's format is undocumented; the shapes above are those of Claude Code 2.1.39 files.
 """
 
@@ -180,6 +182,8 @@ class _Session:
         self.awaiting_summary = False
         self.unmapped: Counter[str] = Counter()
         self.session: dict[str, Any] = {}
+        #: subagent id -> the Task tool call that started it (from agent_progress entries)
+        self.agents: dict[str, str] = {}
 
     def close(self) -> None:
         if self.open is None:
@@ -212,6 +216,15 @@ class _Session:
         else:
             subtype = entry.get("subtype")
             self.unmapped[f"{kind}.{subtype}" if isinstance(subtype, str) else kind] += 1
+            data = entry.get("data")
+            if (
+                kind == "progress"
+                and isinstance(data, dict)
+                and data.get("type") == "agent_progress"
+            ):
+                agent, call = data.get("agentId"), entry.get("parentToolUseID")
+                if isinstance(agent, str) and isinstance(call, str):
+                    self.agents.setdefault(agent, call)
 
     def assistant(self, entry: dict[str, Any], line: int | None, at: At) -> None:
         m_at = at.key("message")
@@ -320,12 +333,51 @@ class _Session:
         self.awaiting_summary = False
 
 
-def subagent_files(path: Path) -> list[str]:
-    """The subagent files Claude Code wrote beside a session file, relative to its folder."""
+COMPACTION_AGENT = "agent-acompact-"
+
+
+def subagent_files(path: Path) -> list[Path]:
+    """The subagent files Claude Code wrote beside a session file."""
     folder = path.parent / path.name.split(".")[0] / "subagents"
-    if not folder.is_dir():
-        return []
-    return sorted(f"{path.name.split('.')[0]}/subagents/{p.name}" for p in folder.glob("*.jsonl"))
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def _first_timestamp(path: Path) -> str:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline() or "{}")
+    except (OSError, ValueError, RecursionError):
+        return ""
+    return str(first.get("timestamp", "")) if isinstance(first, dict) else ""
+
+
+def link_subagents(
+    path: Path, session: _Session
+) -> tuple[list[dict[str, Any]], list[RecordedCompaction]]:
+    """The session's subagent files, each with the Task call that started it (task agents) or
+    the recorded compaction it summarised (``agent-acompact-*``, in time order)."""
+    files = subagent_files(path)
+    summaries = sorted(
+        (f for f in files if f.name.startswith(COMPACTION_AGENT)), key=_first_timestamp
+    )
+    compactions = list(session.compactions)
+    out: list[dict[str, Any]] = []
+    for file in files:
+        relative = f"{path.name.split('.')[0]}/subagents/{file.name}"
+        agent = file.stem.removeprefix("agent-")
+        if file in summaries:
+            entry: dict[str, Any] = {"file": relative, "agent_id": agent, "kind": "compaction"}
+            n = summaries.index(file)
+            if n < len(compactions):
+                entry["compaction"] = n
+                compactions[n] = replace(
+                    compactions[n], meta={**compactions[n].meta, "summary_call": relative}
+                )
+        else:
+            entry = {"file": relative, "agent_id": agent, "kind": "task"}
+            entry["tool_call_id"] = session.agents.get(agent)
+        out.append(entry)
+    return out, compactions
 
 
 def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
@@ -342,7 +394,7 @@ def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
         meta["parent_session"] = meta.get("sessionId")
         meta["agent_id"] = agent
     else:
-        subagents = subagent_files(doc.path)
+        subagents, session.compactions = link_subagents(doc.path, session)
         if subagents:
             meta["subagents"] = subagents
             meta["subagents_note"] = "subagent files are imported as their own traces"
