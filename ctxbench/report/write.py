@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.atomic_file import AtomicFile
+from ctxbench.cell.spec import DEFAULT_RESERVED
+from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import CtxbenchError
 from ctxbench.report.results import Results, load_results
@@ -69,7 +71,7 @@ def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], li
     file (``ctxbench run``) is read once for all its traces. Hugging Face sources are not
     fetched (the report needs no network), and a trace whose content hash changed since the
     run is left out rather than misreported."""
-    from ctxbench.sweep.sources import iter_traces, load_trace, split_address
+    from ctxbench.cell.traces import iter_traces, load_trace, split_address
 
     wanted: dict[str, tuple[str, str, bool]] = {}
     for row in rows:
@@ -200,9 +202,9 @@ def write_drift_report(
     *,
     counters: Sequence[str],
     windows: Sequence[int] = DEFAULT_WINDOWS,
-    reserved: int = 4096,
+    reserved: int = DEFAULT_RESERVED,
     estimators: Sequence[str] = ESTIMATORS,
-    format: str = "canonical",
+    format: str = AUTO,
     title: str = "",
     progress: Progress = _quiet,
 ) -> Written:
@@ -216,7 +218,7 @@ def write_drift_report(
     traces: list[Trace] = []
     sources: dict[str, str] = {}
     for path in trace_files:
-        for trace in _read(path, format):
+        for trace in open_traces(path, format).traces():
             traces.append(trace)
             sources.setdefault(trace.id, str(path))
     if not traces:
@@ -248,13 +250,3 @@ def write_drift_report(
         )
         size = page_file.write(render_page(page).encode("utf-8"))
     return Written(Path(out), size, round(time.perf_counter() - started, 3))
-
-
-def _read(path: str | Path, format: str) -> Iterable[Trace]:
-    if format == "canonical":
-        from ctxbench.formats.canonical import read_traces
-
-        return read_traces(path)
-    from ctxbench.formats.importing import open_source
-
-    return open_source(path, format).traces()

@@ -37,9 +37,9 @@ from typing import IO, Any
 
 from ctxbench import jsontext
 from ctxbench.atomic_file import AtomicFile, discard
+from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.events import Event, event_line, event_problem
 from ctxbench.engine.result import RunResult
-from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError, OutputError
 
 SPEC_FILE = "sweep.json"
@@ -224,7 +224,7 @@ class ResultsWriter:
     def append(self, cells: Sequence[tuple[str, str, Mapping[str, bytes]]]) -> None:
         """Persist finished cells ``(run_id, record, files)``: their files first, then their
         journal lines in one write and one fsync (a line is a cell's commit)."""
-        from ctxbench.engine.runner import write_files
+        from ctxbench.results.files import write_files
 
         for run_id, _, files in cells:
             if files:

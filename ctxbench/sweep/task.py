@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.result import Prices, RunResult
-from ctxbench.engine.spec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,8 @@ def record_line(result: RunResult, events: Sequence[Mapping[str, object]]) -> st
 
 def run_task(task: Task) -> tuple[CellOutcome, ...]:
     """Run every cell of ``task`` in this process; failures become error rows."""
-    from ctxbench.engine.runner import error_result, run_spec
-    from ctxbench.sweep.sources import load_trace
+    from ctxbench.cell.runner import error_result, run_spec
+    from ctxbench.cell.traces import load_trace
 
     first = task.cells[0]
     try:

@@ -1,0 +1,1 @@
+"""The results directory: its layout, the one writer of its table and the one reader."""
