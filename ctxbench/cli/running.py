@@ -23,11 +23,11 @@ from ctxbench.cell.spec import (
     RunSpec,
 )
 from ctxbench.cell.traces import open_traces
-from ctxbench.cli.output import print_table, write_rows
+from ctxbench.cli.output import print_table
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.errors import ConfigError
-from ctxbench.results.files import write_files
+from ctxbench.results import write_files, write_rows
 
 ROW_COLUMNS = (
     "trace_id",
@@ -283,7 +283,7 @@ def rerun_row(
     Exits 1 when a metric differs from the recorded row (timing columns aside)."""
     from ctxbench.cell.traces import load_trace
     from ctxbench.engine.result import TIMING_COLUMNS, Prices
-    from ctxbench.sweep.store import ResultsDir, read_row, spec_of_row
+    from ctxbench.results import ResultsDir, read_row, spec_of_row
 
     row = read_row(source, run_id)
     spec = spec_of_row(row)

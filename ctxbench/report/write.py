@@ -43,26 +43,10 @@ def _quiet(message: str) -> None:
 
 
 def read_results(directory: str | Path) -> Results:
-    """A results directory: a sweep's (through :class:`ctxbench.sweep.ResultsDir`, which also
-    reads a running or interrupted sweep's journal), or a folder of ``results.jsonl`` /
-    ``results.parquet`` and ``events.jsonl`` as ``ctxbench run --out/--events`` write them."""
-    from ctxbench.report.results import digest_events
-
-    root = Path(directory)
-    if not ((root / "sweep.json").is_file() or (root / "cells.jsonl").is_file()):
-        return load_results(root)
-    from ctxbench.sweep import ResultsDir
-
-    store = ResultsDir(root)
-    rows = sorted(store.rows(), key=lambda r: (str(r["trace_id"]), str(r["run_id"])))
-    try:
-        events = digest_events(store.events())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CtxbenchError(
-            f"cannot read the events: {exc}", path=root, hint="re-run the sweep with --resume"
-        ) from None
-    has_events = (root / "events.jsonl").is_file() or (root / "cells.jsonl").is_file()
-    return Results(root, tuple(rows), events, store.spec(), has_events)
+    """A results directory: a sweep's (finished, running or interrupted), or a folder of
+    ``results.jsonl`` / ``results.parquet`` and ``events.jsonl`` as ``ctxbench run
+    --out/--events`` write them."""
+    return load_results(directory)
 
 
 def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], list[str]]:

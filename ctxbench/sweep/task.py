@@ -9,12 +9,12 @@ record, so the driver only appends bytes.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.result import Prices, RunResult
+from ctxbench.results.journal import record_line
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,6 @@ class CellOutcome:
     record: str
     files: Mapping[str, bytes]
     failed: bool
-
-
-def record_line(result: RunResult, events: Sequence[Mapping[str, object]]) -> str:
-    """The journal record of a cell: ``{"run_id", "row", "events"}`` as one JSON line."""
-    payload = {"run_id": result.run_id, "row": result.to_row(), "events": list(events)}
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 def run_task(task: Task) -> tuple[CellOutcome, ...]:
