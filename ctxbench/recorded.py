@@ -215,8 +215,8 @@ def replay_recorded(
     summarizer: str = "extractive",
 ) -> RecordedParity:
     """Replay ``trace`` through ``strategy`` and compare its compactions with the recorded ones."""
-    from ctxbench.engine.runner import resolve_spec, run_spec
-    from ctxbench.engine.spec import RunSpec
+    from ctxbench.cell.runner import resolve_spec, run_spec
+    from ctxbench.cell.spec import RunSpec
 
     spec = resolve_spec(
         RunSpec(

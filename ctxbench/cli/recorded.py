@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import click
 
+from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.cli.running import strategy_params
 from ctxbench.formats import FORMATS
-from ctxbench.formats.importing import AUTO, open_source
 from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render, replay_recorded
 
 
@@ -83,6 +83,6 @@ def recorded(
     parities = [
         replay_recorded(trace, strategy, params, window=window, reserved=reserved, counter=counter)
         for path in traces
-        for trace in open_source(path, format_name).traces()
+        for trace in open_traces(path, format_name).traces()
     ]
     click.echo(render(parities, as_json=as_json))
