@@ -196,11 +196,14 @@ CLAUDE_CODE_MAX_OUTPUT = 32_000
 
 
 def strategy_params(trace: Trace, strategy: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params``, plus for ``claude_code`` the CLI version the session recorded (unless set)."""
+    """``params``, plus for ``claude_code`` on a Claude Code session the CLI version the
+    session recorded (unless set): its threshold rule is that version's."""
     out = dict(params)
+    source = trace.meta.get("imported_from")
+    session = isinstance(source, Mapping) and source.get("format") == "claude_code"
     version = trace.meta.get("version")
-    if strategy == "claude_code" and "cli_version" not in out and isinstance(version, str):
-        out["cli_version"] = version
+    if strategy == "claude_code" and session and isinstance(version, str):
+        out.setdefault("cli_version", version)
     return out
 
 

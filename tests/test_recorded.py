@@ -128,7 +128,7 @@ def test_run_prints_recorded_compactions_beside_the_strategys(tmp_path: Path) ->
     write_traces(traces, [trace])
     events = tmp_path / "ev.jsonl"
     args = ["run", str(traces), "-s", "claude_code", "-w", "200000", "--reserved", "32000"]
-    out = CliRunner().invoke(cli, [*args, "--set", "cli_version=2.1.39", "--events", str(events)])
+    out = CliRunner().invoke(cli, [*args, "--events", str(events)])  # the session's version
     assert out.exit_code == 0, out.output
     assert "recorded auto at call 7, preTokens 167,094" in out.output
     assert "compacts at call 7 with 167,094 (same call, +0 tokens)" in out.output
@@ -195,3 +195,13 @@ def test_a_profile_fitted_on_claude_usage_over_a_proxy_is_reported_as_fitted(
     (trace,), _ = import_file(EXCERPT)
     (result,), _, calls = accuracy_results([trace], [counter], [])
     assert result[2] == "true counter (fitted to usage, not exact)" and calls == 9
+
+
+def test_run_reads_a_session_directly_and_a_given_version_wins() -> None:
+    args = ["run", str(EXCERPT), "-s", "claude_code", "-w", "200000", "--reserved", "32000"]
+    out = CliRunner().invoke(cli, [*args, "--set", "cli_version=2.1.0", "--json"])
+    assert out.exit_code == 0, out.output
+    row = json.loads(out.output.splitlines()[0])
+    assert json.loads(row["params"])["cli_version"] == "2.1.0"
+    # 2.1.0 reserves the whole 32,000 output tokens: the threshold is 155,000, crossed earlier
+    assert "compacts at call 5 with 165,766 (-2 calls" in out.stderr

@@ -27,6 +27,7 @@ from ctxbench.cli.output import print_table
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.errors import ConfigError
+from ctxbench.recorded import strategy_params as session_params
 from ctxbench.results import write_files, write_rows
 
 ROW_COLUMNS = (
@@ -247,7 +248,7 @@ def run(
                         trace_id=trace.id,
                         trace_hash=trace.content_hash,
                         strategy=strategy,
-                        params=params,
+                        params=session_params(trace, strategy, params),
                         window=window,
                         reserved=reserved,
                         counter=counter,
