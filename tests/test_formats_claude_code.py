@@ -185,3 +185,25 @@ def test_the_shared_sessions_import_with_their_calls_thinking_and_compactions(
                 assert rec.meta["summary_call"] == entry["file"]
                 assert len(sub.call_indices) == 1
         assert [e["kind"] for e in subagents].count("compaction") == 1
+
+
+def test_imported_sessions_match_the_shipped_schema(shared_traces: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from ctxbench.formats.canonical import schema
+
+    folders = (
+        "marot+spotter",
+        "codemie-ai+codemie-code",
+        "OpenHands+software-agent-sdk",
+        "sierra-research+tau2-bench",
+    )
+    files = [p for f in folders for p in sorted((shared_traces / f).rglob("*.json*"))]
+    files += sorted(SESSIONS.rglob("*.json*"))
+    assert len(files) > 20
+    doc = schema()
+    for path in files:
+        for trace in import_file(path)[0]:
+            jsonschema.validate(json.loads(json.dumps(trace.to_dict())), doc)
+    bad = {"id": "t", "messages": [], "recorded_compactions": [{"call": -1, "message": 0}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, doc)
