@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
@@ -31,16 +32,21 @@ def _describe(report: ImportReport) -> str:
     )
 
 
+def format_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format/-f`` of the commands that read recorded files (``what``: their argument)."""
+    return click.option(
+        "--format",
+        "-f",
+        "format_name",
+        default=AUTO,
+        show_default=True,
+        help=f"Format of {what}: auto, or one of {', '.join(FORMATS.names())}.",
+    )
+
+
 @click.command("import")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
-@click.option(
-    "--format",
-    "-f",
-    "format_name",
-    default=AUTO,
-    show_default=True,
-    help=f"Format of FILES: auto, or one of {', '.join(FORMATS.names())}.",
-)
+@format_option("FILES")
 @click.option(
     "--hf",
     "hub",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ctxbench.cell.traces import AUTO, open_traces
+from ctxbench.cli.importing import format_option
 from ctxbench.cli.running import strategy_params
 from ctxbench.formats import FORMATS
 from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render, replay_recorded
@@ -23,14 +24,7 @@ from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render
 @click.option(
     "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override one knob (repeatable)."
 )
-@click.option(
-    "--format",
-    "-f",
-    "format_name",
-    default=AUTO,
-    show_default=True,
-    help=f"Format of TRACES: auto, or one of {', '.join(FORMATS.names())}.",
-)
+@format_option("TRACES")
 @click.option(
     "--window",
     "-w",
