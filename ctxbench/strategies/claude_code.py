@@ -27,24 +27,27 @@ Rules reproduced:
 - Threshold: ``effective_window - 13_000`` (``AUTOCOMPACT_BUFFER_TOKENS``), about 167K on a
   200K window; ``autocompact_pct_override`` (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``, 0 < p <= 100)
   gives ``floor(effective_window x p / 100)`` and can only lower the threshold. Compaction runs
-  when the estimate is >= the threshold; ``enabled`` False is ``DISABLE_AUTO_COMPACT``.
+  when the count is >= the threshold; ``enabled`` False is ``DISABLE_AUTO_COMPACT``.
 - Count (``usage_anchored``, on by default): Claude Code's ``tokenCountWithEstimation``: the
   newest API usage in the history (input + cache read + cache creation + output tokens of that
   call) plus ``ceil(chars / 4)`` per content block of every newer message. Records: this gives
-  the recorded ``preTokens`` to the token on one session (167,060 + 34). Session files keep a
-  streaming snapshot of ``output_tokens`` (1 for calls that wrote thousands of tokens in 21 to
-  77 of a session's calls), so a recorded output below the estimator's count of what the call
-  wrote is raised to that count (the other session: 166,874 + 38 + 99 against 167,117). The secondary sources' ``chars / 4 x 4 / 3`` padding (the ``claude_code`` estimator)
-  would overshoot the newer messages; it is used only where no usage applies (no recorded
-  usage, or after a compaction, recorded or ours, has made the recorded usage describe another
-  context), plus the **hidden prefix**: the system prompt and tool schemas, absent from session
-  files, which the first call's usage reveals (its prompt minus the count of what the file
-  shows of that request; about 26k tokens for Claude Code 2.1). After each call ``after_call``
-  hands the attempt to :meth:`ClaudeCode.observe_call`: the count is anchored on the call's
-  recorded usage while that describes the replayed view, and on the simulated provider's own
-  count of the prompt (plus the hidden prefix) once it does not (after our compaction, or the
-  recorded agent's: its recorded prompt shrinks) or when the trace has no usage. Each call
-  emits a ``strategy.decision`` event with the count and the threshold.
+  the recorded ``preTokens`` to the token on one session (167,060 + 34). The secondary sources
+  pad the newer messages by 4/3 (the ``claude_code`` estimator); the records disagree (the
+  padding would give 167,105), so the records win and newer messages count ``ceil(chars / 4)``.
+  Session files keep a streaming snapshot of ``output_tokens`` (1 for calls that wrote
+  thousands of tokens, in 21 to 77 of a session's calls), so a recorded output below the
+  estimator's count of what the call wrote is raised to that count (the other session:
+  166,874 + 38 + 99 = 167,011 against 167,117; the 106 left are not in the file).
+- Anchor: ``after_call`` keeps each accepted attempt and :meth:`ClaudeCode.observe_call`
+  anchors the count on it once the call's message is in the view: on the call's recorded usage
+  while that describes the replayed view, else (after our compaction, after the recorded
+  agent's, seen as a recorded prompt that shrinks, or with no recorded usage) on the simulated
+  provider's count of the prompt plus the **hidden prefix**: the system prompt and tool
+  schemas, absent from session files, which the first call's usage reveals (its recorded
+  prompt minus the provider's count of what the file shows of that request; about 26k tokens
+  for Claude Code 2.1). Before the first call, or with ``usage_anchored`` False, the count is
+  the estimator's plus the hidden prefix by the estimator. Each call emits a
+  ``strategy.decision`` event with the count and the threshold.
 - Summary: one call (``maxTurns=1``, no tools) with the 9-section prompt (Primary Request and
   Intent, Key Technical Concepts, Files and Code Sections, Errors and fixes, Problem Solving, All
   user messages, Pending Tasks, Current Work, Optional Next Step) over the whole history; the
@@ -63,8 +66,8 @@ Left out: re-attaching recently read files, todo lists and plans after compactio
 compaction; the warning/error UI thresholds (20,000 tokens below the threshold).
 
 Knobs (defaults): enabled True, cli_version None, usage_anchored True, max_output_tokens None,
-auto_compact_window None,
-autocompact_pct_override None, buffer_tokens 13000, summary_output_reserve 20000,
+auto_compact_window None, autocompact_pct_override None, buffer_tokens 13000,
+summary_output_reserve 20000,
 max_consecutive_failures 3, reactive_compact True, microcompact False,
 microcompact_keep_recent 5, microcompact_tools (Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit,
 Write), summary_max_tokens 20000.
