@@ -66,7 +66,7 @@ def _clean(value: Any) -> Any:
 
 def make_baseline(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The baseline document of a results table (cells sorted by run_id)."""
-    from ctxbench import __version__
+    from ctxbench.version import __version__
     from ctxbench.engine.result import SCHEMA_VERSION
 
     cells = []

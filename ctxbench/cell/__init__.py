@@ -4,29 +4,19 @@ through) and the runner that builds its parts, replays, times it and computes it
 (:mod:`~ctxbench.cell.runner`). Loaded lazily: naming ``ctxbench.cell.spec`` imports no strategy.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from ctxbench.registry import lazy_exports
 
 _EXPORTS = {
-    "RunSpec": "spec",
-    "canonical_json": "spec",
-    "TraceFile": "traces",
-    "open_traces": "traces",
-    "load_trace": "traces",
-    "Parts": "runner",
-    "build_parts": "runner",
-    "error_result": "runner",
-    "resolve_spec": "runner",
-    "run_spec": "runner",
+    "RunSpec": "ctxbench.cell.spec",
+    "canonical_json": "ctxbench.cell.spec",
+    "TraceFile": "ctxbench.cell.traces",
+    "open_traces": "ctxbench.cell.traces",
+    "load_trace": "ctxbench.cell.traces",
+    "Parts": "ctxbench.cell.runner",
+    "build_parts": "ctxbench.cell.runner",
+    "error_result": "ctxbench.cell.runner",
+    "resolve_spec": "ctxbench.cell.runner",
+    "run_spec": "ctxbench.cell.runner",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'ctxbench.cell' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"ctxbench.cell.{_EXPORTS[name]}"), name)
-
-
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)
