@@ -83,17 +83,6 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     return params
 
 
-def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
-    """``--summarizer-set`` values, JSON-decoded when they parse as JSON (numbers, booleans)."""
-    out: dict[str, Any] = {}
-    for key, text in configuration.parse_set(sets).items():
-        try:
-            out[key] = json.loads(text)
-        except (ValueError, RecursionError):  # not JSON (or unreadable as JSON): the text
-            out[key] = text
-    return out
-
-
 @click.command("run")
 @click.argument("traces", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
@@ -227,7 +216,11 @@ def run(
     if not traces or not strategy or window is None:
         raise click.UsageError("give TRACES, --strategy and --window (or --from-row)")
     params = strategy_params(strategy, config_file, sets)
-    summarizer_params = summarizer_parameters(summarizer_sets)
+    from ctxbench.summarizers import summarizer_params as typed_params
+
+    summarizer_params = typed_params(
+        summarizer, configuration.parse_set(summarizer_sets), source="--summarizer-set"
+    )
     external = {}
     if probes_file:
         from ctxbench.probes.probe_file import load_probes

@@ -20,7 +20,7 @@ from pathlib import Path
 from ctxbench import jsontext
 from ctxbench.atomic_file import AtomicFile
 from ctxbench.errors import TraceFormatError
-from ctxbench.probes.model import Probe
+from ctxbench.probes.model import PROBE_KINDS, Probe
 from ctxbench.trace import Trace
 
 
@@ -88,7 +88,7 @@ def load_probes(path: str | Path) -> dict[str, tuple[Probe, ...]]:
                     path=path,
                     line=lineno,
                     key=f"$.probes[{i}]",
-                    hint="a probe needs id, kind, question, answers (see DESIGN.md)",
+                    hint=f"a probe needs id, kind (one of {', '.join(PROBE_KINDS)}), question, answers",
                 ) from None
         out[trace_id] = tuple(probes)
     return out

@@ -122,7 +122,10 @@ def latest_query(messages: Sequence[Message]) -> str:
 class Hierarchical(Strategy[HierarchicalConfig]):
     name = "hierarchical"
     summary = "ctxbench synthesis: hot rounds in the prompt, cold rounds retrieved by BM25."
-    source = "ContextManager design document (seeds/003) 'Hierarchical memory'; ctxbench synthesis"
+    source = (
+        '"Why Agent Conversations Aren\'t Just Chat Logs" (ContextManager design article), '
+        "'Hierarchical memory'; ctxbench synthesis"
+    )
     Config = HierarchicalConfig
     default_estimator = "chars4"
 

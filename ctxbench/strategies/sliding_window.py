@@ -57,7 +57,10 @@ def window_of(
 class SlidingWindow(Strategy[SlidingWindowConfig]):
     name = "sliding_window"
     summary = "System + the last N whole rounds (optionally pinning the first user message)."
-    source = "ContextManager design document (seeds/003), 'Sliding window'"
+    source = (
+        '"Why Agent Conversations Aren\'t Just Chat Logs" (ContextManager design article), '
+        "'Sliding window'"
+    )
     Config = SlidingWindowConfig
     default_estimator = "chars4"
 

@@ -111,7 +111,10 @@ def split_old_recent(
 class SummarizeHalf(Strategy[SummarizeHalfConfig]):
     name = "summarize_half"
     summary = "Seed 003 ContextManager: over budget, summarise the oldest half of the rounds."
-    source = "ContextManager design document (seeds/003), build_for_llm / _compact"
+    source = (
+        '"Why Agent Conversations Aren\'t Just Chat Logs" (ContextManager design article), '
+        "build_for_llm / _compact"
+    )
     Config = SummarizeHalfConfig
     default_estimator = "chars4"
 
