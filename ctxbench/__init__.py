@@ -9,7 +9,9 @@ What user code is written against, in one place (each name is imported on first 
 
 from __future__ import annotations
 
-from ctxbench.registry import lazy_exports
+import importlib
+from typing import Any
+
 from ctxbench.version import __version__ as __version__
 
 _EXPORTS = {
@@ -54,5 +56,12 @@ _EXPORTS = {
     "OutputError": "ctxbench.errors",
     "ResultsError": "ctxbench.errors",
 }
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'ctxbench' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -114,15 +114,3 @@ def import_path(path: str, *, kind: str = "object") -> Any:
                 f"module {module_name!r} has no attribute {attr!r} (for {kind} {path!r})",
             ) from None
     return obj
-
-
-def lazy_exports(package: str, exports: dict[str, str]) -> Any:
-    """A module ``__getattr__`` that imports ``name`` from ``exports[name]`` (a module path)
-    on first use, so importing a package's ``__init__`` stays cheap."""
-
-    def __getattr__(name: str) -> Any:
-        if name not in exports:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(exports[name]), name)
-
-    return __getattr__
