@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.counting.base import TokenCounter
-from ctxbench.recorded import recorded_prompt
-from ctxbench.trace import Trace
+from ctxbench.trace import Trace, recorded_prompt
 
 #: The estimators frameworks use, measured next to the counter on the same calls.
 BASELINES: tuple[str, ...] = ("chars4", "dbgpt", "agentscope", "hermes")

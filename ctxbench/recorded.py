@@ -18,18 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxbench.engine import events as ev
-from ctxbench.trace import Message, RecordedCompaction, Trace
+from ctxbench.engine.events import DECISION, UNCOMPACTED_NOTE
+from ctxbench.trace import RecordedCompaction, Trace
 
-#: Event a strategy emits before each call with the count it decides with:
-#: ``tokens``, ``threshold``, ``anchored`` (the count starts from a provider's usage), ``compact``.
-DECISION = "strategy.decision"
 #: Layers that are not a compaction of the history (clearing old tool results in place).
 NOT_HISTORY = ("microcompact",)
-#: Note every replay of a trace with recorded compactions carries.
-UNCOMPACTED_NOTE = (
-    "the trace keeps the uncompacted history: the replay sees the messages before each recorded"
-    " compaction boundary and decides for itself where to compact"
-)
 
 
 @dataclass(frozen=True)
@@ -236,19 +229,3 @@ def replay_recorded(
     )
     output = run_spec(spec, trace)
     return compare_recorded(trace, output.events, strategy=strategy)
-
-
-def recorded_prompt(trace: Trace, index: int) -> tuple[Message, ...]:
-    """The history the recorded agent sent with the call at message ``index``: after its last
-    recorded compaction before it, the summary (as the user message that replaced the history)
-    and the messages since; without one, every message before ``index``. Counting this, not the
-    uncompacted history a replay keeps, is what the call's recorded usage measured."""
-    last = None
-    for compaction in trace.recorded_compactions:
-        if compaction.message <= index:
-            last = compaction
-    if last is None:
-        return trace.messages[:index]
-    system = tuple(m for m in trace.messages[: last.message] if m.role == "system")
-    summary = (Message("user", last.summary),) if last.summary else ()
-    return (*system, *summary, *trace.messages[last.message : index])

@@ -720,3 +720,19 @@ def pairing_violations(messages: Sequence[Message]) -> int:
             block_owner = None
     violations += sum(1 for cid in owner_of if cid not in answered)
     return violations
+
+
+def recorded_prompt(trace: Trace, index: int) -> tuple[Message, ...]:
+    """The history the recorded agent sent with the call at message ``index``: after its last
+    recorded compaction before it, the summary (as the user message that replaced the history)
+    and the messages since; without one, every message before ``index``. Counting this, not the
+    uncompacted history a replay keeps, is what the call's recorded usage measured."""
+    last = None
+    for compaction in trace.recorded_compactions:
+        if compaction.message <= index:
+            last = compaction
+    if last is None:
+        return trace.messages[:index]
+    system = tuple(m for m in trace.messages[: last.message] if m.role == "system")
+    summary = (Message("user", last.summary),) if last.summary else ()
+    return (*system, *summary, *trace.messages[last.message : index])

@@ -78,7 +78,8 @@ def test_usage_is_the_last_entry_of_the_call_with_the_cache_split_kept() -> None
 
 def test_results_written_between_the_blocks_of_a_call_follow_the_whole_call() -> None:
     items, trace = entries(EXCERPT), one(EXCERPT)
-    first, last = {}, {}
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
     for i, e in enumerate(items):
         if e.get("type") == "assistant":
             first.setdefault(e["message"]["id"], i)
@@ -173,16 +174,16 @@ def test_the_shared_sessions_import_with_their_calls_thinking_and_compactions(
         assert (rec.call, rec.trigger, rec.pre_tokens) == compaction
         assert validate(trace) == []
         subagents = trace.meta["subagents"]
-        calls = {c.id: c.name for m in trace.messages for c in m.tool_calls}
-        for entry in subagents:
-            sub = one(path.parent / entry["file"])
+        call_names = {c.id: c.name for m in trace.messages for c in m.tool_calls}
+        for agent in subagents:
+            sub = one(path.parent / agent["file"])
             assert sub.meta["parent_session"] == session
             assert sub.id == f"{session}/{sub.meta['agent_id']}"
-            assert sub.meta["agent_id"] == entry["agent_id"]
-            if entry["kind"] == "task":  # started by a Task call of the session
-                assert calls[entry["tool_call_id"]] == "Task"
+            assert sub.meta["agent_id"] == agent["agent_id"]
+            if agent["kind"] == "task":  # started by a Task call of the session
+                assert call_names[agent["tool_call_id"]] == "Task"
             else:  # the single call that wrote the recorded summary
-                assert rec.meta["summary_call"] == entry["file"]
+                assert rec.meta["summary_call"] == agent["file"]
                 assert len(sub.call_indices) == 1
         assert [e["kind"] for e in subagents].count("compaction") == 1
 

@@ -26,11 +26,11 @@ from ctxbench.formats.importing import ImportReport, import_file
 from tests.hardening import assert_cli_reports, assert_names_the_problem, damaged, dumps, mutated
 
 SESSIONS = Path(__file__).parent / "golden" / "sessions"
-JSONL = {
+JSONL: dict[str, Path] = {
     "claude_code": SESSIONS / "claude_code_session.jsonl",
     "codex": SESSIONS / "codex_rollout.jsonl",
 }
-JSON = {
+JSON: dict[str, Path] = {
     "openhands_completions": sorted((SESSIONS / "openhands_logs").glob("*.json"))[0],
     "tau2_bench": SESSIONS / "tau2_claude_thinking.json",
 }
@@ -175,7 +175,7 @@ def test_unknown_entry_types_are_counted_or_named(
         assert report.unmapped_entries.get(kind, 0) >= 1
 
 
-@pytest.mark.parametrize("name", list({**JSONL, **JSON}))
+@pytest.mark.parametrize("name", [*JSONL, *JSON])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_damaged_bytes_import_or_name_the_file_and_fix(

@@ -14,19 +14,13 @@ from ctxbench.calibration import samples
 from ctxbench.cli import cli
 from ctxbench.counting import get_counter
 from ctxbench.engine import events as ev
+from ctxbench.engine.events import DECISION, UNCOMPACTED_NOTE
 from ctxbench.errors import ConfigError
 from ctxbench.formats.canonical import write_traces
 from ctxbench.formats.importing import import_file
-from ctxbench.recorded import (
-    DECISION,
-    UNCOMPACTED_NOTE,
-    compare_recorded,
-    recorded_prompt,
-    render,
-    replay_recorded,
-)
+from ctxbench.recorded import compare_recorded, render, replay_recorded
 from ctxbench.report.results import digest_events
-from ctxbench.trace import Message, RecordedCompaction, Trace
+from ctxbench.trace import Message, RecordedCompaction, Trace, recorded_prompt
 from tests.factories import tool_trace
 
 EXCERPT = Path(__file__).parent / "golden" / "sessions" / "claude_code_session.jsonl"

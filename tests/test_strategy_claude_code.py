@@ -8,11 +8,11 @@ import pytest
 
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.events import DECISION
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput
 from ctxbench.engine.replay import replay as engine_replay
 from ctxbench.errors import ConfigError, SummarizerError
-from ctxbench.recorded import DECISION
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.claude_code import (
     CAPPED_RESERVE_SINCE,

@@ -153,6 +153,7 @@ def test_rounds_cover_every_non_system_message_once_and_never_split_a_tool_pair(
     call_round = {c.id: round_of[i] for i, m in enumerate(msgs) for c in m.tool_calls}
     for i, m in enumerate(msgs):
         if m.role == "tool":
+            assert m.tool_call_id is not None
             assert round_of[i] == call_round[m.tool_call_id]
     assert [r.index for r in segs] == list(range(len(segs)))
 

@@ -36,6 +36,14 @@ SUMMARY = "summary"
 SNAPSHOT = "snapshot"
 PROBE = "probe"
 RECORDED = "recorded.compaction"
+#: Event a strategy emits before each call with the count it decides with:
+#: ``tokens``, ``threshold``, ``anchored`` (the count starts from a provider's usage), ``compact``.
+DECISION = "strategy.decision"
+#: Note every replay of a trace with recorded compactions carries.
+UNCOMPACTED_NOTE = (
+    "the trace keeps the uncompacted history: the replay sees the messages before each recorded"
+    " compaction boundary and decides for itself where to compact"
+)
 
 EVENT_TYPES = (
     CONTEXT_STATUS,

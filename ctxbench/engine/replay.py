@@ -133,14 +133,13 @@ def replay(
 
 def _recorded_event(ctx: ReplayContext, compaction: RecordedCompaction) -> None:
     """Where the recorded agent compacted; the replay keeps the uncompacted history."""
-    from ctxbench.recorded import UNCOMPACTED_NOTE
 
     ctx.emit(
         ev.RECORDED,
         trigger=compaction.trigger,
         pre_tokens=compaction.pre_tokens,
         source=compaction.source,
-        note=UNCOMPACTED_NOTE,
+        note=ev.UNCOMPACTED_NOTE,
     )
 
 

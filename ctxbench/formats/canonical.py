@@ -71,7 +71,7 @@ def parse_trace(data: Any, *, path: str | Path, line: int | None = None) -> Trac
             path=path,
             line=line,
             key=_locate(data, exc),
-            hint="compare with the ctxbench.trace/1 schema in DESIGN.md",
+            hint="compare with the ctxbench.trace/1 JSON schema (ctxbench.formats.schema())",
         ) from None
 
 

@@ -28,7 +28,7 @@ Classify = Callable[[str], str]
 
 
 def _version() -> str:
-    from ctxbench import __version__
+    from ctxbench.version import __version__
 
     return __version__
 

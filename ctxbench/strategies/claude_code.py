@@ -78,7 +78,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ctxbench import recorded
+from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import is_overflow_error
 from ctxbench.errors import ProviderOverflowError, SummarizerError
@@ -327,7 +327,7 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
         tokens, threshold = self.context_tokens(ctx), self.threshold(ctx)
         active = self.config.enabled and not self.breaker_tripped
         ctx.emit(
-            recorded.DECISION,
+            ev.DECISION,
             tokens=tokens,
             threshold=threshold,
             anchored=self.anchor is not None and self.config.usage_anchored,
