@@ -66,6 +66,30 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
 _EVENTS_HINT = "give the --events file of `ctxbench run` or a sweep's events.jsonl"
 
 
+def run_events(source: str | Path, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The events of one run from an events file or a results directory (where ``run_id``
+    is required): a baseline's results and the current ones can be compared run by run."""
+    path = Path(source)
+    if not path.is_dir():
+        return read_events(path, run_id)
+    from ctxbench.sweep.store import ResultsDir
+
+    if run_id is None:
+        raise ConfigError(
+            "a results directory holds many runs",
+            path=path,
+            hint="name the run with --run-a / --run-b (`ctxbench check` prints the command)",
+        )
+    events = [e for e in ResultsDir(path).events(run_id)]
+    if not events:
+        raise ConfigError(
+            f"no events of run {run_id!r}",
+            path=path,
+            hint="run ids are in the run_id column of results.parquet",
+        )
+    return run_id, events
+
+
 def _check_event(event: Any, path: Path, line: int) -> None:
     """An event line must hold what ``diff`` reads, so a hand-edited file fails here, named."""
     problem = ev.event_problem(event)
