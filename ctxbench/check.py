@@ -698,10 +698,13 @@ def junit_report(report: CheckReport) -> str:
         )
         if c.status == "regressed":
             failures += 1
-            text = "\n".join(
-                f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
-                for f in c.findings
-            ) + f"\nsee: {diff_command(report, c)}"
+            text = (
+                "\n".join(
+                    f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+                    for f in c.findings
+                )
+                + f"\nsee: {diff_command(report, c)}"
+            )
             ET.SubElement(
                 case, "failure", message="; ".join(f.metric for f in c.findings), type="regression"
             ).text = text

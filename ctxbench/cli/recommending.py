@@ -93,12 +93,12 @@ def recommend(
     from ctxbench.decisions.outcomes import Constraints, KindWeights, outcomes
     from ctxbench.decisions.recommend import recommend as decide
     from ctxbench.decisions.text import recommendation_text
-    from ctxbench.report.results import load_results
+    from ctxbench.report.write import read_results
 
     constraints = Constraints(max_failed_calls, max_tokens, allow_errors)
     kind_weights = KindWeights(parse_weights(weights))
     rec = decide(
-        outcomes(load_results(results_dir)),
+        outcomes(read_results(results_dir)),
         constraints=constraints,
         weights=kind_weights,
         window=window,

@@ -158,7 +158,7 @@ def outcome_of(row: Mapping[str, Any], events: RunEvents | None) -> RunOutcome:
 
 
 def outcomes(results: Results) -> list[RunOutcome]:
-    """Every run of a results directory (read with :func:`ctxbench.report.results.load_results`)."""
+    """Every run of a results directory (read with :func:`ctxbench.report.write.read_results`)."""
     return [
         outcome_of(row, results.events.get(str(row["run_id"])) if results.has_events else None)
         for row in results.rows

@@ -1,11 +1,11 @@
 """The config to deploy, per window and true counter, with what the data cannot tell apart.
 
 The rule, stated in every answer: among the configs that meet the constraints (by default no
-failed calls and no replay errors; optionally a token budget), take the one with the highest
-retention; every config whose paired retention interval with it includes 0 is tied with it,
-and among the tied the cheapest is recommended (cost: input + summary + rejected prompt
-tokens per trace). Alongside: the configs indistinguishable from the pick (with how many more
-traces would separate each, from the interval's 1/sqrt(n) shrinkage), each knob's effect
+failed calls and no replay errors; optionally a token budget on input + summary + rejected
+prompt tokens per trace), the one with the highest retention (equal retention: the cheaper).
+Alongside: the configs indistinguishable from the pick, i.e. whose paired retention interval
+with it includes 0, with their cost difference (a cheaper tie is a fair choice) and how many
+more traces would separate each (from the interval's 1/sqrt(n) shrinkage), each knob's effect
 (inert: no outcome changed; mattered: a paired interval excludes 0 or failed calls changed;
 otherwise no detectable effect), and the fact kinds no config keeps.
 """
@@ -112,8 +112,8 @@ class Recommendation:
     @property
     def rule(self) -> str:
         return (
-            "highest retention among configs meeting the constraints; among the configs its "
-            "paired interval cannot tell from it, the cheapest"
+            "the highest retention among the configs that meet the constraints (equal: the "
+            "cheaper); tied configs are those its paired interval cannot tell from it"
         )
 
 
@@ -267,13 +267,7 @@ def _group(
         return GroupVerdict(
             window, counter, len(data.traces), tuple(standings), None, (), knobs, unkept, why
         )
-    leader = feasible[0]
-    tied_with_leader = [leader] + [
-        s
-        for s in feasible[1:]
-        if not _diff(boot, ret_point, ret_reps, column, s, leader).excludes_zero
-    ]
-    pick = min(tied_with_leader, key=lambda s: (s.cost.point, _rank(s)))
+    pick = feasible[0]
     ties = []
     for s in feasible:
         if s is pick:

@@ -96,3 +96,20 @@ def recommendation_text(rec: Recommendation) -> str:
         lines.append("")
         lines += group_text(g, rec.level)
     return "\n".join(lines)
+
+
+def closing_text(rec: Recommendation, results_dir: str) -> str:
+    """The few lines ``sweep`` ends with: each group's pick and ties, and where the rest is."""
+    lines = ["recommendation (no failed calls; ties by paired 95% interval):"]
+    for g in rec.groups:
+        where = f"  w={g.window:,} {g.counter}: "
+        if g.pick is None:
+            lines.append(where + f"no pick: {g.why_none}")
+            continue
+        tied = f"; tied: {', '.join(t.name for t in g.ties)}" if g.ties else ""
+        lines.append(
+            where + f"{g.pick.name}, retention {g.pick.retention.text()}, "
+            f"{tokens_text(g.pick.cost.point)} tokens/trace{tied}"
+        )
+    lines.append(f"  details: ctxbench recommend {results_dir}")
+    return "\n".join(lines)

@@ -21,6 +21,7 @@ from ctxbench.report.prices import PriceTable
 from ctxbench.report.results import Results
 from ctxbench.report.thresholds import threshold_maps
 from ctxbench.report.timeline import pick_timelines
+from ctxbench.report.verdict import verdict_section
 from ctxbench.trace import Trace
 
 Row = Mapping[str, Any]
@@ -141,6 +142,7 @@ def report_page(inputs: ReportInputs) -> Page:
     accuracy, n_traces, n_calls = accuracy_results(loaded, inputs.counters, inputs.baselines)
 
     page_sections: list[Section] = [
+        verdict_section(results),
         sections.how_to_read(),
         sections.leaderboard_section(board, labels, priced=priced),
         sections.pareto_section(board, labels),
