@@ -104,9 +104,10 @@ class Bootstrap:
         """(point, replicates) of the mean over traces of each config's weighted retention.
 
         ``kept[i]`` is a probes x configs array of trace ``i`` (1 kept, 0 not; fractions
-        allowed), ``weights[i]`` the probes' weights (> 0). Traces without probes are left out.
+        allowed), ``weights[i]`` the probes' weights (> 0). Traces without probes (0 x configs)
+        are left out; with none at all, every retention is NaN.
         """
-        configs = next((np.shape(k)[1] for k in kept if np.size(k)), 0)
+        configs = max((np.shape(k)[1] for k in kept if np.ndim(k) == 2), default=0)
         total = np.zeros((self.resamples, configs))
         drawn = np.zeros((self.resamples, 1))
         points = []

@@ -137,6 +137,8 @@ def recommend(
             groups.setdefault((run.window, run.counter), []).append(run)
     every = [r for members in groups.values() for r in members]
     notes = []
+    if every and not any(r.probes for r in every):
+        notes.append("no probes were scored: the pick is the cheapest config")
     if any(not r.from_events for r in every):
         notes.append(
             "some runs have no events: their rejected prompts are not counted as cost and "
@@ -270,8 +272,8 @@ def _group(
     pick = feasible[0]
     ties = []
     for s in feasible:
-        if s is pick:
-            continue
+        if s is pick or not math.isfinite(pick.retention.point):
+            continue  # no probes scored: the pick is the cheapest, nothing is "tied"
         diff = _diff(boot, ret_point, ret_reps, column, s, pick)
         if diff.excludes_zero:
             continue

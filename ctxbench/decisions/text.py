@@ -107,8 +107,9 @@ def closing_text(rec: Recommendation, results_dir: str) -> str:
             lines.append(where + f"no pick: {g.why_none}")
             continue
         tied = f"; tied: {', '.join(t.name for t in g.ties)}" if g.ties else ""
+        retention = g.pick.retention.text() if math.isfinite(g.pick.retention.point) else "-"
         lines.append(
-            where + f"{g.pick.name}, retention {g.pick.retention.text()}, "
+            where + f"{g.pick.name}, retention {retention}, "
             f"{tokens_text(g.pick.cost.point)} tokens/trace{tied}"
         )
     lines.append(f"  details: ctxbench recommend {results_dir}")
