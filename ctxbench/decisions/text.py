@@ -27,17 +27,29 @@ def _standing(s: ConfigStanding) -> str:
 
 
 def _tie(t: Tie, traces: int) -> str:
-    cost = t.cost_diff
-    head = (
-        f"{t.name}: retention {t.retention_diff.text(signed=True)}, cost "
-        f"{tokens_text(cost.point, signed=True)} tokens/trace"
-    )
+    """What a tie's numbers say (its name aside: ties with the same numbers share a line)."""
     if t.identical:
-        return head + "; identical on every probe and cost (more traces would not separate them)"
+        return "identical to the pick on every probe and cost (more traces would not separate them)"
+    head = (
+        f"retention {t.retention_diff.text(signed=True)}, cost "
+        f"{tokens_text(t.cost_diff.point, signed=True)} tokens/trace"
+    )
     if t.traces_needed is None:
         return head + "; same mean retention (more traces would not separate them)"
     more = t.traces_needed - traces
     return head + f"; about {more:,} more traces ({t.traces_needed:,} in all) would separate them"
+
+
+def _tie_lines(ties: tuple[Tie, ...], traces: int) -> list[str]:
+    groups: dict[str, list[str]] = {}
+    for t in ties:
+        groups.setdefault(_tie(t, traces), []).append(t.name)
+    return [f"{', '.join(names)}: {what}" for what, names in groups.items()]
+
+
+def _names(names: list[str], most: int = 3) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def group_text(g: GroupVerdict, level: float) -> list[str]:
@@ -57,7 +69,7 @@ def group_text(g: GroupVerdict, level: float) -> list[str]:
             lines.append(f"    retention by kind: {kinds}")
         if g.ties:
             lines.append("  indistinguishable from it (paired difference, this minus the pick):")
-            lines.extend(f"    {_tie(t, g.traces)}" for t in g.ties)
+            lines.extend(f"    {line}" for line in _tie_lines(g.ties, g.traces))
         else:
             lines.append("  indistinguishable from it: none (every paired interval excludes 0)")
     others = [s for s in g.configs if g.pick is None or s.key != g.pick.key]
@@ -106,7 +118,7 @@ def closing_text(rec: Recommendation, results_dir: str) -> str:
         if g.pick is None:
             lines.append(where + f"no pick: {g.why_none}")
             continue
-        tied = f"; tied: {', '.join(t.name for t in g.ties)}" if g.ties else ""
+        tied = f"; tied: {_names([t.name for t in g.ties])}" if g.ties else ""
         retention = g.pick.retention.text() if math.isfinite(g.pick.retention.point) else "-"
         lines.append(
             where + f"{g.pick.name}, retention {retention}, "
