@@ -14,7 +14,6 @@ from ctxbench.cli import cli
 from ctxbench.decisions.outcomes import Constraints, KindWeights, RunOutcome
 from ctxbench.decisions.recommend import GroupVerdict, recommend
 from ctxbench.report.leaderboard import ConfigKey
-from ctxbench.testing import run_sweep
 
 KINDS = ("recall", "artifact", "decision", "finished_task", "task")
 TRACES = 30
@@ -183,13 +182,37 @@ params = { min_keep_recent_rounds = [1, 5] }
 """,
         "utf-8",
     )
-    results = run_sweep(tmp_path / "s.toml", tmp_path / "out")
+    results = tmp_path / "out"
+    swept = CliRunner().invoke(
+        cli, ["sweep", str(tmp_path / "s.toml"), "-o", str(results), "-j", "1", "-q"]
+    )
+    assert swept.exit_code == 0, swept.output
+    closing = swept.stdout.splitlines()
+    assert closing[-3].startswith("recommendation (no failed calls")
+    assert closing[-2].startswith(
+        "  w=131,072 tiktoken:o200k_base: dbgpt (min_keep_recent_rounds=1)"
+    )
+    assert closing[-1] == f"  details: ctxbench recommend {results}"
     out = CliRunner().invoke(cli, ["recommend", str(results)])
     assert out.exit_code == 0, out.output
     assert "dbgpt.min_keep_recent_rounds (1, 5): inert" in out.output
     assert "deploy: dbgpt" in out.output and "retention by kind:" in out.output
     assert "task 1.00" in out.output
+    assert "identical to the pick on every probe and cost" in out.output
     narrow = CliRunner().invoke(cli, ["recommend", str(results), "--window", "1"])
     assert narrow.exit_code != 0
     bad = CliRunner().invoke(cli, ["recommend", str(results), "--weight", "task"])
     assert bad.exit_code != 0
+
+
+def test_the_verdict_strip_escapes_names_and_shows_pick_ties_and_inert_knobs() -> None:
+    from ctxbench.report.verdict import render_verdict
+
+    odd = config("<script>x</script>", min_keep_recent_rounds=1.0)
+    twin = config("<script>x</script>", min_keep_recent_rounds=5.0)
+    runs = sweep({BEST: 0.75, odd: 0.7, twin: 0.7}, shared={twin: odd})
+    html = render_verdict(recommend(runs, resamples=500))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "dbgpt" in html and "deploy" in html and "retention" in html
+    assert "inert knobs: &lt;script&gt;x&lt;/script&gt;.min_keep_recent_rounds" in html
+    assert "no config keeps: finished_task" in html
