@@ -49,7 +49,9 @@ def baseline(results_dir: str, out: str) -> None:
     doc = gate.make_baseline(_rows(results_dir), results_dir)
     _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     click.echo(f"wrote {out}: {len(doc['cells'])} cells")
-    for warning in gate.baseline_warnings(doc["cells"]):
+    from ctxbench.decisions.changes import baseline_warnings
+
+    for warning in baseline_warnings(doc["cells"]):
         click.echo(f"warning: {warning}", err=True)
 
 
