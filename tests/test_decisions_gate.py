@@ -16,8 +16,8 @@ from ctxbench.cli import cli
 from ctxbench.decisions.matching import parse_match_by
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import ConfigError
+from ctxbench.results import ResultsDir
 from ctxbench.strategies.base import Strategy
-from ctxbench.sweep import ResultsDir
 from ctxbench.testing import run_sweep
 
 MATCH_ALL = ("trace", "strategy", "window", "counter")

@@ -18,7 +18,7 @@ from ctxbench.errors import ConfigError
 
 
 def _rows(results_dir: str) -> list[dict[str, object]]:
-    from ctxbench.sweep.store import ResultsDir
+    from ctxbench.results import ResultsDir
 
     rows = ResultsDir(results_dir).rows()
     if not rows:
@@ -180,7 +180,7 @@ def diff(a: str, b: str, results_dir: str | None, run_a: str | None, run_b: str 
     from ctxbench.divergence import first_divergence, render, run_events
 
     if results_dir:
-        from ctxbench.sweep.store import ResultsDir
+        from ctxbench.results import ResultsDir
 
         store = ResultsDir(results_dir)
         events_a, events_b = list(store.events(a)), list(store.events(b))

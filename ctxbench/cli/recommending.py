@@ -90,15 +90,14 @@ def recommend(
       ctxbench recommend reports/quickstart
       ctxbench recommend results --window 32768 --max-tokens 400000 --weight task=2
     """
-    from ctxbench.decisions.outcomes import Constraints, KindWeights, outcomes
+    from ctxbench.decisions.outcomes import Constraints, KindWeights, read_outcomes
     from ctxbench.decisions.recommend import recommend as decide
     from ctxbench.decisions.text import recommendation_text
-    from ctxbench.report.write import read_results
 
     constraints = Constraints(max_failed_calls, max_tokens, allow_errors)
     kind_weights = KindWeights(parse_weights(weights))
     rec = decide(
-        outcomes(read_results(results_dir)),
+        read_outcomes(results_dir),
         constraints=constraints,
         weights=kind_weights,
         window=window,

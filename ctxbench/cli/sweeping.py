@@ -19,7 +19,7 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
     "-o",
     "out_dir",
     type=click.Path(file_okay=False),
-    help="Results directory (created; see ctxbench.sweep.store for its layout).",
+    help="Results directory (created; see ctxbench.results.layout for its layout).",
 )
 @click.option(
     "--workers",
@@ -151,12 +151,11 @@ def execute(
 
 def print_recommendation(out_dir: str) -> None:
     """The closing verdict: which config to deploy per window and counter (defaults)."""
-    from ctxbench.decisions.outcomes import outcomes
+    from ctxbench.decisions.outcomes import read_outcomes
     from ctxbench.decisions.recommend import recommend
     from ctxbench.decisions.text import closing_text
-    from ctxbench.report.write import read_results
 
-    click.echo(closing_text(recommend(outcomes(read_results(out_dir))), out_dir))
+    click.echo(closing_text(recommend(read_outcomes(out_dir)), out_dir))
 
 
 def make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:

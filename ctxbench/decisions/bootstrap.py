@@ -162,7 +162,8 @@ def expanded_tail(level: float, n: int) -> float:
 
 def t_quantile(p: float, df: int) -> float:
     """Student's t quantile: exact for 1 and 2 degrees of freedom, else the Cornish-Fisher
-    expansion of Abramowitz & Stegun 26.7.5 (error below 1e-3 from 3 degrees up)."""
+    expansion of Abramowitz & Stegun 26.7.5 (at the 97.5% point: 0.004 low at 3 degrees of
+    freedom, below 1e-3 from 4 and 1e-4 from 6)."""
     if df == 1:
         return math.tan(math.pi * (p - 0.5))
     if df == 2:

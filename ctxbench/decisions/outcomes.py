@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from ctxbench.engine import events as ev
 from ctxbench.errors import ConfigError
 from ctxbench.probes.model import PROBE_KINDS
 from ctxbench.report.leaderboard import ConfigKey
-from ctxbench.report.results import Results, RunEvents
+from ctxbench.report.results import Results
 
 #: The outcome that counts as kept (``retention``); the others are stale, via_reference, lost.
 KEPT = "in_context"
@@ -131,13 +133,19 @@ def _row_probes(row: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
-def outcome_of(row: Mapping[str, Any], events: RunEvents | None) -> RunOutcome:
+@dataclass
+class _Seen:
+    """What the decisions read of one run's events: probe outcomes, rejected prompt tokens."""
+
+    probes: list[tuple[str, str, str]] = field(default_factory=list)
+    rejected: int = 0
+
+
+def outcome_of(row: Mapping[str, Any], seen: _Seen | None) -> RunOutcome:
     """The outcome of one row, from its events when there are any."""
     probes: tuple[tuple[str, str, str], ...]
-    if events is not None and (events.probes or events.calls):
-        probes = tuple(sorted((p.probe_id, p.kind, p.outcome) for p in events.probes))
-        rejected = sum(c.true for c in events.calls if not c.ok)
-        from_events = True
+    if seen is not None:
+        probes, rejected, from_events = tuple(sorted(seen.probes)), seen.rejected, True
     else:
         probes, rejected, from_events = _row_probes(row), 0, False
     return RunOutcome(
@@ -157,12 +165,39 @@ def outcome_of(row: Mapping[str, Any], events: RunEvents | None) -> RunOutcome:
     )
 
 
+#: Event types the decisions never read: skipped before parsing.
+_SKIP = (ev.CONTEXT_STATUS, ev.SNAPSHOT, ev.COMPACTION, ev.SUMMARY, ev.CALL_FAILED)
+
+
+def read_outcomes(directory: str | Path) -> list[RunOutcome]:
+    """Every run of a results directory, read through :class:`ctxbench.results.ResultsDir`."""
+    from ctxbench.results import ResultsDir
+
+    store = ResultsDir(directory)
+    seen: dict[str, _Seen] = {}
+    if store.has_events:
+        for e in store.events(skip=_SKIP):
+            run = seen.setdefault(str(e.get("run_id", "")), _Seen())
+            if e["type"] == ev.PROBE:
+                run.probes.append((str(e["probe_id"]), str(e["kind"]), str(e["outcome"])))
+            elif e["type"] == ev.PROVIDER_CALL and not e["ok"]:
+                run.rejected += int(e["true_tokens"])
+    return [outcome_of(row, seen.get(str(row["run_id"]))) for row in store.rows()]
+
+
 def outcomes(results: Results) -> list[RunOutcome]:
-    """Every run of a results directory (read with :func:`ctxbench.report.write.read_results`)."""
-    return [
-        outcome_of(row, results.events.get(str(row["run_id"])) if results.has_events else None)
-        for row in results.rows
-    ]
+    """Every run of results the report already read (its reduced events)."""
+    out = []
+    for row in results.rows:
+        events = results.events.get(str(row["run_id"])) if results.has_events else None
+        seen = None
+        if events is not None:
+            seen = _Seen(
+                [(p.probe_id, p.kind, p.outcome) for p in events.probes],
+                sum(c.true for c in events.calls if not c.ok),
+            )
+        out.append(outcome_of(row, seen))
+    return out
 
 
 def kind_retention(runs: Iterable[RunOutcome]) -> dict[str, tuple[float, int]]:
