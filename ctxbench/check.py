@@ -277,6 +277,12 @@ def _relative(before: float, after: float) -> float:
     return (after - before) / before
 
 
+def _cost_metric(base: Mapping[str, Any], cur: Mapping[str, Any]) -> str:
+    """USD when both sides have a price, input tokens otherwise."""
+    priced = base.get("cost_usd") is not None and cur.get("cost_usd") is not None
+    return "cost_usd" if priced else "input_tokens_total"
+
+
 def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerances) -> list[Finding]:
     """The regressions of one matched cell."""
     out: list[Finding] = []
@@ -293,11 +299,7 @@ def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerance
                     f"dropped {b_ret - c_ret:.4f} (max {tol.max_retention_drop})",
                 )
             )
-    cost_name = (
-        "cost_usd"
-        if base.get("cost_usd") is not None and cur.get("cost_usd") is not None
-        else "input_tokens_total"
-    )
+    cost_name = _cost_metric(base, cur)
     b_cost, c_cost = base.get(cost_name), cur.get(cost_name)
     if b_cost is not None and c_cost is not None:
         rise = _relative(float(b_cost), float(c_cost))
@@ -352,11 +354,7 @@ def improvements_of(base: Mapping[str, Any], cur: Mapping[str, Any]) -> list[Fin
     b_ret, c_ret = base.get("retention"), cur.get("retention")
     if b_ret is not None and c_ret is not None and c_ret > b_ret + 1e-12:
         out.append(Finding("retention", b_ret, c_ret, f"rose {c_ret - b_ret:.4f}"))
-    cost_name = (
-        "cost_usd"
-        if base.get("cost_usd") is not None and cur.get("cost_usd") is not None
-        else "input_tokens_total"
-    )
+    cost_name = _cost_metric(base, cur)
     b_cost, c_cost = base.get(cost_name), cur.get(cost_name)
     if b_cost is not None and c_cost is not None and float(c_cost) < float(b_cost):
         fell = _relative(float(b_cost), float(c_cost))
