@@ -27,6 +27,7 @@ from ctxbench.cli.output import print_table
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.errors import ConfigError
+from ctxbench.recorded import strategy_params as session_params
 from ctxbench.results import write_files, write_rows
 
 ROW_COLUMNS = (
@@ -234,6 +235,7 @@ def run(
 
         external = load_probes(probes_file)
     rows: list[dict[str, Any]] = []
+    parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         for path in traces:
@@ -246,7 +248,7 @@ def run(
                         trace_id=trace.id,
                         trace_hash=trace.content_hash,
                         strategy=strategy,
-                        params=params,
+                        params=session_params(trace, strategy, params),
                         window=window,
                         reserved=reserved,
                         counter=counter,
@@ -267,12 +269,20 @@ def run(
                         events_out.write(event_line(event, run_id=spec.run_id) + "\n")
                 row = output.result.to_row()
                 rows.append(row)
+                if trace.recorded_compactions:
+                    from ctxbench.recorded import compare_recorded
+
+                    parities.append(compare_recorded(trace, output.events, strategy=strategy))
                 if as_json:
                     click.echo(json.dumps(row, ensure_ascii=False))
     if out_file:
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS)
+    if parities:  # recorded compactions next to the strategy's own (stderr under --json)
+        from ctxbench.recorded import render
+
+        click.echo(render(parities), err=as_json)
 
 
 def rerun_row(
