@@ -60,13 +60,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "ctxbench.sweep",
             "ctxbench.report",
-            "ctxbench.check",
             "ctxbench.divergence",
             "ctxbench.calibration",
             "ctxbench.recorded",
-            "ctxbench.testing",
         ),
     ),
+    # answers drawn from the analyses: recommendations with their uncertainty, and the gate
+    ("decisions", ("ctxbench.decisions",)),
+    ("gate", ("ctxbench.check", "ctxbench.testing")),
     ("unplaced", ()),
     ("command line", ("ctxbench.cli", "ctxbench.__main__", "ctxbench")),
 )

@@ -46,6 +46,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
       ctxbench report reports/quickstart -o reports/quickstart/report.html
       ctxbench report results/ -o report.html --prices prices.toml --title "Nightly sweep"
     """
+    from ctxbench.decisions.verdict import verdict_section
     from ctxbench.report.write import write_report
 
     written = write_report(
@@ -54,6 +55,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
         prices_file=prices_file,
         title=title,
         progress=(lambda _: None) if quiet else _progress,
+        lead=verdict_section,
     )
     _done(written)
 

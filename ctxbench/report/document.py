@@ -86,6 +86,9 @@ class ReportInputs:
     classify: Classify
     prices: PriceTable | None = None
     title: str = ""
+    #: Sections the caller puts first (the verdict strip of :mod:`ctxbench.decisions`, which
+    #: sits above the report in the layers, so it is handed in rather than imported).
+    lead: Callable[[Results], Section] | None = None
 
 
 def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None:
@@ -142,6 +145,7 @@ def report_page(inputs: ReportInputs) -> Page:
     accuracy, n_traces, n_calls = accuracy_results(loaded, inputs.counters, inputs.baselines)
 
     page_sections: list[Section] = [
+        *([inputs.lead(results)] if inputs.lead is not None else []),
         sections.how_to_read(),
         sections.leaderboard_section(board, labels, priced=priced),
         sections.pareto_section(board, labels),

@@ -18,7 +18,8 @@ from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import CtxbenchError
-from ctxbench.report.results import load_results
+from ctxbench.report.page import Section
+from ctxbench.report.results import Results, load_results
 from ctxbench.trace import Trace
 
 #: The estimators measured next to the true counters (accuracy) and replayed (drift).
@@ -130,8 +131,10 @@ def write_report(
     prices_file: str | Path | None = None,
     title: str = "",
     progress: Progress = _quiet,
+    lead: Callable[[Results], Section] | None = None,
 ) -> Written:
-    """Write the HTML report of a results directory to ``out``."""
+    """Write the HTML report of a results directory to ``out``; ``lead`` makes the section
+    shown first (the command line passes the recommendation's verdict strip)."""
     from ctxbench.counting.content_class import classify
     from ctxbench.report.document import ReportInputs, report_page
     from ctxbench.report.prices import load_prices
@@ -164,6 +167,7 @@ def write_report(
                 classify=classify,
                 prices=prices,
                 title=title,
+                lead=lead,
             )
         )
         size = page_file.write(render_page(page).encode("utf-8"))
