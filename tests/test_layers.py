@@ -63,6 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.check",
             "ctxbench.divergence",
             "ctxbench.calibration",
+            "ctxbench.recorded",
             "ctxbench.testing",
         ),
     ),

@@ -21,6 +21,7 @@ from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.replay import ReplayOutput
 from ctxbench.errors import ConfigError
+from ctxbench.recorded import strategy_params as session_params
 from ctxbench.results import write_files, write_rows
 
 ROW_COLUMNS = (
@@ -221,6 +222,7 @@ def run(
 
         external = load_probes(probes_file)
     rows: list[dict[str, Any]] = []
+    parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         for path in traces:
@@ -233,7 +235,7 @@ def run(
                         trace_id=trace.id,
                         trace_hash=trace.content_hash,
                         strategy=strategy,
-                        params=params,
+                        params=session_params(trace, strategy, params),
                         window=window,
                         reserved=reserved,
                         counter=counter,
@@ -248,10 +250,18 @@ def run(
                 )
                 output = run_spec(spec, trace)
                 rows.append(_emit(output, spec.run_id, events_out, files_dir, as_json))
+                if trace.recorded_compactions:
+                    from ctxbench.recorded import compare_recorded
+
+                    parities.append(compare_recorded(trace, output.events, strategy=strategy))
     if out_file:
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS)
+    if parities:  # recorded compactions next to the strategy's own (stderr under --json)
+        from ctxbench.recorded import render
+
+        click.echo(render(parities), err=as_json)
 
 
 def _emit(
