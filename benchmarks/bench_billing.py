@@ -1,0 +1,214 @@
+"""Counting what the provider bills: ``--counter auto`` and a cross-validated profile against
+the prompt tokens providers recorded, per model, next to chars4 and the framework estimators.
+
+Needs the shared recorded traces (``CTXBENCH_TRACES``; skipped without them). For every trace
+set with per-call usage, per model:
+
+- ``auto``: the counter and reasoning rule ``--counter auto`` picks, raw errors;
+- ``cv``: a profile on that counter fitted on K-1 folds and scored on the held-back fold
+  (whole traces per fold, or blocks of calls when a model has fewer than K traces);
+- each estimator's raw errors, and after the per-trace constant where that lowers p90.
+
+Errors are ``|counted - recorded| / recorded`` per call: median and p90. The target
+(issue 18): ``cv`` median <= 1% and p90 <= 3%.
+
+The OpenHands SDK completion logs (one JSON per call: the exact request and the raw response)
+are read by :func:`openhands_completion_run`, a minimal reader kept here until the importer
+of issue 20 reads them.
+
+``python -m benchmarks.bench_billing`` prints the markdown table; ``python -m benchmarks
+billing`` the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ctxbench.calibration import BASELINES, Accuracy, calibrate, cross_validate
+from ctxbench.counting import get_counter
+from ctxbench.counting.auto import choose
+from ctxbench.counting.reasoning import REASONING_KEYS, with_reasoning
+from ctxbench.formats import openai_chat
+from ctxbench.formats.importing import open_source
+from ctxbench.formats.location import At
+from ctxbench.trace import Message, Trace, Usage
+
+TARGET_MEDIAN = 0.01
+TARGET_P90 = 0.03
+K = 5
+
+#: (set name, path under CTXBENCH_TRACES, reader)
+SETS: tuple[tuple[str, str, str], ...] = (
+    ("mini-swe-agent", "mini-swe-agent/astropy__astropy-12907.traj.json", "import"),
+    (
+        "tau2 telecom",
+        "tau2-bench/2025-08-10T02-44-06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json",
+        "import",
+    ),
+    (
+        "tau2 airline (thinking)",
+        "sierra-research+tau2-bench/web/leaderboard/public/submissions/"
+        "claude-sonnet-4-5_aide-platform_2025-10-31/trajectories/"
+        "claude-sonnet-4-5_airline_default_gpt4.1_1trials.json",
+        "import",
+    ),
+    (
+        "OpenHands SDK (native tools)",
+        "OpenHands+software-agent-sdk/tests/fixtures/llm_data/llm-logs",
+        "openhands_completions",
+    ),
+    (
+        "OpenHands SDK (prompted tools)",
+        "OpenHands+software-agent-sdk/tests/fixtures/llm_data/nonfncall-llm-logs",
+        "openhands_completions",
+    ),
+)
+
+
+def openhands_completion_run(directory: Path) -> Trace:
+    """One OpenHands SDK ``log_completions`` directory (one JSON per call of one run) as a
+    trace: the last request's messages plus its response, each assistant message carrying the
+    usage of the call its request prefix was sent in (request k has the messages before it)."""
+    files = sorted(directory.glob("*.json"), key=lambda p: json.loads(p.read_text())["timestamp"])
+    logs = [json.loads(p.read_text(encoding="utf-8")) for p in files]
+    last = logs[-1]
+    at = At(str(files[-1]))
+    raw = [*last["messages"], last["response"]["choices"][0]["message"]]
+    messages = list(openai_chat.messages(raw, at.key("messages")))
+    for log in logs:
+        position = len(log["messages"])
+        usage = openai_chat.usage(log["response"]["usage"], at.key("response.usage"))
+        if messages[position].role != "assistant" or usage is None:
+            raise ValueError(f"{directory}: request of {position} messages is not followed by a reply")
+        messages[position] = replace(messages[position], usage=usage)
+    tools = tuple(
+        openai_chat.tool_spec(t, at.key("tools").index(i))
+        for i, t in enumerate(last["kwargs"].get("tools") or last.get("tools") or ())
+    )
+    model = str(last["response"].get("model") or "")
+    return Trace(
+        id=directory.name,
+        messages=tuple(messages),
+        tools=tools,
+        meta={"model": model, "imported_from": {"format": "openhands_completions"}},
+    )
+
+
+def load_set(root: Path, path: str, reader: str) -> list[Trace]:
+    if reader == "openhands_completions":
+        return [openhands_completion_run(root / path)]
+    return list(open_source(str(root / path)).traces())
+
+
+def _has_reasoning(traces: list[Trace]) -> bool:
+    return any(k in m.replay for t in traces for m in t.messages for k in REASONING_KEYS)
+
+
+def _errors(acc: Accuracy) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "median": acc.raw.median_abs_rel_error,
+        "p90": acc.raw.p90_abs_rel_error,
+        "bias": acc.raw.bias,
+    }
+    if acc.constant_helps:
+        out["median_c"] = acc.with_constant.median_abs_rel_error
+        out["p90_c"] = acc.with_constant.p90_abs_rel_error
+    return out
+
+
+def measure_model(name: str, model: str, traces: list[Trace]) -> dict[str, Any]:
+    choice = choose(model)
+    counter = with_reasoning(get_counter(choice.counter), choice.reasoning)
+    baselines = {b: get_counter(b) for b in BASELINES}
+    result = calibrate(traces, counter, baselines)
+    scale = not choice.exact
+    k = min(K, result.calls)
+    cv = cross_validate(result.samples, k, fit_scale=scale)
+    return {
+        "set": name,
+        "model": model,
+        "kind": "reasoning" if _has_reasoning(traces) else "chat",
+        "traces": len(result.per_trace),
+        "calls": result.calls,
+        "counter": choice.counter,
+        "reasoning": choice.reasoning,
+        "exact_tokenizer": choice.exact,
+        "auto": _errors(result.counter),
+        "cv": {
+            "k": cv.k,
+            "folds_by": cv.by,
+            "fit_scale": scale,
+            "median": cv.errors.median_abs_rel_error,
+            "p90": cv.errors.p90_abs_rel_error,
+            "bias": cv.errors.bias,
+            "meets_target": cv.errors.median_abs_rel_error <= TARGET_MEDIAN
+            and cv.errors.p90_abs_rel_error <= TARGET_P90,
+        },
+        "estimators": {n: _errors(a) for n, a in result.baselines.items()},
+    }
+
+
+def rows(root: Path) -> Iterator[dict[str, Any]]:
+    for name, path, reader in SETS:
+        if not (root / path).exists():
+            continue
+        traces = load_set(root, path, reader)
+        by_model: dict[str, list[Trace]] = {}
+        for trace in traces:
+            by_model.setdefault(str(trace.meta.get("model") or ""), []).append(trace)
+        for model, group in by_model.items():
+            yield measure_model(name, model, group)
+
+
+def run(quick: bool) -> dict[str, Any]:
+    root = os.environ.get("CTXBENCH_TRACES")
+    if not root or not Path(root).is_dir():
+        return {"skipped": "set CTXBENCH_TRACES to the shared recorded traces"}
+    measured = list(rows(Path(root)))
+    return {
+        "target": {"median": TARGET_MEDIAN, "p90": TARGET_P90},
+        "models": measured,
+        "all_meet_target": all(m["cv"]["meets_target"] for m in measured),
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2%}"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    head = (
+        "| set | model | kind | traces/calls | auto counter (reasoning) | auto raw med/p90 | "
+        "cv profile med/p90 | " + " | ".join(f"{b} med/p90" for b in BASELINES) + " |"
+    )
+    lines = [head, "|" + "---|" * (7 + len(BASELINES))]
+    for m in result["models"]:
+        cv = m["cv"]
+        est = []
+        for b in BASELINES:
+            e = m["estimators"][b]
+            cell = f"{_pct(e['median'])} / {_pct(e['p90'])}"
+            if "median_c" in e:
+                cell += f" (+c {_pct(e['median_c'])} / {_pct(e['p90_c'])})"
+            est.append(cell)
+        lines.append(
+            f"| {m['set']} | {m['model']} | {m['kind']} | {m['traces']}/{m['calls']} | "
+            f"{m['counter']} ({m['reasoning']}) | {_pct(m['auto']['median'])} / {_pct(m['auto']['p90'])} | "
+            f"**{_pct(cv['median'])} / {_pct(cv['p90'])}** (K={cv['k']} by {cv['folds_by']}"
+            f"{', scale' if cv['fit_scale'] else ''}) | " + " | ".join(est) + " |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    outcome = run(quick="--quick" in sys.argv)
+    if "skipped" in outcome:
+        print(outcome["skipped"])
+    else:
+        print(markdown(outcome))
