@@ -85,7 +85,9 @@ def openhands_completion_run(directory: Path) -> Trace:
         position = len(log["messages"])
         usage = openai_chat.usage(log["response"]["usage"], at.key("response.usage"))
         if messages[position].role != "assistant" or usage is None:
-            raise ValueError(f"{directory}: request of {position} messages is not followed by a reply")
+            raise ValueError(
+                f"{directory}: request of {position} messages is not followed by a reply"
+            )
         messages[position] = replace(messages[position], usage=usage)
     tools = tuple(
         openai_chat.tool_spec(t, at.key("tools").index(i))

@@ -246,14 +246,19 @@ class Framing:
     def predict(self, s: CallSample) -> int:
         counted = s.counted if self.scale == 1.0 else round(self.scale * s.counted)
         return (
-            counted + self.per_message * s.messages + self.per_tool_call * s.tool_calls + self.constant
+            counted
+            + self.per_message * s.messages
+            + self.per_tool_call * s.tool_calls
+            + self.constant
         )
 
     def relative_errors(self, calls: Iterable[CallSample]) -> list[float]:
         return [(self.predict(s) - s.recorded) / s.recorded for s in calls]
 
 
-def _best_at_scale(calls: Sequence[CallSample], scale: float) -> tuple[float, int, int, int, int, int]:
+def _best_at_scale(
+    calls: Sequence[CallSample], scale: float
+) -> tuple[float, int, int, int, int, int]:
     """(loss, |per_message|, |per_call|, per_message, per_call, constant) of the best integer
     framing at ``scale``: a vectorised grid search over both ranges."""
     import numpy as np

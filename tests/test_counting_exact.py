@@ -88,7 +88,9 @@ def test_deepseek_v3_revision_renders_the_calls_that_come_with_text() -> None:
     assert isinstance(counter, ChatTemplateCounter)
     vendored = load("hf:deepseek-v3", as_vendored=True)
     text = counter.render(messages)
-    assert "Listing them.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>bash" in text
+    assert (
+        "Listing them.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>bash" in text
+    )
     assert '{"command": "ls"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>' in text
     assert "bash" not in vendored.render(messages)
     assert counter.count_prompt(messages) - vendored.count_prompt(messages) >= counter.count(

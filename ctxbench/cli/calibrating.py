@@ -317,9 +317,7 @@ def calibrate(
         for model, group in groups_in
     ]
     if as_json:
-        payload = (
-            {"models": [g.to_dict() for g in groups]} if by_model else groups[0].to_dict()
-        )
+        payload = {"models": [g.to_dict() for g in groups]} if by_model else groups[0].to_dict()
         click.echo(json.dumps(payload, ensure_ascii=False))
     else:
         for i, group in enumerate(groups):
@@ -329,4 +327,3 @@ def calibrate(
     if profile_file:
         for group in groups:
             _save(group, _profile_path(Path(profile_file), group.model, by_model), family, loaded)
-

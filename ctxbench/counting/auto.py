@@ -68,7 +68,9 @@ _FAMILIES: tuple[_Family, ...] = (
     _Family("qwen3", r"^(qwen3|qwq)", "hf:qwen2.5", "current_turn", note="Qwen2.5 vocabulary"),
     _Family("qwen", r"^qwen", "hf:qwen2.5", "none"),
     _Family("llama", r"llama", "hf:llama3", "none"),
-    _Family("mistral", r"^(mistral|mixtral|codestral|devstral|ministral)", "mistral:tekken", "none"),
+    _Family(
+        "mistral", r"^(mistral|mixtral|codestral|devstral|ministral)", "mistral:tekken", "none"
+    ),
 )
 
 

@@ -15,7 +15,13 @@ from typing import Any
 
 from ctxbench.report import figures
 from ctxbench.report import table as tb
-from ctxbench.report.decisions import CallRecord, DriftCell, decision_drift
+from ctxbench.report.decisions import (
+    CallRecord,
+    DriftCell,
+    UsageRatio,
+    decision_drift,
+    summarise_ratios,
+)
 from ctxbench.report.density import Sample, by_content_class, by_role, density_table
 from ctxbench.report.leaderboard import ConfigKey, Standing
 from ctxbench.report.lost import LostFact
@@ -636,6 +642,7 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
             [
                 tb.text(cell.estimator),
                 tb.text(cell.counter),
+                tb.text(cell.truth),
                 tb.number(cell.window),
                 tb.count(cell.runs),
                 tb.count(d.calls),
@@ -653,6 +660,11 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
         tb.columns(
             "estimator",
             "true counter",
+            (
+                "truth",
+                False,
+                "recorded: the provider's billed prompt tokens; counter: the true counter",
+            ),
             ("window", True),
             ("runs", True),
             ("calls", True),
@@ -669,7 +681,44 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
     )
 
 
-def drift_section(cells: Sequence[DriftCell], intro: str) -> Section:
+def usage_ratio_rows(ratios: Sequence[UsageRatio]) -> tb.Table:
+    """The headline per counter: estimate / recorded over every recorded call."""
+    rows = []
+    for (counter, _), summary in summarise_ratios(ratios, lambda r: "all").items():
+        by_class = summarise_ratios(
+            [r for r in ratios if r.counter == counter], lambda r: r.content_class
+        )
+        classes = ", ".join(f"{cls} {s.median:.3f}" for (_, cls), s in by_class.items())
+        rows.append(
+            [
+                tb.text(counter),
+                tb.count(summary.calls),
+                tb.number(summary.median),
+                tb.number(summary.p10),
+                tb.number(summary.p90),
+                tb.number(summary.within_3_percent, percent=True),
+                tb.text(classes),
+            ]
+        )
+    return tb.table(
+        "usage-ratio-table",
+        tb.columns(
+            "counter",
+            ("recorded calls", True),
+            ("median estimate ÷ recorded", True),
+            ("p10", True),
+            ("p90", True),
+            ("within 3%", True, "share of calls within 3% of the billed prompt tokens"),
+            "median by content class of the added text",
+        ),
+        rows,
+        caption="Each counter against the prompt tokens the provider billed",
+    )
+
+
+def drift_section(
+    cells: Sequence[DriftCell], intro: str, ratios: Sequence[UsageRatio] = ()
+) -> Section:
     blocks: list[Block] = [
         Paragraph(
             "A strategy acts on states: DB-GPT's normal, warning (0.70), error (0.90), critical "
@@ -685,6 +734,26 @@ def drift_section(cells: Sequence[DriftCell], intro: str) -> Section:
         blocks.append(TableBlock(drift_rows(cells)))
     else:
         blocks.append(Paragraph("No provider calls to compare (no events).", "empty"))
+    if ratios:
+        from ctxbench.report.drift_chart import usage_ratio_chart
+
+        counters = list(dict.fromkeys(r.counter for r in ratios))
+        blocks.append(TableBlock(usage_ratio_rows(ratios)))
+        blocks.append(
+            Chart(
+                "usage-ratio-chart",
+                usage_ratio_chart(ratios, counters, "usage-ratio"),
+                "Estimate ÷ recorded prompt tokens, per call and by content class",
+            )
+        )
+    elif cells:
+        blocks.append(
+            Paragraph(
+                "No trace recorded the provider's prompt tokens, so every state above is "
+                "judged by the true counter.",
+                "note",
+            )
+        )
     return Section("decision-drift", "Decision drift", tuple(blocks))
 
 
