@@ -37,7 +37,7 @@ from ctxbench.counting.reasoning import REASONING_KEYS, with_reasoning
 from ctxbench.formats import openai_chat
 from ctxbench.formats.importing import open_source
 from ctxbench.formats.location import At
-from ctxbench.trace import Message, Trace, Usage
+from ctxbench.trace import Trace
 
 TARGET_MEDIAN = 0.01
 TARGET_P90 = 0.03

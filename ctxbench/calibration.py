@@ -272,7 +272,7 @@ def _best_at_scale(
     pm, pc = np.meshgrid(PER_MESSAGE_RANGE, PER_TOOL_CALL_RANGE, indexing="ij")
     left = (recorded - counted) - pm[..., None] * messages - pc[..., None] * tool_calls
     constant = np.round(np.median(left, axis=2))
-    loss = np.round(np.mean(np.abs(left - constant[..., None]) / recorded, axis=2), 12)
+    loss: Any = np.round(np.mean(np.abs(left - constant[..., None]) / recorded, axis=2), 12)
     # the smallest loss, then the smallest corrections, then the smallest values (deterministic)
     keys = (pc.ravel(), pm.ravel(), np.abs(pc).ravel(), np.abs(pm).ravel(), loss.ravel())
     best = int(np.lexsort(keys)[0])

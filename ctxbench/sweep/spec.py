@@ -46,7 +46,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -317,7 +317,9 @@ def _check_names(top: _TopLevel, source: Path) -> None:
     from ctxbench.counting import check_counter
     from ctxbench.summarizers import SUMMARIZERS
 
-    names = [("counters", check_counter, c) for c in top.counters]
+    names: list[tuple[str, Callable[[str], object], str]] = [
+        ("counters", check_counter, c) for c in top.counters
+    ]
     names += [("estimators", check_counter, e) for e in top.estimators if e]
     names.append(("summarizer", SUMMARIZERS.load, top.summarizer))
     for key, check, name in names:
