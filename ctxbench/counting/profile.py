@@ -118,6 +118,10 @@ class ProfileCounter(TokenCounter):
         self.base = base
         self.profile = profile
 
+    @property
+    def tokenizer_name(self) -> str:
+        return self.base.tokenizer_name
+
     def count(self, text: str) -> int:
         return self.base.count(text)
 

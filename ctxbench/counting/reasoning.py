@@ -157,6 +157,10 @@ class ReasoningCounter(TokenCounter):
         self.base = base
         self.rule = rule
 
+    @property
+    def tokenizer_name(self) -> str:
+        return self.base.tokenizer_name
+
     def count(self, text: str) -> int:
         return self.base.count(text)
 

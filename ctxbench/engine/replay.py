@@ -169,7 +169,11 @@ def _provider_event(
         limit=provider.limit,
         ok=error is None,
         error=None if error is None else str(error),
-        cached_tokens=ctx.view.cached_prefix_tokens() if error is None else 0,
+        cached_tokens=provider.prompt_cache.billed(
+            ctx.view.cached_prefix_tokens(with_reply=provider.prompt_cache.includes_reply)
+        )
+        if error is None
+        else 0,
         messages=len(ctx.view),
     )
 

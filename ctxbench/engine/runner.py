@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ctxbench import config as configuration
 from ctxbench.counting import get_counter
-from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.provider import SimulatedProvider, prompt_cache_for
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.spec import RunSpec, canonical_json
@@ -51,7 +51,9 @@ def run_spec(spec: RunSpec, trace: Trace, *, prices: Prices | None = None) -> Re
     true_counter = get_counter(spec.counter)
     estimator = get_counter(spec.estimator or type(strategy).default_estimator)
     summarizer = build_summarizer(spec.summarizer, spec.summarizer_params)
-    provider = SimulatedProvider(spec.window, spec.reserved, spec.error_style)
+    provider = SimulatedProvider(
+        spec.window, spec.reserved, spec.error_style, prompt_cache_for(true_counter.tokenizer_name)
+    )
     probes = None
     if spec.mine_probes and not trace.probes:
         from ctxbench.probes.mining import mine_probes
