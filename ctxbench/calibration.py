@@ -298,17 +298,29 @@ def fit_framing(calls: Sequence[CallSample], *, fit_scale: bool = False) -> Fram
     """
     if not calls:
         raise ValueError("no calls with recorded usage to fit")
-    scales: Sequence[float] = (1.0,)
+    scale = 1.0
+    *_, per_message, per_call, constant = _best_at_scale(calls, scale)
     if fit_scale:
-        coarse = min((_best_at_scale(calls, sc), sc) for sc in COARSE_SCALES)[1]
-        scales = [round(coarse + FINE_STEP * k, 3) for k in range(-10, 11)]
-    (*_, per_message, per_call, constant), scale = min(
-        (_best_at_scale(calls, sc), sc) for sc in scales
-    )
+        # coordinate descent: the scale with the framing held, then the framing at that scale
+        for grid in (COARSE_SCALES, None):
+            if grid is None:
+                grid = tuple(round(scale + FINE_STEP * k, 3) for k in range(-10, 11))
+            scale = min(grid, key=lambda sc: (_loss_at(calls, sc, per_message, per_call), sc))
+            *_, per_message, per_call, constant = _best_at_scale(calls, scale)
     unscored = Framing(per_message, per_call, constant, Errors.of([]), scale)
     return Framing(
         per_message, per_call, constant, Errors.of(unscored.relative_errors(calls)), scale
     )
+
+
+def _loss_at(calls: Sequence[CallSample], scale: float, per_message: int, per_call: int) -> float:
+    """The fit loss at ``scale`` with the framing held (the constant refitted)."""
+    left = [
+        s.recorded - round(scale * s.counted) - per_message * s.messages - per_call * s.tool_calls
+        for s in calls
+    ]
+    constant = round(statistics.median(left))
+    return round(statistics.fmean(abs(r - constant) / s.recorded for r, s in zip(left, calls)), 12)
 
 
 # -- cross-validation ----------------------------------------------------------------------------
