@@ -13,8 +13,8 @@ Errors are ``|counted - recorded| / recorded`` per call: median and p90. The tar
 (issue 18): ``cv`` median <= 1% and p90 <= 3%.
 
 The OpenHands SDK completion logs (one JSON per call: the exact request and the raw response)
-are read by :func:`openhands_completion_run`, a minimal reader kept here until the importer
-of issue 20 reads them.
+and the Codex CLI rollout are read by :func:`openhands_completion_run` and
+:func:`codex_rollout`, minimal readers kept here until the importers of issue 20 read them.
 
 ``python -m benchmarks.bench_billing`` prints the markdown table; ``python -m benchmarks
 billing`` the JSON.
@@ -37,7 +37,7 @@ from ctxbench.counting.reasoning import REASONING_KEYS, with_reasoning
 from ctxbench.formats import openai_chat
 from ctxbench.formats.importing import open_source
 from ctxbench.formats.location import At
-from ctxbench.trace import Trace
+from ctxbench.trace import Message, ToolCall, Trace, Usage
 
 TARGET_MEDIAN = 0.01
 TARGET_P90 = 0.03
@@ -57,6 +57,18 @@ SETS: tuple[tuple[str, str, str], ...] = (
         "claude-sonnet-4-5_aide-platform_2025-10-31/trajectories/"
         "claude-sonnet-4-5_airline_default_gpt4.1_1trials.json",
         "import",
+    ),
+    (
+        "Codex CLI rollout",
+        "codemie-ai+codemie-code/src/agents/plugins/codex/__tests__/fixtures/"
+        "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+        "codex_rollout",
+    ),
+    (
+        "Codex CLI rollout, calls before the first web search",
+        "codemie-ai+codemie-code/src/agents/plugins/codex/__tests__/fixtures/"
+        "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+        "codex_rollout_before_web_search",
     ),
     (
         "OpenHands SDK (native tools)",
@@ -102,9 +114,66 @@ def openhands_completion_run(directory: Path) -> Trace:
     )
 
 
+def _codex_text(content: Any) -> str:
+    return "".join(p.get("text", "") for p in content or () if isinstance(p, dict))
+
+
+def codex_rollout(path: Path, *, before_web_search: bool = False) -> Trace:
+    """An OpenAI Codex CLI rollout (``~/.codex/sessions/*.jsonl``) as a trace: the
+    ``base_instructions`` as the system message, then the response items in order. The items
+    of one model response (reasoning, text, tool calls, up to its ``token_count`` event) make
+    one assistant message, with that event's ``last_token_usage`` as its usage (input tokens
+    and the reasoning tokens of its encrypted reasoning items). The results of the hosted
+    ``web_search`` tool are not in the rollout; ``before_web_search`` stops the trace at the
+    first response that searched."""
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    meta = lines[0]["payload"]
+    model = next(
+        (ln["payload"].get("model") for ln in lines if ln["type"] == "turn_context"), None
+    )
+    messages = [Message("system", meta["base_instructions"]["text"])]
+    text, calls, reasoning = "", [], []
+    for line in lines[1:]:
+        item, kind = line["payload"], line["payload"].get("type")
+        if line["type"] == "response_item":
+            if kind == "message" and item["role"] in ("user", "developer"):
+                role = "user" if item["role"] == "user" else "system"
+                messages.append(Message(role, _codex_text(item["content"])))
+            elif kind == "message":
+                text += _codex_text(item["content"])
+            elif kind == "reasoning":
+                reasoning.append({"encrypted_content": item.get("encrypted_content")})
+            elif kind in ("function_call", "custom_tool_call", "web_search_call"):
+                arguments = item.get("arguments") or item.get("input") or json.dumps(item.get("action"))
+                name = item.get("name") or "web_search"
+                calls.append(ToolCall(item.get("call_id") or f"ws{len(messages)}", name, arguments))
+            elif kind in ("function_call_output", "custom_tool_call_output"):
+                messages.append(Message("tool", str(item["output"]), tool_call_id=item["call_id"]))
+        elif kind == "token_count" and item.get("info"):
+            last = item["info"]["last_token_usage"]
+            usage = Usage(
+                last["input_tokens"],
+                last["output_tokens"],
+                last.get("cached_input_tokens"),
+                meta={"reasoning_output_tokens": last.get("reasoning_output_tokens", 0)},
+            )
+            replay = {"codex_reasoning_items": reasoning} if reasoning else {}
+            if before_web_search and any(c.name == "web_search" for c in calls):
+                break
+            messages.append(
+                Message("assistant", text, tool_calls=tuple(calls), usage=usage, replay=replay)
+            )
+            text, calls, reasoning = "", [], []
+    return Trace(path.stem, tuple(messages), meta={"model": model or ""})
+
+
 def load_set(root: Path, path: str, reader: str) -> list[Trace]:
     if reader == "openhands_completions":
         return [openhands_completion_run(root / path)]
+    if reader == "codex_rollout":
+        return [codex_rollout(root / path)]
+    if reader == "codex_rollout_before_web_search":
+        return [codex_rollout(root / path, before_web_search=True)]
     return list(open_source(str(root / path)).traces())
 
 

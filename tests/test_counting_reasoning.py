@@ -135,6 +135,9 @@ def test_an_unknown_rule_is_a_config_error_with_a_suggestion() -> None:
         ("gpt-5.5", "tiktoken:o200k_base", "current_turn", True),
         ("gpt-4-0613", "tiktoken:cl100k_base", "none", True),
         ("claude-sonnet-4-5", "tiktoken:o200k_base", "current_turn", False),
+        ("claude-haiku-4-5-20251001", "tiktoken:o200k_base", "current_turn", False),
+        ("claude-opus-4-6", "tiktoken:o200k_base", "all", False),
+        ("claude-sonnet-4-6", "tiktoken:o200k_base", "all", False),
         (
             "litellm_proxy/anthropic/claude-sonnet-4-20250514",
             "tiktoken:o200k_base",

@@ -57,6 +57,15 @@ _FAMILIES: tuple[_Family, ...] = (
     _Family("openai-reasoning", r"^(o\d|gpt-5|codex)", "tiktoken:o200k_base", "current_turn"),
     _Family("openai", r"^(gpt-4o|gpt-4\.1|chatgpt-4o|gpt-oss)", "tiktoken:o200k_base", "none"),
     _Family("openai-legacy", r"^gpt-(4|3\.5)", "tiktoken:cl100k_base", "none"),
+    # Opus 4.5+, Sonnet 4.6+ (and later majors) keep every prior thinking block
+    _Family(
+        "anthropic-preserved-thinking",
+        r"claude-(opus-(4-[5-9]|[5-9])|sonnet-(4-[6-9]|[5-9])|mythos)",
+        "tiktoken:o200k_base",
+        "all",
+        exact=False,
+        note="no public Claude tokenizer: o200k_base stands in, fit a profile",
+    ),
     _Family(
         "anthropic",
         r"claude",

@@ -15,7 +15,10 @@ provider then counts, or silently drops, what came back. Each family documents i
   with extended thinking" and "... with extended thinking and tool use"): thinking blocks of
   previous turns are stripped from the context window (``context_window = (input_tokens -
   previous_thinking_tokens) + current_turn_tokens``); the thinking block returned with a
-  ``tool_result`` in the current tool-use loop counts as input. OpenAI reasoning models
+  ``tool_result`` in the current tool-use loop counts as input. This holds for Claude Sonnet
+  4.5 and earlier, Opus 4.1 and earlier and every Haiku through 4.5; Opus 4.5+ and Sonnet 4.6+
+  keep all prior thinking blocks (https://platform.claude.com/docs/en/build-with-claude/
+  extended-thinking, "Thinking block preservation"): ``all``. OpenAI reasoning models
   (https://platform.openai.com/docs/guides/reasoning, "How reasoning works", and the cookbook
   https://cookbook.openai.com/examples/responses_api/reasoning_items): reasoning tokens are
   discarded between turns; reasoning items passed back during function calling are used (and
@@ -50,7 +53,8 @@ ReasoningRule = Literal["all", "none", "tool_turns", "current_turn"]
 REASONING_RULES: tuple[str, ...] = get_args(ReasoningRule)
 
 #: Replay fields that carry reasoning (the other replay fields are always counted).
-#: ``codex_reasoning_items`` hold only ``encrypted_content``: no text to count.
+#: ``codex_reasoning_items`` hold only ``encrypted_content``: no text to count, so their size
+#: is the reasoning tokens the provider recorded (:func:`recorded_reasoning_tokens`).
 REASONING_KEYS: tuple[str, ...] = (
     "reasoning_content",
     "reasoning",
@@ -110,6 +114,21 @@ def reasoning_text(message: Message) -> str:
     return "".join(_block_text(message.replay[k]) for k in REASONING_KEYS if k in message.replay)
 
 
+def recorded_reasoning_tokens(message: Message) -> int:
+    """Reasoning tokens the provider recorded for the call that wrote ``message`` (OpenAI's
+    ``completion_tokens_details.reasoning_tokens``, Codex's ``reasoning_output_tokens``): the
+    size of reasoning that travels back encrypted, with no text to count."""
+    meta = message.usage.meta if message.usage is not None else {}
+    details = meta.get("completion_tokens_details") or meta.get("output_tokens_details") or {}
+    for value in (
+        meta.get("reasoning_output_tokens"),
+        details.get("reasoning_tokens") if isinstance(details, Mapping) else None,
+    ):
+        if isinstance(value, int) and value > 0:
+            return value
+    return 0
+
+
 def without_reasoning(message: Message) -> Message:
     """``message`` with its reasoning replay fields removed (other replay fields kept)."""
     if not any(k in message.replay for k in REASONING_KEYS):
@@ -165,8 +184,12 @@ class ReasoningCounter(TokenCounter):
         return self.base.count(text)
 
     def reasoning_tokens(self, message: Message) -> int:
+        """Tokens of the message's reasoning: its text, or, when it travels back encrypted,
+        the reasoning tokens the provider recorded for the call that wrote it."""
+        if not any(k in message.replay for k in REASONING_KEYS):
+            return 0
         text = reasoning_text(message)
-        return self.base.count(text) if text else 0
+        return self.base.count(text) if text else recorded_reasoning_tokens(message)
 
     def message_tokens(self, message: Message) -> int:
         tokens = self.base.count_message(without_reasoning(message))
