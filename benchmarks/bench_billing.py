@@ -70,6 +70,7 @@ SETS: tuple[tuple[str, str, str], ...] = (
         "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
         "codex_rollout_before_web_search",
     ),
+    ("Claude Code sessions", "marot+spotter/test/fixtures/transcripts", "claude_code"),
     (
         "OpenHands SDK (native tools)",
         "OpenHands+software-agent-sdk/tests/fixtures/llm_data/llm-logs",
@@ -128,9 +129,7 @@ def codex_rollout(path: Path, *, before_web_search: bool = False) -> Trace:
     first response that searched."""
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     meta = lines[0]["payload"]
-    model = next(
-        (ln["payload"].get("model") for ln in lines if ln["type"] == "turn_context"), None
-    )
+    model = next((ln["payload"].get("model") for ln in lines if ln["type"] == "turn_context"), None)
     messages = [Message("system", meta["base_instructions"]["text"])]
     text, calls, reasoning = "", [], []
     for line in lines[1:]:
@@ -144,7 +143,9 @@ def codex_rollout(path: Path, *, before_web_search: bool = False) -> Trace:
             elif kind == "reasoning":
                 reasoning.append({"encrypted_content": item.get("encrypted_content")})
             elif kind in ("function_call", "custom_tool_call", "web_search_call"):
-                arguments = item.get("arguments") or item.get("input") or json.dumps(item.get("action"))
+                arguments = (
+                    item.get("arguments") or item.get("input") or json.dumps(item.get("action"))
+                )
                 name = item.get("name") or "web_search"
                 calls.append(ToolCall(item.get("call_id") or f"ws{len(messages)}", name, arguments))
             elif kind in ("function_call_output", "custom_tool_call_output"):
@@ -167,7 +168,96 @@ def codex_rollout(path: Path, *, before_web_search: bool = False) -> Trace:
     return Trace(path.stem, tuple(messages), meta={"model": model or ""})
 
 
+def _block_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict))
+
+
+def claude_code_session(path: Path) -> list[Trace]:
+    """A Claude Code session JSONL (one entry per content block; the entries of one API call
+    share ``message.id`` and its usage) as traces: one per stretch between compactions
+    (``compact_boundary``: the next prompt starts from the summary) and per model that made
+    calls in it (the other model's calls stay in the history without usage). The billed
+    prompt is ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``; the
+    system prompt and tool schemas are not in the file."""
+    segments: list[list[tuple[Message, str]]] = [[]]
+    calls: dict[str, dict[str, Any]] = {}  # message.id -> its blocks so far and its position
+    for line in path.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        kind = entry.get("type")
+        if kind == "system" and entry.get("subtype") == "compact_boundary":
+            segments.append([])
+            calls.clear()
+            continue
+        if kind not in ("user", "assistant"):
+            continue
+        message = entry["message"]
+        if kind == "assistant":
+            call = calls.get(message["id"])
+            if call is None:
+                call = calls[message["id"]] = {
+                    "at": len(segments[-1]),
+                    "model": message.get("model", ""),
+                    "text": "",
+                    "calls": [],
+                    "thinking": [],
+                    "usage": message.get("usage") or {},
+                }
+                segments[-1].append((Message("assistant"), ""))
+            for block in message.get("content") or ():
+                if block.get("type") == "text":
+                    call["text"] += block.get("text", "")
+                elif block.get("type") == "thinking":
+                    call["thinking"].append(
+                        {"type": "thinking", "thinking": block.get("thinking", "")}
+                    )
+                elif block.get("type") == "tool_use":
+                    arguments = json.dumps(block.get("input"), ensure_ascii=False)
+                    call["calls"].append(ToolCall(block["id"], block["name"], arguments))
+            u = call["usage"]
+            billed = sum(
+                int(u.get(k) or 0)
+                for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+            )
+            usage = Usage(
+                billed, int(u.get("output_tokens") or 0), int(u.get("cache_read_input_tokens") or 0)
+            )
+            replay = {"thinking_blocks": list(call["thinking"])} if call["thinking"] else {}
+            segments[-1][call["at"]] = (
+                Message(
+                    "assistant",
+                    call["text"],
+                    tool_calls=tuple(call["calls"]),
+                    usage=usage,
+                    replay=replay,
+                ),
+                call["model"],
+            )
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            segments[-1].append((Message("user", content), ""))
+            continue
+        for block in content or ():
+            if block.get("type") == "tool_result":
+                text = _block_text(block.get("content"))
+                segments[-1].append((Message("tool", text, tool_call_id=block["tool_use_id"]), ""))
+            elif block.get("type") == "text":
+                segments[-1].append((Message("user", block.get("text", "")), ""))
+    traces = []
+    for n, segment in enumerate(s for s in segments if s):
+        for model in dict.fromkeys(m for _, m in segment if m):
+            messages = tuple(
+                msg if who in ("", model) else replace(msg, usage=None) for msg, who in segment
+            )
+            traces.append(Trace(f"{path.stem}#{n}:{model}", messages, meta={"model": model}))
+    return traces
+
+
 def load_set(root: Path, path: str, reader: str) -> list[Trace]:
+    if reader == "claude_code":
+        return [t for f in sorted((root / path).glob("**/*.jsonl")) for t in claude_code_session(f)]
     if reader == "openhands_completions":
         return [openhands_completion_run(root / path)]
     if reader == "codex_rollout":
