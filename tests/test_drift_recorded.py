@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.counting import get_counter
 from ctxbench.counting.content_class import classify
 from ctxbench.engine.provider import DEEPSEEK_CACHE, PromptCache
-from ctxbench.engine.runner import resolve_spec, run_spec
-from ctxbench.engine.spec import RunSpec
 from ctxbench.formats.importing import import_file
 from ctxbench.report.decisions import (
     CallRecord,

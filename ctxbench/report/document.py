@@ -265,8 +265,8 @@ def replay_drift(
     """Replay every trace with strategy ``none`` for each window x counter x estimator, and
     compare estimated and true states call by call (pooled over traces). The true state is
     the provider's recorded prompt tokens where the trace has them, else the true counter's."""
-    from ctxbench.engine.runner import resolve_spec, run_spec
-    from ctxbench.engine.spec import RunSpec
+    from ctxbench.cell.runner import resolve_spec, run_spec
+    from ctxbench.cell.spec import RunSpec
     from ctxbench.report.decisions import decision_drift, recorded_prompts, with_recorded_truth
     from ctxbench.report.results import digest_events
 

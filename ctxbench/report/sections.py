@@ -633,16 +633,19 @@ def counting_section(
 
 
 def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
-    """(estimator, true counter, window, runs, drift) per row."""
+    """(estimator, true counter, window, runs, drift) per row; the column 'truth' when some
+    calls were judged by recorded usage."""
+    with_truth = any(cell.recorded_calls for cell in cells)
     rows = []
     for cell in cells:
         d = cell.drift
         flip = f"{d.flips[0][0]} → {d.flips[0][1]} ({d.flips[0][2]})" if d.flips else "–"
+        truth = [tb.text(cell.truth)] if with_truth else []
         rows.append(
             [
                 tb.text(cell.estimator),
                 tb.text(cell.counter),
-                tb.text(cell.truth),
+                *truth,
                 tb.number(cell.window),
                 tb.count(cell.runs),
                 tb.count(d.calls),
@@ -655,16 +658,19 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
                 tb.count(d.undercount_overflows),
             ]
         )
+    truth_column: tuple[tuple[str, bool, str], ...] = (
+        (
+            "truth",
+            False,
+            "recorded: the provider's billed prompt tokens; counter: the true counter",
+        ),
+    )
     return tb.table(
         "decision-drift-table",
         tb.columns(
             "estimator",
             "true counter",
-            (
-                "truth",
-                False,
-                "recorded: the provider's billed prompt tokens; counter: the true counter",
-            ),
+            *(truth_column if with_truth else ()),
             ("window", True),
             ("runs", True),
             ("calls", True),
@@ -717,8 +723,10 @@ def usage_ratio_rows(ratios: Sequence[UsageRatio]) -> tb.Table:
 
 
 def drift_section(
-    cells: Sequence[DriftCell], intro: str, ratios: Sequence[UsageRatio] = ()
+    cells: Sequence[DriftCell], intro: str, ratios: Sequence[UsageRatio] | None = None
 ) -> Section:
+    """``ratios``: estimate / recorded of the traces' recorded calls (the drift report of
+    traces; ``None`` for a results directory, whose rows carry no usage)."""
     blocks: list[Block] = [
         Paragraph(
             "A strategy acts on states: DB-GPT's normal, warning (0.70), error (0.90), critical "
@@ -746,7 +754,7 @@ def drift_section(
                 "Estimate ÷ recorded prompt tokens, per call and by content class",
             )
         )
-    elif cells:
+    elif ratios is not None and cells:
         blocks.append(
             Paragraph(
                 "No trace recorded the provider's prompt tokens, so every state above is "
