@@ -73,28 +73,31 @@ def test_usage_ratios_are_estimate_over_recorded_per_call() -> None:
     assert ratios[1].ratio == counter.count_prompt(trace.messages[:index]) / 900
 
 
+def cache_hits(trace: Trace, counter: str) -> list[int]:
+    """The cached tokens of every provider call of a replay without compaction, built by the
+    runner (which picks the provider's cache model from the counter)."""
+    spec = resolve_spec(
+        RunSpec(
+            trace_id=trace.id,
+            trace_hash=trace.content_hash,
+            strategy="none",
+            window=1_000_000,
+            reserved=0,
+            counter=counter,
+            estimator="chars4",
+        )
+    )
+    events = [e.to_dict() for e in run_spec(spec, trace).events]
+    return [e["cached_tokens"] for e in events if e["type"] == "provider.call"]
+
+
 def test_deepseek_bills_its_cache_in_64_token_units_with_the_reply() -> None:
     assert DEEPSEEK_CACHE.billed(63) == 0 and DEEPSEEK_CACHE.billed(1000) == 960
     assert PromptCache().billed(1000) == 1000 and PromptCache().billed(0) == 0
     trace = billed_trace("c", [None] * 4)
 
-    def cached(counter: str) -> list[int]:
-        spec = resolve_spec(
-            RunSpec(
-                trace_id=trace.id,
-                trace_hash=trace.content_hash,
-                strategy="none",
-                window=100_000,
-                reserved=0,
-                counter=counter,
-                estimator="chars4",
-            )
-        )
-        events = [e.to_dict() for e in run_spec(spec, trace).events]
-        return [e["cached_tokens"] for e in events if e["type"] == "provider.call"]
-
     deepseek = get_counter("hf:deepseek-v3.1")
-    got = cached("hf:deepseek-v3.1")
+    got = cache_hits(trace, "hf:deepseek-v3.1")
     for k, previous in enumerate(trace.call_indices[:-1], 1):
         # the previous prompt and its reply (the assistant message at ``previous``)
         shared = deepseek.prompt_overhead() + sum(
@@ -102,7 +105,7 @@ def test_deepseek_bills_its_cache_in_64_token_units_with_the_reply() -> None:
         )
         assert got[k] == shared // 64 * 64
     exact = get_counter("tiktoken:o200k_base")
-    plain = cached("tiktoken:o200k_base")
+    plain = cache_hits(trace, "tiktoken:o200k_base")
     assert plain[1] == exact.prompt_overhead() + sum(
         exact.count_message(m) for m in trace.messages[: trace.call_indices[0]]
     )
@@ -114,19 +117,7 @@ def test_the_engine_cache_matches_the_recorded_deepseek_cache_hits(shared_traces
     traces, _ = import_file(shared_traces / "mini-swe-agent" / "astropy__astropy-12907.traj.json")
     trace = traces[0]
     recorded = [m.usage.cached_tokens for m in trace.messages if m.role == "assistant" and m.usage]
-    spec = resolve_spec(
-        RunSpec(
-            trace_id=trace.id,
-            trace_hash=trace.content_hash,
-            strategy="none",
-            window=1_000_000,
-            reserved=0,
-            counter="hf:deepseek-v3",
-            estimator="chars4",
-        )
-    )
-    events = [e.to_dict() for e in run_spec(spec, trace).events]
-    got = [e["cached_tokens"] for e in events if e["type"] == "provider.call"]
+    got = cache_hits(trace, "hf:deepseek-v3")
     assert all(g % 64 == 0 for g in got)
     pairs = [(g, r) for g, r in zip(got[1:], recorded[1:]) if r]
     ratio = sum(g for g, _ in pairs) / sum(r for _, r in pairs)
