@@ -20,6 +20,7 @@ from ctxbench.calibration import (
     fit_framing,
 )
 from ctxbench.calibration import calibrate as measure
+from ctxbench.cell.traces import open_traces
 from ctxbench.cli.output import print_table
 from ctxbench.counting import get_counter
 from ctxbench.counting.auto import AUTO, Choice, choose, choose_for, pooling_warning
@@ -27,7 +28,6 @@ from ctxbench.counting.base import TokenCounter
 from ctxbench.counting.profile import PREFIX, Profile, save_profile
 from ctxbench.counting.reasoning import REASONING_RULES, with_reasoning
 from ctxbench.errors import ConfigError, CtxbenchError
-from ctxbench.formats.importing import open_source
 from ctxbench.trace import Trace
 
 
@@ -299,7 +299,7 @@ def calibrate(
       ctxbench calibrate tau2.json -c tiktoken:o200k_base --json --save-profile gpt-4o.json
       ctxbench run traces.jsonl -s dbgpt -w 32768 --counter profile:gpt-4o.json
     """
-    loaded = [t for path in traces for t in open_source(path).traces()]
+    loaded = [t for path in traces for t in open_traces(path, strict=True).traces()]
     choices = choose_for(loaded)
     warning = pooling_warning(choices)
     if warning and not by_model and not quiet:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ctxbench.cell.spec import DEFAULT_COUNTER
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cli.output import print_table
 from ctxbench.counting.auto import AUTO
 from ctxbench.counting.reasoning import REASONING_RULES
@@ -17,7 +17,7 @@ from ctxbench.counting.reasoning import REASONING_RULES
 if TYPE_CHECKING:
     from ctxbench.trace import Trace
 
-DEFAULT_COUNTERS = (DEFAULT_COUNTER,)
+DEFAULT_COUNTERS = (RunSpec.counter,)
 
 
 @click.command("counters")
