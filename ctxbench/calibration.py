@@ -49,18 +49,24 @@ class CallSample:
 
 
 def samples(trace: Trace, counter: TokenCounter) -> list[CallSample]:
-    """The calls of ``trace`` with recorded prompt tokens, counted with ``counter``."""
+    """The calls of ``trace`` with recorded prompt tokens, counted with ``counter``. The
+    prompt is what the recorded agent sent (:func:`ctxbench.trace.recorded_prompt`: after a
+    recorded compaction, its summary and the messages since)."""
     out: list[CallSample] = []
-    tool_calls = 0
     call = -1
     for i, msg in enumerate(trace.messages):
-        if msg.role == "assistant":
-            call += 1
-            usage = msg.usage
-            if usage is not None and usage.prompt_tokens:
-                counted = counter.count_prompt(recorded_prompt(trace, i), trace.tools)
-                out.append(CallSample(trace.id, call, usage.prompt_tokens, counted, i, tool_calls))
-        tool_calls += len(msg.tool_calls)
+        if msg.role != "assistant":
+            continue
+        call += 1
+        usage = msg.usage
+        if usage is None or not usage.prompt_tokens:
+            continue
+        prompt = recorded_prompt(trace, i)
+        counted = counter.count_prompt(prompt, trace.tools)
+        tool_calls = sum(len(m.tool_calls) for m in prompt)
+        out.append(
+            CallSample(trace.id, call, usage.prompt_tokens, counted, len(prompt), tool_calls)
+        )
     return out
 
 

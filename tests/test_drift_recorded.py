@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ctxbench.cell.runner import resolve_spec, run_spec
@@ -122,3 +123,22 @@ def test_the_engine_cache_matches_the_recorded_deepseek_cache_hits(shared_traces
     pairs = [(g, r) for g, r in zip(got[1:], recorded[1:]) if r]
     ratio = sum(g for g, _ in pairs) / sum(r for _, r in pairs)
     assert 0.93 <= ratio <= 1.0
+
+
+def test_calls_after_a_recorded_compaction_count_the_compacted_prompt() -> None:
+    """Calibration counts what the agent sent after its own compaction (the summary and the
+    messages since); drift stops using recorded usage there (a replay does not compact)."""
+    from ctxbench.calibration import samples
+    from ctxbench.trace import RecordedCompaction
+
+    plain = billed_trace("k", [300, 400, 500])
+    cut = plain.call_indices[2] - 1  # the tool result before the third call starts afresh
+    trace = replace(
+        plain, recorded_compactions=(RecordedCompaction(2, cut, summary="Listed files twice."),)
+    )
+    counter = get_counter("chars4")
+    last = samples(trace, counter)[-1]
+    prompt = [trace.messages[0], Message("user", "Listed files twice."), trace.messages[cut]]
+    assert last.counted == counter.count_prompt(prompt) and last.messages == 3
+    assert samples(plain, counter)[-1].counted > last.counted
+    assert recorded_prompts(trace) == {0: 300, 1: 400}

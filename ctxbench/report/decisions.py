@@ -133,9 +133,14 @@ class DriftCell:
 
 
 def recorded_prompts(trace: Trace) -> dict[int, int]:
-    """Call number -> the prompt tokens the provider recorded for it (calls with usage only)."""
+    """Call number -> the prompt tokens the provider recorded for it (calls with usage only),
+    up to the first recorded compaction: after it the agent sent a compacted prompt, which a
+    replay without compaction does not."""
+    first = min((c.message for c in trace.recorded_compactions), default=len(trace.messages))
     out: dict[int, int] = {}
     for call, index in enumerate(trace.call_indices):
+        if index >= first:
+            break
         usage = trace.messages[index].usage
         if usage is not None and usage.prompt_tokens:
             out[call] = usage.prompt_tokens
