@@ -107,7 +107,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     "-c",
     default=RunSpec.counter,
     show_default=True,
-    help="The provider's TRUE counter.",
+    help="The provider's TRUE counter (`auto`: picked from each trace's meta.model).",
 )
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
@@ -221,15 +221,19 @@ def run(
         from ctxbench.probes.probe_file import load_probes
 
         external = load_probes(probes_file)
+    from ctxbench.counting.auto import AUTO
+
     rows: list[dict[str, Any]] = []
     parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
+        auto_choices: dict[str, str] = {}
         for path in traces:
             source = open_traces(path)
             for trace in source.traces():
                 if trace.id in external:
                     trace = dataclasses.replace(trace, probes=external[trace.id])
+                true_counter = _auto_counter(trace, auto_choices) if counter == AUTO else counter
                 spec = resolve_spec(
                     RunSpec(
                         trace_id=trace.id,
@@ -238,7 +242,7 @@ def run(
                         params=session_params(trace, strategy, params),
                         window=window,
                         reserved=reserved,
-                        counter=counter,
+                        counter=true_counter,
                         estimator=estimator,
                         summarizer=summarizer,
                         summarizer_params=summarizer_params,
@@ -276,6 +280,28 @@ def _emit(
     if as_json:
         click.echo(json.dumps(row, ensure_ascii=False))
     return row
+
+
+def _auto_counter(trace: Any, seen: dict[str, str]) -> str:
+    """``--counter auto``: the counter of the trace's recorded model (said once per model;
+    a warning when the run pools several models)."""
+    from ctxbench.counting.auto import choose, trace_model
+
+    model = trace_model(trace) or ""
+    if model not in seen:
+        choice = choose(model)
+        seen[model] = choice.counter
+        click.echo(
+            f"auto: {choice.describe()}; the reasoning rule applies through a profile "
+            "(calibrate --save-profile)",
+            err=True,
+        )
+        if len(seen) == 2:
+            click.echo(
+                "warning: this run pools traces of several models; compare rows per model",
+                err=True,
+            )
+    return seen[model]
 
 
 def rerun_row(

@@ -48,6 +48,11 @@ class TokenCounter(ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
 
+    @property
+    def tokenizer_name(self) -> str:
+        """The registered counter whose tokenizer this one counts with (a profile's base)."""
+        return self.name
+
     @abstractmethod
     def count(self, text: str) -> int:
         """Tokens of a bare string (no framing)."""

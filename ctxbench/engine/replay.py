@@ -207,7 +207,11 @@ def _provider_call(
         limit=provider.limit,
         accepted=error is None,
         error=error,
-        cached_tokens=ctx.view.cached_prefix_tokens() if error is None else 0,
+        cached_tokens=provider.prompt_cache.billed(
+            ctx.view.cached_prefix_tokens(with_reply=provider.prompt_cache.includes_reply)
+        )
+        if error is None
+        else 0,
         recorded_usage=usage,
     )
     ctx.emit(

@@ -19,8 +19,10 @@ from ctxbench.report.decisions import (
     CallRecord,
     DriftCell,
     Thresholds,
+    UsageRatio,
     pooled_drift,
     run_thresholds,
+    summarise_ratios,
 )
 from ctxbench.report.density import Sample, by_content_class, by_role, density_table
 from ctxbench.report.leaderboard import ConfigKey, Standing
@@ -635,15 +637,19 @@ def counting_section(
 
 
 def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
-    """(estimator, true counter, window, runs, drift) per row."""
+    """(estimator, true counter, window, runs, drift) per row; the column 'truth' when some
+    calls were judged by recorded usage."""
+    with_truth = any(cell.recorded_calls for cell in cells)
     rows = []
     for cell in cells:
         d = cell.drift
         flip = f"{d.flips[0][0]} → {d.flips[0][1]} ({d.flips[0][2]})" if d.flips else "–"
+        truth = [tb.text(cell.truth)] if with_truth else []
         rows.append(
             [
                 tb.text(cell.estimator),
                 tb.text(cell.counter),
+                *truth,
                 tb.number(cell.window),
                 tb.count(cell.runs),
                 tb.count(d.calls),
@@ -656,11 +662,19 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
                 tb.count(d.undercount_overflows),
             ]
         )
+    truth_column: tuple[tuple[str, bool, str], ...] = (
+        (
+            "truth",
+            False,
+            "recorded: the provider's billed prompt tokens; counter: the true counter",
+        ),
+    )
     return tb.table(
         "decision-drift-table",
         tb.columns(
             "estimator",
             "true counter",
+            *(truth_column if with_truth else ()),
             ("window", True),
             ("runs", True),
             ("calls", True),
@@ -677,7 +691,46 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
     )
 
 
-def drift_section(cells: Sequence[DriftCell], intro: str) -> Section:
+def usage_ratio_rows(ratios: Sequence[UsageRatio]) -> tb.Table:
+    """The headline per counter: estimate / recorded over every recorded call."""
+    rows = []
+    for (counter, _), summary in summarise_ratios(ratios, lambda r: "all").items():
+        by_class = summarise_ratios(
+            [r for r in ratios if r.counter == counter], lambda r: r.content_class
+        )
+        classes = ", ".join(f"{cls} {s.median:.3f}" for (_, cls), s in by_class.items())
+        rows.append(
+            [
+                tb.text(counter),
+                tb.count(summary.calls),
+                tb.number(summary.median),
+                tb.number(summary.p10),
+                tb.number(summary.p90),
+                tb.number(summary.within_3_percent, percent=True),
+                tb.text(classes),
+            ]
+        )
+    return tb.table(
+        "usage-ratio-table",
+        tb.columns(
+            "counter",
+            ("recorded calls", True),
+            ("median estimate ÷ recorded", True),
+            ("p10", True),
+            ("p90", True),
+            ("within 3%", True, "share of calls within 3% of the billed prompt tokens"),
+            "median by content class of the added text",
+        ),
+        rows,
+        caption="Each counter against the prompt tokens the provider billed",
+    )
+
+
+def drift_section(
+    cells: Sequence[DriftCell], intro: str, ratios: Sequence[UsageRatio] | None = None
+) -> Section:
+    """``ratios``: estimate / recorded of the traces' recorded calls (the drift report of
+    traces; ``None`` for a results directory, whose rows carry no usage)."""
     blocks: list[Block] = [
         Paragraph(
             "A strategy acts on states: DB-GPT's normal, warning (0.70), error (0.90), critical "
@@ -693,6 +746,26 @@ def drift_section(cells: Sequence[DriftCell], intro: str) -> Section:
         blocks.append(TableBlock(drift_rows(cells)))
     else:
         blocks.append(Paragraph("No provider calls to compare (no events).", "empty"))
+    if ratios:
+        from ctxbench.report.drift_chart import usage_ratio_chart
+
+        counters = list(dict.fromkeys(r.counter for r in ratios))
+        blocks.append(TableBlock(usage_ratio_rows(ratios)))
+        blocks.append(
+            Chart(
+                "usage-ratio-chart",
+                usage_ratio_chart(ratios, counters, "usage-ratio"),
+                "Estimate ÷ recorded prompt tokens, per call and by content class",
+            )
+        )
+    elif ratios is not None and cells:
+        blocks.append(
+            Paragraph(
+                "No trace recorded the provider's prompt tokens, so every state above is "
+                "judged by the true counter.",
+                "note",
+            )
+        )
     return Section("decision-drift", "Decision drift", tuple(blocks))
 
 

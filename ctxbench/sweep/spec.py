@@ -46,7 +46,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -309,15 +309,17 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
 
 def _check_names(top: SweepSettings, source: Path) -> None:
     """Counters, estimators and the summarizer must exist (checked now, not in a worker)."""
-    from ctxbench.counting import COUNTERS
+    from ctxbench.counting import check_counter
     from ctxbench.summarizers import SUMMARIZERS
 
-    names = [("counters", COUNTERS, c) for c in top.counters]
-    names += [("estimators", COUNTERS, e) for e in top.estimators if e]
-    names.append(("summarizer", SUMMARIZERS, top.summarizer))
-    for key, registry, name in names:
+    names: list[tuple[str, Callable[[str], object], str]] = [
+        ("counters", check_counter, c) for c in top.counters
+    ]
+    names += [("estimators", check_counter, e) for e in top.estimators if e]
+    names.append(("summarizer", SUMMARIZERS.load, top.summarizer))
+    for key, check, name in names:
         try:
-            registry.load(name)
+            check(name)
         except CtxbenchError as exc:
             raise ConfigError(exc.message, path=source, key=key, hint=exc.hint) from None
 
