@@ -1,0 +1,48 @@
+"""The run viewer: the prompt the model saw at every call, each compaction's before and after,
+and where each probe's answer went (``ctxbench view``).
+
+:func:`build` replays each selected row again (:mod:`ctxbench.view.capture`), writes its data
+in small chunks (:mod:`ctxbench.view.write`) and the static page that loads them one call at a
+time; :mod:`ctxbench.view.serve` serves the directory on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["build"]
+
+
+def build(
+    source: str | Path,
+    out_dir: str | Path,
+    *,
+    rows: str | Path | None = None,
+    run_ids: Sequence[str] = (),
+    quiet: bool = True,
+    title: str = "",
+) -> Path:
+    """Write the viewer of ``source``'s runs into ``out_dir``; returns its ``index.html``."""
+    from ctxbench.cli.progress import terminal_bar
+    from ctxbench.sweep.sources import load_trace
+    from ctxbench.sweep.store import spec_of_row
+    from ctxbench.view.capture import capture_run
+    from ctxbench.view.sources import read_source, select
+    from ctxbench.view.write import write_viewer
+
+    found = read_source(source, rows=rows)
+    chosen = select(found.rows, run_ids)
+    bar = terminal_bar("view", quiet=quiet)
+
+    def captures() -> Iterator[tuple[Any, Any]]:
+        for done, row in enumerate(chosen):
+            bar.update(done, len(chosen))
+            spec = spec_of_row(row)
+            trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
+            yield capture_run(spec, trace, row), found.recorded.get(spec.run_id, ())
+        bar.update(len(chosen), len(chosen), final=True)
+        bar.close()
+
+    return write_viewer(out_dir, captures, title=title or f"ctxbench viewer: {Path(source).name}")
