@@ -57,7 +57,11 @@ def view(
     from ctxbench.view import build
 
     path = Path(source)
-    target = Path(out_dir) if out_dir else (path / "viewer" if path.is_dir() else path.with_suffix(".viewer"))
+    target = (
+        Path(out_dir)
+        if out_dir
+        else (path / "viewer" if path.is_dir() else path.with_suffix(".viewer"))
+    )
     index = build(path, target, rows=rows_file, run_ids=run_ids, quiet=quiet)
     click.echo(f"wrote {index}")
     if serve:

@@ -32,7 +32,9 @@ ASSETS = ("index.html", "viewer.js", "viewer.css")
 def _script(key: str, data: Any) -> str:
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     # "</" and U+2028/9 cannot end or break the script: the text stays data
-    payload = payload.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    payload = (
+        payload.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    )
     return f"ctxbenchLoad({json.dumps(key)},{payload});\n"
 
 
@@ -51,7 +53,9 @@ def run_labels(entries: Sequence[dict[str, Any]]) -> None:
             values.setdefault((e["strategy"], k), set()).add(json.dumps(v))
     for e in entries:
         varying = [
-            f"{k}={v}" for k, v in sorted(e["params"].items()) if len(values[(e["strategy"], k)]) > 1
+            f"{k}={v}"
+            for k, v in sorted(e["params"].items())
+            if len(values[(e["strategy"], k)]) > 1
         ]
         knobs = f"({','.join(varying)})" if varying else ""
         e["label"] = f"{e['strategy']}{knobs} w={e['window']} {e['counter']}"
@@ -102,7 +106,9 @@ def _message_json(capture: Capture, index: int, cited: Sequence[str]) -> dict[st
     if m.tool_call_id:
         out["tool_call_id"] = m.tool_call_id
     if m.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+        ]
     if m.media_parts:
         out["media"] = [p.type for p in m.media_parts]
     files = [p for p in cited if p in text]
@@ -111,7 +117,9 @@ def _message_json(capture: Capture, index: int, cited: Sequence[str]) -> dict[st
     return out
 
 
-def write_run(root: Path, capture: Capture, recorded: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def write_run(
+    root: Path, capture: Capture, recorded: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
     """Write one run's data files; returns its entry in the index."""
     spec = capture.spec
     run_id = spec.run_id
@@ -206,5 +214,14 @@ def write_viewer(
     entries = [write_run(root, capture, recorded) for capture, recorded in captures()]
     run_labels(entries)
     entries.sort(key=lambda e: (str(e["trace_id"]), str(e["label"]), str(e["id"])))
-    _write(root, "index", {"title": title, "runs": entries, "calls_per_chunk": CALLS_PER_CHUNK, "messages_per_chunk": MESSAGES_PER_CHUNK})
+    _write(
+        root,
+        "index",
+        {
+            "title": title,
+            "runs": entries,
+            "calls_per_chunk": CALLS_PER_CHUNK,
+            "messages_per_chunk": MESSAGES_PER_CHUNK,
+        },
+    )
     return root / "index.html"
