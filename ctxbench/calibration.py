@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,17 +179,30 @@ def calibrate(
     traces: Iterable[Trace],
     counter: TokenCounter,
     baselines: Mapping[str, TokenCounter] | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Calibration:
-    """Measure ``counter`` (and each baseline) on every call with recorded prompt tokens."""
+    """Measure ``counter`` (and each baseline) on every call with recorded prompt tokens;
+    ``progress(done, total)`` hears of every trace counted by every counter."""
     traces = list(traces)
-    calls = [s for t in traces for s in samples(t, counter)]
+    counters = [counter, *(baselines or {}).values()]
+    total, done = len(traces) * len(counters), 0
+    measured_calls: list[list[CallSample]] = []
+    for each in counters:
+        found: list[CallSample] = []
+        for t in traces:
+            found += samples(t, each)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        measured_calls.append(found)
+    calls = measured_calls[0]
     per_trace = []
     for tid in dict.fromkeys(s.trace_id for s in calls):
         mine = [s for s in calls if s.trace_id == tid]
         per_trace.append(TraceAccuracy(tid, trace_constants(mine)[tid], Accuracy.of(tid, mine)))
     measured = {
-        name: Accuracy.of(name, [s for t in traces for s in samples(t, base)])
-        for name, base in (baselines or {}).items()
+        name: Accuracy.of(name, found) for name, found in zip((baselines or {}), measured_calls[1:])
     }
     return Calibration(Accuracy.of(counter.name, calls), measured, tuple(per_trace), tuple(calls))
 

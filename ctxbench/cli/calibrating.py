@@ -10,6 +10,7 @@ import click
 from ctxbench.calibration import BASELINES, Accuracy, Calibration, fit_framing
 from ctxbench.calibration import calibrate as measure
 from ctxbench.cli.output import print_table
+from ctxbench.cli.progress import terminal_bar
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter
 from ctxbench.counting.profile import Profile, save_profile
@@ -95,12 +96,14 @@ def _family(traces: list[Trace]) -> str:
     default=None,
     help="Model family stored in the profile (default: the traces' meta.model).",
 )
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def calibrate(
     traces: tuple[str, ...],
     counter_spec: str,
     as_json: bool,
     profile_file: str | None,
     family: str | None,
+    quiet: bool,
 ) -> None:
     """Compare COUNTER's prompt counts with the prompt tokens providers recorded in TRACES.
 
@@ -122,7 +125,9 @@ def calibrate(
     """
     counter = get_counter(counter_spec)
     loaded = [t for path in traces for t in open_source(path).traces()]
-    result = measure(loaded, counter, _baselines(counter_spec))
+    bar = terminal_bar("calibrate", quiet=quiet)
+    result = measure(loaded, counter, _baselines(counter_spec), progress=bar.update)
+    bar.close()
     if not result.calls:
         raise ConfigError(
             "no call with recorded prompt tokens in the traces",

@@ -80,3 +80,24 @@ def terminal_bar(label: str, *, quiet: bool = False, stream: TextIO | None = Non
     """A bar that draws only on a terminal and never under ``--quiet`` (logs stay clean)."""
     out = stream or sys.stderr
     return ProgressBar(label, stream=out, silent=quiet or not out.isatty())
+
+
+class StageBar:
+    """A terminal bar over the stages of one job (``report``, ``drift``): ``stage(name)`` names
+    what is running now, ``update(done, total)`` moves the bar (with an ETA)."""
+
+    def __init__(self, label: str, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+        self.label = label
+        self._bar = terminal_bar(label, quiet=quiet, stream=stream)
+        self._done, self._total = 0, 1
+
+    def stage(self, name: str) -> None:
+        self._bar.label = f"{self.label}: {name}"
+        self._bar.update(self._done, self._total, final=True)
+
+    def update(self, done: int, total: int) -> None:
+        self._done, self._total = done, total
+        self._bar.update(done, total)
+
+    def close(self) -> None:
+        self._bar.close()

@@ -13,10 +13,6 @@ def _done(written: Written) -> None:
     click.echo(f"wrote {written.path} ({written.bytes / 1024:,.0f} KB in {written.seconds:.1f} s)")
 
 
-def _progress(message: str) -> None:
-    click.echo(f"… {message}", err=True)
-
-
 @click.command("report")
 @click.argument("results_dir", type=click.Path(file_okay=False))
 @click.option(
@@ -29,7 +25,7 @@ def _progress(message: str) -> None:
     help='TOML of USD per million tokens by true counter ([prices."tiktoken:o200k_base"]).',
 )
 @click.option("--title", default="", help="Page title (default: from the sweep's name).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def report(results_dir: str, out: str, prices_file: str | None, title: str, quiet: bool) -> None:
     """Write the HTML report of RESULTS_DIR: one self-contained file, no network needed to
     open it (inline CSS, JS and SVG charts).
@@ -44,15 +40,14 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
       ctxbench report reports/quickstart -o reports/quickstart/report.html
       ctxbench report results/ -o report.html --prices prices.toml --title "Nightly sweep"
     """
+    from ctxbench.cli.progress import StageBar
     from ctxbench.report.write import write_report
 
+    bar = StageBar("report", quiet=quiet)
     written = write_report(
-        results_dir,
-        out,
-        prices_file=prices_file,
-        title=title,
-        progress=(lambda _: None) if quiet else _progress,
+        results_dir, out, prices_file=prices_file, title=title, progress=bar.stage, tick=bar.update
     )
+    bar.close()
     _done(written)
 
 
@@ -100,7 +95,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     "--out", "-o", required=True, type=click.Path(dir_okay=False), help="The HTML file to write."
 )
 @click.option("--title", default="", help="Page title.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def drift(
     traces: tuple[str, ...],
     counters: tuple[str, ...],
@@ -129,6 +124,9 @@ def drift(
             raise click.BadParameter(
                 f"--reserved {reserved} leaves nothing of window {window}", param_hint="--reserved"
             )
+    from ctxbench.cli.progress import StageBar
+
+    bar = StageBar("drift", quiet=quiet)
     written = write_drift_report(
         traces,
         out,
@@ -138,6 +136,8 @@ def drift(
         estimators=estimators or ESTIMATORS,
         format=format_,
         title=title,
-        progress=(lambda _: None) if quiet else _progress,
+        progress=bar.stage,
+        tick=bar.update,
     )
+    bar.close()
     _done(written)

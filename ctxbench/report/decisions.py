@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxbench.strategies.base import DEFAULT_STATE_THRESHOLDS
 
@@ -110,3 +110,5 @@ class DriftCell:
     window: int
     runs: int
     drift: DecisionDrift
+    #: the pooled calls, for the chart of estimate / true per call
+    calls: tuple[CallRecord, ...] = field(default=(), compare=False, repr=False)
