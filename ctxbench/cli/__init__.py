@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("gating", "check", "Compare results with a baseline; exit 1 on regression."),
     "diff": ("gating", "diff", "Show where two replays of the same trace diverge."),
     "view": ("viewing", "view", "Write (or serve) a viewer of runs: the prompt at every call."),
+    "init": ("initializing", "init", "Write a commented starter sweep for your traces."),
 }
 
 

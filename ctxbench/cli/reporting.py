@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ctxbench.cli.sizes import TOKENS
+
 from ctxbench.report.write import DEFAULT_WINDOWS, ESTIMATORS, Written
 
 
@@ -67,7 +69,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     "-w",
     "windows",
     multiple=True,
-    type=click.IntRange(min=1),
+    type=TOKENS,
     help=f"Window for decision drift (repeatable; default {', '.join(map(str, DEFAULT_WINDOWS))}).",
 )
 @click.option(

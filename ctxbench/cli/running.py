@@ -14,6 +14,7 @@ import click
 from ctxbench import config as configuration
 from ctxbench.atomic_file import AtomicFile
 from ctxbench.cli.output import print_table, write_rows
+from ctxbench.cli.sizes import TOKENS
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.runner import resolve_spec, run_spec, write_files
@@ -102,10 +103,12 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override one knob (repeatable)."
 )
-@click.option("--window", "-w", type=int, help="The model's context window, in true tokens.")
+@click.option(
+    "--window", "-w", type=TOKENS, help="The model's context window in true tokens (32k = 32,768)."
+)
 @click.option(
     "--reserved",
-    type=int,
+    type=TOKENS,
     default=4096,
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",
@@ -162,10 +165,10 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 )
 @click.option(
     "--files-dir",
-    default="ctxbench_files",
-    show_default=True,
+    default=None,
     type=click.Path(file_okay=False),
-    help="Where snapshot / offload files go (one folder per run id).",
+    help="Write the snapshot / offload files strategies produce here (one folder per run "
+    "id); without it none are written (probes are scored during the replay either way).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print rows as JSON lines.")
 @click.option(
@@ -192,7 +195,7 @@ def run(
     mine_probes: bool,
     events_file: str | None,
     out_file: str | None,
-    files_dir: str,
+    files_dir: str | None,
     as_json: bool,
     from_row: str | None,
     run_id: str | None,
@@ -222,6 +225,7 @@ def run(
 
         external = load_probes(probes_file)
     rows: list[dict[str, Any]] = []
+    unwritten = 0
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         for path in traces:
@@ -247,8 +251,7 @@ def run(
                     )
                 )
                 output = run_spec(spec, trace)
-                if output.files:
-                    write_files(Path(files_dir) / spec.run_id, output.files)
+                unwritten += keep_files(output.files, files_dir, spec.run_id)
                 if events_out is not None:
                     for event in output.events:
                         events_out.write(event_line(event, run_id=spec.run_id) + "\n")
@@ -260,10 +263,30 @@ def run(
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS)
+    _note_unwritten(unwritten)
+
+
+def keep_files(files: dict[str, bytes] | Any, files_dir: str | None, run_id: str) -> int:
+    """Write a replay's files under ``files_dir``/RUN_ID when given; returns how many were
+    left unwritten (``run`` writes files only where told)."""
+    if not files:
+        return 0
+    if files_dir is None:
+        return len(files)
+    write_files(Path(files_dir) / run_id, files)
+    return 0
+
+
+def _note_unwritten(count: int) -> None:
+    if count:
+        click.echo(
+            f"note: {count} snapshot / offload file(s) not written; add --files-dir DIR to keep them",
+            err=True,
+        )
 
 
 def rerun_row(
-    source: str, run_id: str | None, events_file: str | None, files_dir: str, as_json: bool
+    source: str, run_id: str | None, events_file: str | None, files_dir: str | None, as_json: bool
 ) -> None:
     """Re-run the cell a result row describes (its ``spec`` column) and compare the rows.
 
@@ -281,8 +304,7 @@ def rerun_row(
             prices = configuration.build(Prices, recorded[spec.counter], source=source)
     trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
     output = run_spec(spec, trace, prices=prices)
-    if output.files:
-        write_files(Path(files_dir) / spec.run_id, output.files)
+    _note_unwritten(keep_files(output.files, files_dir, spec.run_id))
     if events_file:
         with AtomicFile(events_file) as fh:
             for event in output.events:

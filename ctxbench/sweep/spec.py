@@ -139,6 +139,7 @@ class SweepSpec:
     prices: Mapping[str, Prices] = field(default_factory=dict)
     name: str = ""
     description: str = ""
+    keep_files: bool = True
 
     def __post_init__(self) -> None:
         for key in ("traces", "strategies", "windows", "reserved", "counters", "estimators"):
@@ -229,6 +230,7 @@ class SweepSpec:
             "error_style": self.error_style,
             "seed": self.seed,
             "mine_probes": self.mine_probes,
+            "keep_files": self.keep_files,
             "prices": {k: configuration.to_params(v) for k, v in sorted(self.prices.items())},
         }
 
@@ -249,7 +251,9 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
     """Build a SweepSpec from parsed TOML; ``source`` is the file (for messages and paths)."""
     base = source.resolve().parent
     _check_keys(data, source)
-    top = _build(_TopLevel, {k: v for k, v in data.items() if k not in _TABLES}, source, "")
+    top = _build(
+        _TopLevel, _sizes({k: v for k, v in data.items() if k not in _TABLES}, source), source, ""
+    )
     traces = tuple(
         _resolve_paths(_build(TraceSource, table, source, f"traces[{i}]"), base, source, i)
         for i, table in enumerate(_tables(data, "traces", source))
@@ -334,21 +338,68 @@ _REQUIRED_HINTS = {
 }
 
 
+def _help(text: str, example: str) -> dict[str, str]:
+    return {"help": text, "example": example}
+
+
 @dataclass(frozen=True)
 class _TopLevel:
     """The scalar and list keys of a sweep file (the tables are built on their own)."""
 
-    windows: tuple[int, ...] = ()
-    reserved: tuple[int, ...] = (4096,)
-    counters: tuple[str, ...] = ("tiktoken:o200k_base",)
-    estimators: tuple[str, ...] = ("",)
-    summarizer: str = "extractive"
-    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = "openai"
-    seed: int = 0
-    mine_probes: bool = False
-    name: str = ""
-    description: str = ""
+    windows: tuple[int, ...] = field(
+        default=(),
+        metadata=_help("model windows in true tokens (32k = 32,768); required", "[32768, 128k]"),
+    )
+    reserved: tuple[int, ...] = field(
+        default=(4096,), metadata=_help("output reservations: prompts fit window - reserved", "[4096]")
+    )
+    counters: tuple[str, ...] = field(
+        default=("tiktoken:o200k_base",),
+        metadata=_help("the provider's TRUE counters (`ctxbench counters`)", '["hf:qwen2.5"]'),
+    )
+    estimators: tuple[str, ...] = field(
+        default=("",),
+        metadata=_help('estimators the strategies decide with; "" = each one\'s own', '["", "chars4"]'),
+    )
+    summarizer: str = field(
+        default="extractive", metadata=_help("summarizer of summarising strategies", '"extractive"')
+    )
+    summarizer_params: Mapping[str, Any] = field(
+        default_factory=dict,
+        metadata=_help("the summarizer's parameters", '{ model = "gpt-4o-mini" }'),
+    )
+    error_style: str = field(
+        default="openai",
+        metadata=_help(f"provider error wording: {', '.join(ERROR_STYLES)}", '"anthropic"'),
+    )
+    seed: int = field(default=0, metadata=_help("seed of randomised summarizers", "0"))
+    mine_probes: bool = field(
+        default=False, metadata=_help("mine probes for traces that have none", "true")
+    )
+    keep_files: bool = field(
+        default=True,
+        metadata=_help(
+            "keep the snapshot / offload files strategies write (false: keep none; probes "
+            "are scored during the replay either way)",
+            "false",
+        ),
+    )
+    name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
+    description: str = field(default="", metadata=_help("a line about the sweep", '"..."'))
+
+
+def _sizes(data: Mapping[str, Any], source: Path) -> dict[str, Any]:
+    """``windows`` and ``reserved`` may be written as 32k / 128k."""
+    from ctxbench.sizes import parse_tokens
+
+    out = dict(data)
+    for key in ("windows", "reserved"):
+        if isinstance(out.get(key), list):
+            try:
+                out[key] = [parse_tokens(v, key=key) for v in out[key]]
+            except ConfigError as exc:
+                raise ConfigError(exc.message, path=source, key=key, hint=exc.hint) from None
+    return out
 
 
 def _tables(data: Mapping[str, Any], key: str, source: Path) -> list[Mapping[str, Any]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,7 @@ from ctxbench.engine.result import Prices
 from ctxbench.engine.runner import identity_of
 from ctxbench.engine.spec import RunSpec, canonical_json
 from ctxbench.probes.model import Probe
-from ctxbench.probes.scoring import TextIndex, file_text
+from ctxbench.probes.scoring import TextIndex, file_text, normalise
 from ctxbench.strategies import build_strategy
 from ctxbench.summarizers import build_summarizer
 from ctxbench.trace import Message, Trace, message_search_text
@@ -252,6 +253,37 @@ def capture_run(
     return capture
 
 
+class _Haystack:
+    """Many texts searched for many answers: one case-folded string finds the candidates at C
+    speed, and each candidate is confirmed by the scorer's own match (:class:`TextIndex`)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self._texts = texts
+        folded = [normalise(t) for t in texts]
+        self._folded = "\x00".join(folded)
+        self._starts = list(itertools.accumulate((len(f) + 1 for f in folded[:-1]), initial=0))
+        self._indexes: dict[int, TextIndex] = {}
+
+    def holding(self, answers: Sequence[str]) -> list[int]:
+        """Sorted indices of the texts holding any of ``answers``."""
+        found: set[int] = set()
+        for answer in answers:
+            needle = normalise(answer)
+            at = self._folded.find(needle) if needle else -1
+            while at >= 0:
+                i = bisect.bisect_right(self._starts, at) - 1
+                if i not in found and self._index(i).has(answer):
+                    found.add(i)
+                nxt = self._starts[i + 1] if i + 1 < len(self._starts) else len(self._folded)
+                at = self._folded.find(needle, nxt)
+        return sorted(found)
+
+    def _index(self, i: int) -> TextIndex:
+        if i not in self._indexes:
+            self._indexes[i] = TextIndex.of(self._texts[i])
+        return self._indexes[i]
+
+
 def _track_probes(capture: Capture, probes: Sequence[Probe], trace: Trace) -> list[ProbeTrack]:
     """Each probe's state at every call, from which messages of the prompt hold an answer."""
     if not probes:
@@ -259,41 +291,59 @@ def _track_probes(capture: Capture, probes: Sequence[Probe], trace: Trace) -> li
     outcomes = {
         str(e["probe_id"]): str(e["outcome"]) for e in capture.events if e["type"] == ev.PROBE
     }
-    texts = [TextIndex.of(message_search_text(m) + replay_text(m)) for m in capture.messages]
     raw = [message_search_text(m) for m in capture.messages]
-    file_index = {p: TextIndex.of(file_text(p, c)) for p, c in sorted(capture.files.items())}
-    tracks = []
+    messages = _Haystack([r + replay_text(m) for r, m in zip(raw, capture.messages)])
+    paths = sorted(capture.files)
+    files = _Haystack([file_text(p, capture.files[p]) for p in paths])
+    cited = "\x00".join(raw)
+    starts = list(itertools.accumulate((len(r) + 1 for r in raw[:-1]), initial=0))
     n_calls = len(trace.call_indices)
+    wanted = []
     for probe in probes:
-        ask = n_calls if probe.ask_at is None else min(max(probe.ask_at, 0), n_calls)
-        holding = [i for i, t in enumerate(texts) if t.has_any(probe.answers)]
-        holding_files = [p for p, t in file_index.items() if t.has_any(probe.answers)]
-        citing = [i for i, text in enumerate(raw) if any(path in text for path in holding_files)]
-        changes: list[tuple[int, str]] = []
-        state = NOT_YET
-        for k, record in enumerate(capture.calls):
-            if _meets(record.ranges, holding):
+        holding = set(messages.holding(probe.answers))
+        citing: set[int] = set()
+        for f in files.holding(probe.answers):
+            at = cited.find(paths[f])
+            while at >= 0:
+                citing.add(bisect.bisect_right(starts, at) - 1)
+                at = cited.find(paths[f], at + 1)
+        wanted.append((holding, citing))
+    changes: list[list[tuple[int, str]]] = [[] for _ in probes]
+    states = [NOT_YET] * len(probes)
+    for k, record in enumerate(capture.calls):
+        ids = _ids_of(record.ranges)
+        for j, (holding, citing) in enumerate(wanted):
+            if _meets(ids, holding):
                 now = IN_CONTEXT
-            elif _meets(record.ranges, citing):
+            elif _meets(ids, citing):
                 now = VIA_REFERENCE
             else:
-                now = NOT_YET if state == NOT_YET else GONE
-            if now != state:
-                changes.append((k, now))
-                state = now
-        tracks.append(ProbeTrack(probe, ask, outcomes.get(probe.id), tuple(changes)))
-    return tracks
+                now = NOT_YET if states[j] == NOT_YET else GONE
+            if now != states[j]:
+                changes[j].append((k, now))
+                states[j] = now
+    return [
+        ProbeTrack(
+            probe,
+            n_calls if probe.ask_at is None else min(max(probe.ask_at, 0), n_calls),
+            outcomes.get(probe.id),
+            tuple(found),
+        )
+        for probe, found in zip(probes, changes)
+    ]
 
 
-def _meets(ranges: Sequence[tuple[int, int]], ids: Sequence[int]) -> bool:
-    """Whether any of the sorted ``ids`` falls in one of the ``[first, last]`` id runs."""
-    if not ids:
-        return False
-    for first, last in ranges:
-        at = bisect.bisect_left(ids, first)
-        if at < len(ids) and ids[at] <= last:
-            return True
-    return False
+def _meets(ids: set[int], wanted: set[int]) -> bool:
+    """Whether the prompt's ids and the wanted ids share one (iterating the smaller side)."""
+    small, large = (ids, wanted) if len(ids) < len(wanted) else (wanted, ids)
+    return any(i in large for i in small)
+
+
+def _ids_of(ranges: Sequence[tuple[int, int]]) -> set[int]:
+    out: set[int] = set()
+    for a, b in ranges:
+        out.update(range(a, b + 1))
+    return out
 
 
 def probe_json(track: ProbeTrack) -> dict[str, Any]:
