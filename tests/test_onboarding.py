@@ -80,7 +80,9 @@ def test_the_sweep_reference_covers_every_key_and_the_readme_holds_it() -> None:
     assert all(example for *_, example, _ in rows())  # every key has an example
     readme = (REPO / "README.md").read_text("utf-8")
     start, end = readme.index(START), readme.index(END) + len(END)
-    assert readme[start:end] == readme_block(), "run python -m ctxbench.sweep.reference --readme README.md"
+    assert readme[start:end] == readme_block(), (
+        "run python -m ctxbench.sweep.reference --readme README.md"
+    )
     help_text = CliRunner().invoke(cli, ["sweep", "--help"]).output
     assert "keep_files (bool = true; e.g. false)" in help_text
 
@@ -98,9 +100,7 @@ def test_init_writes_a_sweep_that_runs_and_keeps_no_files(tmp_path: Path) -> Non
     again = CliRunner().invoke(cli, ["init", "-o", str(out)])
     assert isinstance(again.exception, ConfigError) and "--force" in str(again.exception)
     small = out.with_name("small.toml")
-    small.write_text(
-        text.replace('windows = ["32k", "128k"]', 'windows = ["16k"]'), "utf-8"
-    )
+    small.write_text(text.replace('windows = ["32k", "128k"]', 'windows = ["16k"]'), "utf-8")
     summary = run_sweep(load_sweep(small), tmp_path / "results")
     assert summary.failed == 0 and summary.cells > 0
     assert not (tmp_path / "results" / "files").exists()

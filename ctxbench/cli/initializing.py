@@ -40,4 +40,6 @@ def init(traces: tuple[str, ...], out_file: str, force: bool) -> None:
     out.write_text(starter_sweep(traces, base=out.parent), "utf-8")
     spec = load_sweep(out)  # what we wrote must be a valid sweep
     cells = len(spec.configs())
-    click.echo(f"wrote {out}: {cells} configurations per trace; run `ctxbench sweep {out} -o results/`")
+    click.echo(
+        f"wrote {out}: {cells} configurations per trace; run `ctxbench sweep {out} -o results/`"
+    )

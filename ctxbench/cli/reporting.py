@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from ctxbench.cli.sizes import TOKENS
-
 from ctxbench.report.write import DEFAULT_WINDOWS, ESTIMATORS, Written
 
 

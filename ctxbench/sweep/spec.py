@@ -351,7 +351,8 @@ class _TopLevel:
         metadata=_help("model windows in true tokens (32k = 32,768); required", "[32768, 128k]"),
     )
     reserved: tuple[int, ...] = field(
-        default=(4096,), metadata=_help("output reservations: prompts fit window - reserved", "[4096]")
+        default=(4096,),
+        metadata=_help("output reservations: prompts fit window - reserved", "[4096]"),
     )
     counters: tuple[str, ...] = field(
         default=("tiktoken:o200k_base",),
@@ -359,7 +360,9 @@ class _TopLevel:
     )
     estimators: tuple[str, ...] = field(
         default=("",),
-        metadata=_help('estimators the strategies decide with; "" = each one\'s own', '["", "chars4"]'),
+        metadata=_help(
+            'estimators the strategies decide with; "" = each one\'s own', '["", "chars4"]'
+        ),
     )
     summarizer: str = field(
         default="extractive", metadata=_help("summarizer of summarising strategies", '"extractive"')
