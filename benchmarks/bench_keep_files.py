@@ -30,9 +30,9 @@ def _size(root: Path) -> int:
 
 def run(quick: bool) -> dict[str, Any]:
     from benchmarks.bench_replay import synthetic_trace
+    from ctxbench.cell.runner import resolve_spec, run_spec
+    from ctxbench.cell.spec import RunSpec
     from ctxbench.counting import get_counter
-    from ctxbench.engine.runner import resolve_spec, run_spec
-    from ctxbench.engine.spec import RunSpec
     from ctxbench.formats.canonical import write_traces
     from ctxbench.sweep import run_sweep
     from ctxbench.sweep.spec import StrategyGrid, SweepSpec, TraceSource

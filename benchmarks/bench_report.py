@@ -27,11 +27,12 @@ from ctxbench.resources import resource_dir
 
 
 def run(quick: bool) -> dict[str, Any]:
+    from ctxbench.cell.traces import iter_traces
     from ctxbench.formats.canonical import write_traces
     from ctxbench.report.write import write_drift_report, write_report
+    from ctxbench.results import ResultsDir
     from ctxbench.sweep import load_sweep, run_sweep
-    from ctxbench.sweep.sources import iter_traces, refs_of
-    from ctxbench.sweep.store import ResultsDir
+    from ctxbench.sweep.sources import refs_of
     from ctxbench.view import build
 
     spec = load_sweep(resource_dir("scenarios") / "quickstart.toml")

@@ -21,7 +21,7 @@ from ctxbench.strategies import STRATEGIES
 from ctxbench.summarizers import SUMMARIZERS
 from ctxbench.sweep import load_sweep, run_sweep
 from ctxbench.sweep.reference import END, START, readme_block, rows
-from ctxbench.sweep.spec import _TopLevel
+from ctxbench.sweep.spec import SweepSettings
 from ctxbench.synth.scenario import resolve_scenario_path
 from tests.viewing import two_runs
 
@@ -76,7 +76,7 @@ def test_suggestions_match_substrings_and_hints_name_real_commands() -> None:
 
 def test_the_sweep_reference_covers_every_key_and_the_readme_holds_it() -> None:
     documented = {(table, key) for table, key, *_ in rows()}
-    assert {("top level", k) for k in _TopLevel.__dataclass_fields__} <= documented
+    assert {("top level", k) for k in SweepSettings.__dataclass_fields__} <= documented
     assert all(example for *_, example, _ in rows())  # every key has an example
     readme = (REPO / "README.md").read_text("utf-8")
     start, end = readme.index(START), readme.index(END) + len(END)

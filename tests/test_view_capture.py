@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from ctxbench.cell.runner import resolve_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.divergence import first_divergence
-from ctxbench.engine.runner import resolve_spec
-from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError
 from ctxbench.formats.canonical import write_traces
-from ctxbench.sweep.store import spec_of_row
+from ctxbench.results import spec_of_row
 from ctxbench.view import build
 from ctxbench.view.capture import GONE, IN_CONTEXT, VIA_REFERENCE, Capture, capture_run
 from ctxbench.view.sources import read_source
@@ -95,7 +95,7 @@ def test_digests_part_where_diff_says() -> None:
 
 
 def test_written_data_keeps_hostile_text_as_data(tmp_path: Path) -> None:
-    from ctxbench.engine.runner import run_spec
+    from ctxbench.cell.runner import run_spec
     from tests.report_data import SCRIPT, hostile_trace
 
     trace = hostile_trace()

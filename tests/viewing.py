@@ -15,9 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.events import event_line
-from ctxbench.engine.runner import resolve_spec, run_spec
-from ctxbench.engine.spec import RunSpec
 from ctxbench.engine.view import ContextView
 from ctxbench.formats.canonical import write_traces
 from ctxbench.synth import generate, load_scenario

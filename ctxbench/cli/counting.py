@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ctxbench.cell.spec import DEFAULT_COUNTER
 from ctxbench.cli.output import print_table
 from ctxbench.cli.progress import terminal_bar
 
 if TYPE_CHECKING:
     from ctxbench.trace import Trace
 
-DEFAULT_COUNTERS = ("tiktoken:o200k_base",)
+DEFAULT_COUNTERS = (DEFAULT_COUNTER,)
 
 
 @click.command("counters")
@@ -105,8 +106,8 @@ def _count_traces(
     as_json: bool,
     quiet: bool,
 ) -> None:
+    from ctxbench.cell.traces import open_traces
     from ctxbench.counting.breakdown import Breakdown, breakdown, chars_by_class, classes_of
-    from ctxbench.formats.canonical import read_traces
 
     def count_one(path: str, trace: Trace) -> tuple[dict[str, Any], dict[str, Breakdown]]:
         segments = classes_of(trace)
@@ -120,7 +121,7 @@ def _count_traces(
         }
         return result, per_counter
 
-    traces = [(path, trace) for path in paths for trace in read_traces(path)]
+    traces = [(path, trace) for path in paths for trace in open_traces(path).traces()]
     bar = terminal_bar("count", quiet=quiet)
     counted = []
     for done, (path, trace) in enumerate(traces, start=1):

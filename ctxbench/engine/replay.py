@@ -6,9 +6,10 @@ events, byte for byte. For every recorded assistant message (a model call ``k``)
 1. messages recorded since the previous call are appended to the view; tool results (and
    DB-GPT ``Observation:`` messages) pass through ``strategy.on_tool_result`` first;
 2. ``context.status`` is emitted and ``strategy.before_call`` may compact;
-3. the provider counts the prompt with the TRUE counter; over ``window - reserved`` it raises
-   an overflow, ``strategy.on_overflow`` may compact and ask for a retry; a call still over the
-   window is a failed call (the real agent would have crashed here);
+3. the provider counts the prompt with the TRUE counter; ``strategy.after_call`` hears its
+   verdict; over ``window - reserved`` it raises an overflow, ``strategy.on_overflow`` may
+   compact and ask for a retry; a call still over the window is a failed call (the real agent
+   would have crashed here);
 4. probes asked at call ``k`` are scored against the prompt;
 5. the recorded assistant message is appended (the replay is open loop: the recorded turns do
    not change with compaction).
@@ -21,18 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
+from ctxbench.engine.strategy import ProviderCall, Strategy
 from ctxbench.errors import ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import score_probes
-from ctxbench.strategies.base import Strategy
 from ctxbench.summarizers.base import Summarizer
-from ctxbench.trace import Message, Trace
+from ctxbench.trace import Message, Trace, Usage
 
 #: Safety valve: no strategy may retry one call more often than this.
 MAX_ATTEMPTS = 16
@@ -40,13 +42,24 @@ MAX_ATTEMPTS = 16
 
 @dataclass(frozen=True)
 class ReplayOutput:
-    """What one replay produced: its events, its row, and the files the edge should write."""
+    """What one replay produced: its events, the files the edge should write, and its row.
+
+    The row is computed from the events once, when first read, so the edge can add the one
+    clock reading (``replay_seconds``, with :func:`dataclasses.replace`) before it exists."""
 
     events: tuple[ev.Event, ...]
-    result: RunResult
+    identity: Identity
     files: Mapping[str, bytes] = field(default_factory=dict)
     #: the strategy's view after the last recorded message (what a next call would build on)
     final_view: tuple[Message, ...] = ()
+    prices: Prices | None = None
+    replay_seconds: float = 0.0
+
+    @cached_property
+    def result(self) -> RunResult:
+        return result_from_events(
+            self.events, self.identity, prices=self.prices, replay_seconds=self.replay_seconds
+        )
 
 
 def _is_tool_result(message: Message) -> bool:
@@ -93,7 +106,7 @@ def replay(
     for k, index in enumerate(calls):
         ctx.call = k
         _ingest(ctx, strategy, messages[position:index], position)
-        _model_call(ctx, strategy, provider)
+        _model_call(ctx, strategy, provider, messages[index].usage)
         _score(ctx, asked.get(k, ()))
         ctx.append_recorded(messages[index], index)
         position = index + 1
@@ -104,10 +117,13 @@ def replay(
         strategy.before_call(ctx)
         _score(ctx, asked[n_calls])
 
-    result = result_from_events(
-        ctx.events, identity or Identity(trace_id=trace.id, strategy=strategy.name), prices=prices
+    return ReplayOutput(
+        tuple(ctx.events),
+        identity or Identity(trace_id=trace.id, strategy=strategy.name),
+        dict(ctx.files),
+        ctx.view.messages,
+        prices,
     )
-    return ReplayOutput(tuple(ctx.events), result, dict(ctx.files), ctx.view.messages)
 
 
 def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], start: int) -> None:
@@ -134,7 +150,9 @@ def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Messag
     batch.clear()
 
 
-def _model_call(ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvider) -> None:
+def _model_call(
+    ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvider, usage: Usage | None
+) -> None:
     ctx.status(None)
     strategy.before_call(ctx)
     for attempt in range(MAX_ATTEMPTS):
@@ -142,36 +160,51 @@ def _model_call(ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvi
         try:
             provider.check(true_tokens)
         except ProviderOverflowError as error:
-            _provider_event(ctx, provider, attempt, error)
+            strategy.after_call(_provider_call(ctx, provider, attempt, error, usage), ctx)
             if attempt + 1 < MAX_ATTEMPTS and strategy.on_overflow(error, attempt, ctx):
                 continue
             ctx.emit(
                 ev.CALL_FAILED, true_tokens=true_tokens, limit=provider.limit, attempts=attempt + 1
             )
             return
-        _provider_event(ctx, provider, attempt, None)
+        call = _provider_call(ctx, provider, attempt, None, usage)
         ctx.view.mark_sent()
+        strategy.after_call(call, ctx)
         return
 
 
-def _provider_event(
+def _provider_call(
     ctx: ReplayContext,
     provider: SimulatedProvider,
     attempt: int,
     error: ProviderOverflowError | None,
-) -> None:
-    """One ``provider.call`` event: accepted (``error`` None) or rejected."""
+    usage: Usage | None,
+) -> ProviderCall:
+    """One ``provider.call`` event, accepted (``error`` None) or rejected, and what
+    ``after_call`` is told about it."""
+    call = ProviderCall(
+        call=ctx.call,
+        attempt=attempt,
+        true_tokens=ctx.view.true_tokens,
+        estimated_tokens=ctx.view.estimated_tokens,
+        limit=provider.limit,
+        accepted=error is None,
+        error=error,
+        cached_tokens=ctx.view.cached_prefix_tokens() if error is None else 0,
+        recorded_usage=usage,
+    )
     ctx.emit(
         ev.PROVIDER_CALL,
         attempt=attempt,
-        estimated_tokens=ctx.view.estimated_tokens,
-        true_tokens=ctx.view.true_tokens,
-        limit=provider.limit,
-        ok=error is None,
+        estimated_tokens=call.estimated_tokens,
+        true_tokens=call.true_tokens,
+        limit=call.limit,
+        ok=call.accepted,
         error=None if error is None else str(error),
-        cached_tokens=ctx.view.cached_prefix_tokens() if error is None else 0,
+        cached_tokens=call.cached_tokens,
         messages=len(ctx.view),
     )
+    return call
 
 
 def _score(ctx: ReplayContext, probes: Sequence[Probe]) -> None:

@@ -77,10 +77,10 @@ def _default(f: dataclasses.Field[Any]) -> str:
 def rows() -> Iterator[tuple[str, str, str, str, str, str]]:
     """``(table, key, type, default, example, what)`` for every key of a sweep file."""
     from ctxbench.engine.result import Prices
-    from ctxbench.sweep.spec import StrategyGrid, TraceSource, _TopLevel
+    from ctxbench.sweep.spec import StrategyGrid, SweepSettings, TraceSource
 
     for table, cls in (
-        ("top level", _TopLevel),
+        ("top level", SweepSettings),
         ("[[traces]]", TraceSource),
         ("[[strategies]]", StrategyGrid),
         ("[prices.COUNTER]", Prices),

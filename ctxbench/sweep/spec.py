@@ -52,15 +52,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxbench import config as configuration
+from ctxbench.cell.spec import (
+    DEFAULT_COUNTER,
+    DEFAULT_ERROR_STYLE,
+    DEFAULT_RESERVED,
+    DEFAULT_SEED,
+    DEFAULT_SUMMARIZER,
+    RunSpec,
+)
+from ctxbench.cell.traces import AUTO, CANONICAL
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.result import Prices
-from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError, CtxbenchError
 
 C = TypeVar("C")
-
-#: Trace formats read by the canonical reader (fast, streamed); others go through importers.
-CANONICAL = "canonical"
 
 
 @dataclass(frozen=True)
@@ -121,25 +126,68 @@ class StrategyGrid:
             yield {key: value for (key, _), value in zip(axes, values)}
 
 
-@dataclass(frozen=True)
-class SweepSpec:
+def _help(text: str, example: str) -> dict[str, str]:
+    return {"help": text, "example": example}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSettings:
+    """The scalar and list keys of a sweep file (its tables are built on their own); the
+    defaults are one replay's (:mod:`ctxbench.cell.spec`)."""
+
+    windows: tuple[int, ...] = field(
+        default=(),
+        metadata=_help("model windows in true tokens (32k = 32,768); required", "[32768, 128k]"),
+    )
+    reserved: tuple[int, ...] = field(
+        default=(DEFAULT_RESERVED,),
+        metadata=_help("output reservations: prompts fit window - reserved", "[4096]"),
+    )
+    counters: tuple[str, ...] = field(
+        default=(DEFAULT_COUNTER,),
+        metadata=_help("the provider's TRUE counters (`ctxbench counters`)", '["hf:qwen2.5"]'),
+    )
+    estimators: tuple[str, ...] = field(
+        default=("",),
+        metadata=_help(
+            'estimators the strategies decide with; "" = each one\'s own', '["", "chars4"]'
+        ),
+    )
+    summarizer: str = field(
+        default=DEFAULT_SUMMARIZER,
+        metadata=_help("summarizer of summarising strategies", '"extractive"'),
+    )
+    summarizer_params: Mapping[str, Any] = field(
+        default_factory=dict,
+        metadata=_help("the summarizer's parameters", '{ model = "gpt-4o-mini" }'),
+    )
+    error_style: str = field(
+        default=DEFAULT_ERROR_STYLE,
+        metadata=_help(f"provider error wording: {', '.join(ERROR_STYLES)}", '"anthropic"'),
+    )
+    seed: int = field(default=DEFAULT_SEED, metadata=_help("seed of randomised summarizers", "0"))
+    mine_probes: bool = field(
+        default=False, metadata=_help("mine probes for traces that have none", "true")
+    )
+    keep_files: bool = field(
+        default=True,
+        metadata=_help(
+            "keep the snapshot / offload files strategies write (false: keep none; probes "
+            "are scored during the replay either way)",
+            "false",
+        ),
+    )
+    name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
+    description: str = field(default="", metadata=_help("a line about the sweep", '"..."'))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSpec(SweepSettings):
     """The whole sweep; ``expand()`` yields its cells. Built by :func:`load_sweep`."""
 
     traces: tuple[TraceSource, ...]
     strategies: tuple[StrategyGrid, ...]
-    windows: tuple[int, ...]
-    reserved: tuple[int, ...] = (4096,)
-    counters: tuple[str, ...] = ("tiktoken:o200k_base",)
-    estimators: tuple[str, ...] = ("",)
-    summarizer: str = "extractive"
-    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = "openai"
-    seed: int = 0
-    mine_probes: bool = False
     prices: Mapping[str, Prices] = field(default_factory=dict)
-    name: str = ""
-    description: str = ""
-    keep_files: bool = True
 
     def __post_init__(self) -> None:
         for key in ("traces", "strategies", "windows", "reserved", "counters", "estimators"):
@@ -160,7 +208,7 @@ class SweepSpec:
     def configs(self) -> list[RunSpec]:
         """Every configuration, resolved, without its trace; duplicates (equal once resolved)
         are dropped, keeping the first."""
-        from ctxbench.engine.runner import resolve_spec
+        from ctxbench.cell.runner import resolve_spec
 
         out: list[RunSpec] = []
         seen: set[str] = set()
@@ -252,7 +300,10 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
     base = source.resolve().parent
     _check_keys(data, source)
     top = _build(
-        _TopLevel, _sizes({k: v for k, v in data.items() if k not in _TABLES}, source), source, ""
+        SweepSettings,
+        _sizes({k: v for k, v in data.items() if k not in _TABLES}, source),
+        source,
+        "",
     )
     traces = tuple(
         _resolve_paths(_build(TraceSource, table, source, f"traces[{i}]"), base, source, i)
@@ -288,7 +339,7 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
             traces=traces,
             strategies=strategies,
             prices=prices,
-            **{k: getattr(top, k) for k in _TopLevel.__dataclass_fields__},
+            **{k: getattr(top, k) for k in SweepSettings.__dataclass_fields__},
         )
     except ValueError as exc:
         names = list(SweepSpec.__dataclass_fields__)
@@ -304,7 +355,7 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
     """Unknown top-level keys, with "did you mean" over the keys and the table names."""
     import difflib
 
-    known = [*_TopLevel.__dataclass_fields__, *_TABLES]
+    known = [*SweepSettings.__dataclass_fields__, *_TABLES]
     for key in data:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
@@ -316,7 +367,7 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
             )
 
 
-def _check_names(top: _TopLevel, source: Path) -> None:
+def _check_names(top: SweepSettings, source: Path) -> None:
     """Counters, estimators and the summarizer must exist (checked now, not in a worker)."""
     from ctxbench.counting import COUNTERS
     from ctxbench.summarizers import SUMMARIZERS
@@ -336,59 +387,6 @@ _REQUIRED_HINTS = {
     "strategies": 'add a [[strategies]] table with name = "..."',
     "windows": "list the model windows, e.g. windows = [32768]",
 }
-
-
-def _help(text: str, example: str) -> dict[str, str]:
-    return {"help": text, "example": example}
-
-
-@dataclass(frozen=True)
-class _TopLevel:
-    """The scalar and list keys of a sweep file (the tables are built on their own)."""
-
-    windows: tuple[int, ...] = field(
-        default=(),
-        metadata=_help("model windows in true tokens (32k = 32,768); required", "[32768, 128k]"),
-    )
-    reserved: tuple[int, ...] = field(
-        default=(4096,),
-        metadata=_help("output reservations: prompts fit window - reserved", "[4096]"),
-    )
-    counters: tuple[str, ...] = field(
-        default=("tiktoken:o200k_base",),
-        metadata=_help("the provider's TRUE counters (`ctxbench counters`)", '["hf:qwen2.5"]'),
-    )
-    estimators: tuple[str, ...] = field(
-        default=("",),
-        metadata=_help(
-            'estimators the strategies decide with; "" = each one\'s own', '["", "chars4"]'
-        ),
-    )
-    summarizer: str = field(
-        default="extractive", metadata=_help("summarizer of summarising strategies", '"extractive"')
-    )
-    summarizer_params: Mapping[str, Any] = field(
-        default_factory=dict,
-        metadata=_help("the summarizer's parameters", '{ model = "gpt-4o-mini" }'),
-    )
-    error_style: str = field(
-        default="openai",
-        metadata=_help(f"provider error wording: {', '.join(ERROR_STYLES)}", '"anthropic"'),
-    )
-    seed: int = field(default=0, metadata=_help("seed of randomised summarizers", "0"))
-    mine_probes: bool = field(
-        default=False, metadata=_help("mine probes for traces that have none", "true")
-    )
-    keep_files: bool = field(
-        default=True,
-        metadata=_help(
-            "keep the snapshot / offload files strategies write (false: keep none; probes "
-            "are scored during the replay either way)",
-            "false",
-        ),
-    )
-    name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
-    description: str = field(default="", metadata=_help("a line about the sweep", '"..."'))
 
 
 def _sizes(data: Mapping[str, Any], source: Path) -> dict[str, Any]:
@@ -456,7 +454,7 @@ def _resolve_paths(spec: TraceSource, base: Path, source: Path, index: int) -> T
     from dataclasses import replace
 
     changes: dict[str, Any] = {}
-    if spec.format not in (CANONICAL, "auto"):
+    if spec.format not in (CANONICAL, AUTO):
         from ctxbench.formats import FORMATS
 
         try:

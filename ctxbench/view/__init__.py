@@ -25,9 +25,9 @@ def build(
     title: str = "",
 ) -> Path:
     """Write the viewer of ``source``'s runs into ``out_dir``; returns its ``index.html``."""
+    from ctxbench.cell.traces import load_trace
     from ctxbench.cli.progress import terminal_bar
-    from ctxbench.sweep.sources import load_trace
-    from ctxbench.sweep.store import spec_of_row
+    from ctxbench.results import spec_of_row
     from ctxbench.view.capture import capture_run
     from ctxbench.view.sources import read_source, select
     from ctxbench.view.write import write_viewer

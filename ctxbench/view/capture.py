@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxbench.cell.runner import identity_of
+from ctxbench.cell.spec import RunSpec, canonical_json
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter, replay_text
 from ctxbench.engine import events as ev
@@ -29,8 +31,6 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.engine.result import Prices
-from ctxbench.engine.runner import identity_of
-from ctxbench.engine.spec import RunSpec, canonical_json
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import TextIndex, file_text, normalise
 from ctxbench.strategies import build_strategy

@@ -41,11 +41,11 @@ def _is_events_file(path: Path) -> bool:
 
 def read_source(path: str | Path, *, rows: str | Path | None = None) -> Source:
     """The runs behind ``path``; ``rows`` gives the rows of an events file."""
-    from ctxbench.report.results import read_rows
+    from ctxbench.results import read_rows
 
     path = Path(path)
     if path.is_dir():
-        from ctxbench.sweep.store import ResultsDir
+        from ctxbench.results import ResultsDir
 
         return Source(tuple(ResultsDir(path).rows()), {})
     if not path.is_file():

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.runner import write_files
+from ctxbench.results import write_files
 from ctxbench.view.capture import Capture, probe_json
 
 CALLS_PER_CHUNK = 50
