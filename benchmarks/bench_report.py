@@ -26,12 +26,21 @@ from typing import Any
 from ctxbench.resources import resource_dir
 
 
+def timed_sweep(spec: Any, out: Path) -> tuple[Any, float]:
+    """Run ``spec`` into ``out`` in this process: its summary and its seconds."""
+    from ctxbench.sweep import run_sweep
+
+    started = time.perf_counter()
+    summary = run_sweep(spec, out)
+    return summary, time.perf_counter() - started
+
+
 def run(quick: bool) -> dict[str, Any]:
     from ctxbench.cell.traces import iter_traces
     from ctxbench.formats.canonical import write_traces
     from ctxbench.report.write import write_drift_report, write_report
     from ctxbench.results import ResultsDir
-    from ctxbench.sweep import load_sweep, run_sweep
+    from ctxbench.sweep import load_sweep
     from ctxbench.sweep.sources import refs_of
     from ctxbench.view import build
 
@@ -42,9 +51,7 @@ def run(quick: bool) -> dict[str, Any]:
         )
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-report-") as tmp:
         out = Path(tmp) / "results"
-        started = time.perf_counter()
-        summary = run_sweep(spec, out)
-        sweep_s = time.perf_counter() - started
+        summary, sweep_s = timed_sweep(spec, out)
         cold = write_report(out, out / "report.html")
         warm = write_report(out, out / "again.html")
         traces = [t for source in spec.traces for ref in refs_of(source) for t in iter_traces(ref)]
@@ -83,7 +90,6 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
     import os
 
     from ctxbench.report.write import write_report
-    from ctxbench.sweep import run_sweep
     from ctxbench.sweep.spec import StrategyGrid, SweepSpec, TraceSource
 
     root = Path(os.environ.get("CTXBENCH_TRACES", "/work/shared/traces"))
@@ -105,9 +111,7 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
     )
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-recorded-") as tmp:
         out = Path(tmp) / "results"
-        started = time.perf_counter()
-        summary = run_sweep(spec, out)
-        sweep_s = time.perf_counter() - started
+        summary, sweep_s = timed_sweep(spec, out)
         written = write_report(out, out / "report.html")
     return {
         "runs": summary.cells,
