@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,8 @@ class Capture:
     calls: list[CallRecord] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
+    #: per message id: the written files its text cites (only messages the strategy wrote)
+    cites: dict[int, list[str]] = field(default_factory=dict)
     probes: list[ProbeTrack] = field(default_factory=list)
     output: ReplayOutput | None = None
 
@@ -248,6 +251,7 @@ def capture_run(
     capture.output = output
     capture.events = [e.to_dict() for e in output.events]
     capture.files = dict(output.files)
+    capture.cites = _citations(capture)
     probe_list = tuple(trace.probes if probes is None else probes)
     capture.probes = _track_probes(capture, probe_list, trace)
     return capture
@@ -284,6 +288,31 @@ class _Haystack:
         return self._indexes[i]
 
 
+#: What a written file's path looks like in a prompt (safe_component names joined by "/").
+_PATH_LIKE = re.compile(r"[A-Za-z0-9_./-]+")
+
+
+def _citations(capture: Capture) -> dict[int, list[str]]:
+    """Which written files each message cites. Only messages the strategy made (rewritten or
+    added) can name a file it wrote, so recorded messages are not searched; one pass over
+    their words, looked up in the set of paths."""
+    paths = set(capture.files)
+    out: dict[int, list[str]] = {}
+    if not paths:
+        return out
+    for i, (message, kind) in enumerate(zip(capture.messages, capture.kinds)):
+        if kind == "trace":
+            continue
+        found = []
+        for word in _PATH_LIKE.findall(message_search_text(message)):
+            for candidate in (word, word.rstrip(".")):
+                if candidate in paths and candidate not in found:
+                    found.append(candidate)
+        if found:
+            out[i] = found
+    return out
+
+
 def _track_probes(capture: Capture, probes: Sequence[Probe], trace: Trace) -> list[ProbeTrack]:
     """Each probe's state at every call, from which messages of the prompt hold an answer."""
     if not probes:
@@ -293,20 +322,19 @@ def _track_probes(capture: Capture, probes: Sequence[Probe], trace: Trace) -> li
     }
     raw = [message_search_text(m) for m in capture.messages]
     messages = _Haystack([r + replay_text(m) for r, m in zip(raw, capture.messages)])
-    paths = sorted(capture.files)
+    cited_by: dict[str, set[int]] = {}
+    for i, cited in capture.cites.items():
+        for path in cited:
+            cited_by.setdefault(path, set()).add(i)
+    paths = sorted(cited_by)  # a file no message cites cannot make a probe recoverable
     files = _Haystack([file_text(p, capture.files[p]) for p in paths])
-    cited = "\x00".join(raw)
-    starts = list(itertools.accumulate((len(r) + 1 for r in raw[:-1]), initial=0))
     n_calls = len(trace.call_indices)
     wanted = []
     for probe in probes:
         holding = set(messages.holding(probe.answers))
         citing: set[int] = set()
         for f in files.holding(probe.answers):
-            at = cited.find(paths[f])
-            while at >= 0:
-                citing.add(bisect.bisect_right(starts, at) - 1)
-                at = cited.find(paths[f], at + 1)
+            citing |= cited_by[paths[f]]
         wanted.append((holding, citing))
     changes: list[list[tuple[int, str]]] = [[] for _ in probes]
     states = [NOT_YET] * len(probes)

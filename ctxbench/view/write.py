@@ -88,7 +88,7 @@ def _verdicts(capture: Capture) -> list[int]:
     return out
 
 
-def _message_json(capture: Capture, index: int, cited: Sequence[str]) -> dict[str, Any]:
+def _message_json(capture: Capture, index: int) -> dict[str, Any]:
     m = capture.messages[index]
     text = m.content
     out: dict[str, Any] = {
@@ -111,9 +111,8 @@ def _message_json(capture: Capture, index: int, cited: Sequence[str]) -> dict[st
         ]
     if m.media_parts:
         out["media"] = [p.type for p in m.media_parts]
-    files = [p for p in cited if p in text]
-    if files:
-        out["cites"] = files
+    if index in capture.cites:
+        out["cites"] = capture.cites[index]
     return out
 
 
@@ -178,7 +177,7 @@ def write_run(
         _write(
             root,
             f"{run_id}/msgs-{start // MESSAGES_PER_CHUNK}",
-            [_message_json(capture, i, files) for i in range(start, stop)],
+            [_message_json(capture, i) for i in range(start, stop)],
         )
     row = capture.row
     return {
