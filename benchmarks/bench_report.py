@@ -100,7 +100,7 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
         TraceSource(path=str(p), format="auto", limit=2 if quick else 0)
         for folder in folders
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.suffix in (".json", ".jsonl")
+        if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")
     )
     spec = SweepSpec(
         traces=sources[:3] if quick else sources,
