@@ -91,8 +91,9 @@ def test_kind_multiples_and_ratio_charts_draw_every_kind_and_series() -> None:
     svg = kind_multiples(
         "kinds", ["recall", "artifact"], [("a(x=1)", {"recall": 0.5, "artifact": 1.0})], "km"
     )
-    titles = re.findall(r"<title>([^<]*)</title>", svg)
+    titles = [t for t in re.findall(r"<title>([^<]*)</title>", svg) if "retention" in t]
     assert sorted(titles) == ["a(x=1): artifact retention 1.000", "a(x=1): recall retention 0.500"]
+    assert 'width="130.0"' in svg and 'width="65.0"' in svg  # bars scale with retention
     chart = ratio_chart(
         "r", [("chars4", [1.0, 2.0], [0.5, 5.0])], xlabel="x", ylabel="y", prefix="rc"
     )
