@@ -66,8 +66,8 @@ def _clean(value: Any) -> Any:
 
 def make_baseline(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The baseline document of a results table (cells sorted by run_id)."""
-    from ctxbench import __version__
     from ctxbench.engine.result import SCHEMA_VERSION
+    from ctxbench.version import __version__
 
     cells = []
     for row in sorted(rows, key=lambda r: str(r["run_id"])):

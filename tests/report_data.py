@@ -9,6 +9,7 @@ import atexit
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -25,7 +26,7 @@ IMG = '"><img src=x onerror="window.__pwned=2">'
 HOSTILE_ID = 'evil"><img src=x onerror="window.__pwned=3">'
 COUNTER = "tiktoken:o200k_base"
 WINDOWS = (5000, 9000)
-CONFIGS: tuple[tuple[str, dict[str, object]], ...] = (
+CONFIGS: tuple[tuple[str, Mapping[str, object]], ...] = (
     ("none", {}),
     ("sliding_window", {"keep_rounds": 2}),
     ("sliding_window", {"keep_rounds": 6}),

@@ -34,7 +34,7 @@ def test_window_shorthand() -> None:
     assert parse_tokens("1.5k") == 1536
     for bad in ("32kb", "k", "0.1k", True):
         with pytest.raises(ConfigError):
-            parse_tokens(bad)  # type: ignore[arg-type]
+            parse_tokens(bad)
 
 
 def test_run_takes_32k_and_writes_files_only_where_told(

@@ -50,11 +50,15 @@ class Page:
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("console", self._console)
         self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.route("**/*", only_local if url.startswith("file:") else _loopback)
         self.page.goto(url, wait_until="load")
         self.wait()
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(message.text)
 
     def wait(self, call: int | None = None) -> None:
         expected = "" if call is None else f":{call}:"

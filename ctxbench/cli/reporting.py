@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ctxbench.cell.spec import DEFAULT_COUNTER, DEFAULT_RESERVED
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO
 from ctxbench.cli.sizes import TOKENS
 from ctxbench.report.write import DEFAULT_WINDOWS, ESTIMATORS, Written
@@ -61,7 +61,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     "-c",
     "counters",
     multiple=True,
-    default=(DEFAULT_COUNTER,),
+    default=(RunSpec.counter,),
     show_default=True,
     help="A true counter (repeatable; see `ctxbench counters`).",
 )
@@ -76,7 +76,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
 @click.option(
     "--reserved",
     type=click.IntRange(min=0),
-    default=DEFAULT_RESERVED,
+    default=RunSpec.reserved,
     show_default=True,
     help="Output reservation: the limit is window - reserved.",
 )

@@ -54,6 +54,7 @@ def view(
     """
     from pathlib import Path
 
+    from ctxbench.cli.progress import terminal_bar
     from ctxbench.view import build
 
     path = Path(source)
@@ -62,7 +63,9 @@ def view(
         if out_dir
         else (path / "viewer" if path.is_dir() else path.with_suffix(".viewer"))
     )
-    index = build(path, target, rows=rows_file, run_ids=run_ids, quiet=quiet)
+    bar = terminal_bar("view", quiet=quiet)
+    index = build(path, target, rows=rows_file, run_ids=run_ids, progress=bar.update)
+    bar.close()
     click.echo(f"wrote {index}")
     if serve:
         from ctxbench.view.serve import serve_directory

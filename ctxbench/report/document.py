@@ -32,7 +32,7 @@ DENSITY_BUDGET = 400_000
 
 
 def _version() -> str:
-    from ctxbench import __version__
+    from ctxbench.version import __version__
 
     return __version__
 
@@ -59,9 +59,10 @@ def accuracy_results(
     by_model: dict[str, list[Trace]] = {}
     for trace in recorded:
         by_model.setdefault(recorded_model(trace), []).append(trace)
-    measured = [(c, "true counter") for c in counters] + [
-        (b, "estimator") for b in baselines if b.name not in {c.name for c in counters}
-    ]
+    measured = [
+        (c, "true counter (fitted to usage, not exact)" if c.kind == "fitted" else "true counter")
+        for c in counters
+    ] + [(b, "estimator") for b in baselines if b.name not in {c.name for c in counters}]
     out: list[tuple[str, str, str, Any, list[Any]]] = []
     for model, group in sorted(by_model.items()):
         for counter, role in measured:

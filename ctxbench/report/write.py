@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.atomic_file import AtomicFile
-from ctxbench.cell.spec import DEFAULT_RESERVED
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import CtxbenchError
-from ctxbench.report.results import Results, load_results
+from ctxbench.report.results import load_results
 from ctxbench.trace import Trace
 
 #: The estimators measured next to the true counters (accuracy) and replayed (drift).
@@ -42,13 +42,6 @@ class Written:
 
 def _quiet(message: str) -> None:
     """The default progress callback: say nothing."""
-
-
-def read_results(directory: str | Path) -> Results:
-    """A results directory: a sweep's (finished, running or interrupted), or a folder of
-    ``results.jsonl`` / ``results.parquet`` and ``events.jsonl`` as ``ctxbench run
-    --out/--events`` write them."""
-    return load_results(directory)
 
 
 def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], list[str]]:
@@ -158,7 +151,7 @@ def write_report(
             tick(next(stages) - 1, 4)
 
     stage("reading results")
-    results = read_results(results_dir)
+    results = load_results(results_dir)
     if not results.rows:
         raise CtxbenchError(
             "the results hold no rows", path=results_dir, hint="did the sweep run any cell?"
@@ -200,7 +193,7 @@ def write_drift_report(
     *,
     counters: Sequence[str],
     windows: Sequence[int] = DEFAULT_WINDOWS,
-    reserved: int = DEFAULT_RESERVED,
+    reserved: int = RunSpec.reserved,
     estimators: Sequence[str] = ESTIMATORS,
     format: str = AUTO,
     title: str = "",

@@ -52,14 +52,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxbench import config as configuration
-from ctxbench.cell.spec import (
-    DEFAULT_COUNTER,
-    DEFAULT_ERROR_STYLE,
-    DEFAULT_RESERVED,
-    DEFAULT_SEED,
-    DEFAULT_SUMMARIZER,
-    RunSpec,
-)
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, CANONICAL
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.result import Prices
@@ -140,11 +133,11 @@ class SweepSettings:
         metadata=_help("model windows in true tokens (32k = 32,768); required", "[32768, 128k]"),
     )
     reserved: tuple[int, ...] = field(
-        default=(DEFAULT_RESERVED,),
+        default=(RunSpec.reserved,),
         metadata=_help("output reservations: prompts fit window - reserved", "[4096]"),
     )
     counters: tuple[str, ...] = field(
-        default=(DEFAULT_COUNTER,),
+        default=(RunSpec.counter,),
         metadata=_help("the provider's TRUE counters (`ctxbench counters`)", '["hf:qwen2.5"]'),
     )
     estimators: tuple[str, ...] = field(
@@ -154,7 +147,7 @@ class SweepSettings:
         ),
     )
     summarizer: str = field(
-        default=DEFAULT_SUMMARIZER,
+        default=RunSpec.summarizer,
         metadata=_help("summarizer of summarising strategies", '"extractive"'),
     )
     summarizer_params: Mapping[str, Any] = field(
@@ -162,10 +155,10 @@ class SweepSettings:
         metadata=_help("the summarizer's parameters", '{ model = "gpt-4o-mini" }'),
     )
     error_style: str = field(
-        default=DEFAULT_ERROR_STYLE,
+        default=RunSpec.error_style,
         metadata=_help(f"provider error wording: {', '.join(ERROR_STYLES)}", '"anthropic"'),
     )
-    seed: int = field(default=DEFAULT_SEED, metadata=_help("seed of randomised summarizers", "0"))
+    seed: int = field(default=RunSpec.seed, metadata=_help("seed of randomised summarizers", "0"))
     mine_probes: bool = field(
         default=False, metadata=_help("mine probes for traces that have none", "true")
     )
@@ -264,23 +257,12 @@ class SweepSpec(SweepSettings):
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved spec as plain JSON (what ``sweep.json`` records)."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "traces": [configuration.to_params(t) for t in self.traces],
-            "strategies": [{"name": g.name, "params": dict(g.params)} for g in self.strategies],
-            "windows": list(self.windows),
-            "reserved": list(self.reserved),
-            "counters": list(self.counters),
-            "estimators": list(self.estimators),
-            "summarizer": self.summarizer,
-            "summarizer_params": dict(self.summarizer_params),
-            "error_style": self.error_style,
-            "seed": self.seed,
-            "mine_probes": self.mine_probes,
-            "keep_files": self.keep_files,
-            "prices": {k: configuration.to_params(v) for k, v in sorted(self.prices.items())},
-        }
+        out = configuration.to_params(self)
+        out["summarizer_params"] = dict(self.summarizer_params)
+        out["traces"] = [configuration.to_params(t) for t in self.traces]
+        out["strategies"] = [{"name": g.name, "params": dict(g.params)} for g in self.strategies]
+        out["prices"] = {k: configuration.to_params(v) for k, v in sorted(self.prices.items())}
+        return out
 
 
 #: Top-level keys that hold tables and are built separately.

@@ -8,7 +8,7 @@ time; :mod:`ctxbench.view.serve` serves the directory on 127.0.0.1.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,12 @@ def build(
     *,
     rows: str | Path | None = None,
     run_ids: Sequence[str] = (),
-    quiet: bool = True,
     title: str = "",
+    progress: Callable[[int, int], None] | None = None,
 ) -> Path:
-    """Write the viewer of ``source``'s runs into ``out_dir``; returns its ``index.html``."""
+    """Write the viewer of ``source``'s runs into ``out_dir``; returns its ``index.html``.
+    ``progress(done, total)`` hears of every run replayed."""
     from ctxbench.cell.traces import load_trace
-    from ctxbench.cli.progress import terminal_bar
     from ctxbench.results import spec_of_row
     from ctxbench.view.capture import capture_run
     from ctxbench.view.sources import read_source, select
@@ -34,15 +34,13 @@ def build(
 
     found = read_source(source, rows=rows)
     chosen = select(found.rows, run_ids)
-    bar = terminal_bar("view", quiet=quiet)
 
     def captures() -> Iterator[tuple[Any, Any]]:
         for done, row in enumerate(chosen):
-            bar.update(done, len(chosen))
             spec = spec_of_row(row)
             trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
             yield capture_run(spec, trace, row), found.recorded.get(spec.run_id, ())
-        bar.update(len(chosen), len(chosen), final=True)
-        bar.close()
+            if progress is not None:
+                progress(done + 1, len(chosen))
 
     return write_viewer(out_dir, captures, title=title or f"ctxbench viewer: {Path(source).name}")
