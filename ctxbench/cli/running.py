@@ -17,7 +17,7 @@ from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
 from ctxbench.cli.output import print_table
-from ctxbench.cli.sizes import TOKENS
+from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.replay import ReplayOutput
@@ -100,7 +100,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 )
 @click.option(
     "--reserved",
-    type=TOKENS,
+    type=RESERVED_TOKENS,
     default=RunSpec.reserved,
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",

@@ -11,18 +11,24 @@ from ctxbench.sizes import parse_tokens
 
 
 class TokenCount(click.ParamType):
-    """A positive token count; ``32k`` means 32,768 (see :mod:`ctxbench.sizes`)."""
+    """A token count of at least ``minimum``; ``32k`` means 32,768 (see :mod:`ctxbench.sizes`)."""
 
     name = "TOKENS"
+
+    def __init__(self, minimum: int = 1) -> None:
+        self.minimum = minimum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         try:
             tokens = parse_tokens(value)
         except ConfigError as exc:
             self.fail(f"{exc.message}; {exc.hint}", param, ctx)
-        if tokens < 1:
-            self.fail(f"{value!r} must be at least 1 token", param, ctx)
+        if tokens < self.minimum:
+            self.fail(f"{value!r} must be at least {self.minimum} tokens", param, ctx)
         return tokens
 
 
+#: A window: at least one token.
 TOKENS = TokenCount()
+#: An output reservation: zero or more tokens.
+RESERVED_TOKENS = TokenCount(minimum=0)
