@@ -390,7 +390,7 @@ def resolve_scenario_path(path_or_name: str | Path) -> Path:
     from ctxbench.registry import suggestions
 
     names = scenario_names()
-    close = suggestions(text, names)
+    close = suggestions(text, names, n=1)
     raise ConfigError(
         f"no embedded scenario named {text!r}; known: {', '.join(names)}",
         hint=f"did you mean {' or '.join(repr(c) for c in close)}?"
