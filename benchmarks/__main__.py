@@ -38,6 +38,10 @@ HEADLINES: dict[str, tuple[str, tuple[str, ...]]] = {
     "big_message_50mb_replay_seconds": ("limits", ("big_message_50mb_replay_seconds",)),
     "rounds_10000_peak_rss_mb": ("limits", ("rounds_10000_peak_rss_mb",)),
     "rounds_10000_replay_seconds": ("limits", ("rounds_10000_replay_seconds",)),
+    "report_vs_sweep_ratio": ("report", ("report_vs_sweep_ratio",)),
+    "report_vs_sweep_ratio_recorded": ("report", ("recorded", "report_vs_sweep_ratio")),
+    "dbgpt_50_configs_vs_replay_ratio": ("keep_files", ("sweep_vs_replay_ratio",)),
+    "disk_kb_per_cell_keep_files_false": ("keep_files", ("disk_kb_per_cell",)),
 }
 
 

@@ -68,14 +68,23 @@ class Registry:
         return {n.partition(":")[0] for n in self._entries if ":" in n}
 
     def _unknown(self, name: str) -> UnknownNameError:
-        close = difflib.get_close_matches(name, self.names(), n=3, cutoff=0.5)
+        close = suggestions(name, self.names())
         hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
         listing = ", ".join(self.names())
+        listed = f"run `{self.list_command}` to list them, or " if self.list_command else ""
         return UnknownNameError(
             f"unknown {self.kind} {name!r}; known: {listing}",
-            hint=hint
-            or f"run `ctxbench {self.kind}s` to list them, or give a plug-in as module:Class",
+            hint=hint or f"{listed}give a plug-in as module:Class",
         )
+
+
+def suggestions(name: str, names: list[str], n: int = 3) -> list[str]:
+    """Known names close to ``name``: those that contain it or that it contains (``o200k``
+    -> ``tiktoken:o200k_base``, ``sql`` -> ``sql_agent``), then close spellings."""
+    lowered = name.lower()
+    within = [k for k in names if lowered and (lowered in k.lower() or k.lower() in lowered)]
+    close = difflib.get_close_matches(name, names, n=n, cutoff=0.5)
+    return list(dict.fromkeys([*within, *close]))[:n]
 
 
 def _looks_like_plugin(name: str) -> bool:

@@ -629,6 +629,10 @@ def validate(trace: Trace) -> list[Problem]:
         if msg.role != "system":
             block_owner = None
     for cid, owner in sorted(open_calls.items(), key=lambda kv: kv[1]):
+        if owner == len(msgs) - 1:
+            # The last message: the run ended with this call (mini-swe-agent's final submit is
+            # answered by nothing), so it is the run's end, not a lost result.
+            continue
         problems.append(
             Problem(
                 "missing_tool_result",

@@ -30,7 +30,8 @@ def test_import_prints_format_and_counts_per_file_and_writes_canonical_traces(
         "0 unmapped entries; problems: none"
     )
     assert tau2_report.tool_calls > 0
-    assert "mini_swe_agent (auto-detected)" in lines[1] and "missing_tool_result x1" in lines[1]
+    # mini-swe-agent's final submit has no result: the run's end, not a problem
+    assert "mini_swe_agent (auto-detected)" in lines[1] and lines[1].endswith("problems: none")
     assert lines[-1] == f"wrote {tau2_report.traces + 1} traces to {out}"
     assert len(list(read_traces(out))) == tau2_report.traces + 1
 

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.resources",
             "ctxbench.atomic_file",
             "ctxbench.version",
+            "ctxbench.sizes",
         ),
     ),
     (
@@ -63,6 +64,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.divergence",
             "ctxbench.calibration",
             "ctxbench.recorded",
+            "ctxbench.view",
         ),
     ),
     # answers drawn from the analyses: recommendations with their uncertainty, and the gate

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ctxbench.report.screenshot import capture, chromium_path, launch, only_local
-from tests.report_data import HOSTILE_ID, IMG, SCRIPT, built_report
+from tests.report_data import HOSTILE_ID, IMG, SCRIPT, WINDOWS, built_report
 from tests.test_report_write import REPORT_SECTIONS
 
 pytestmark = pytest.mark.browser
@@ -113,16 +113,72 @@ def test_clicking_a_header_sorts_the_rows(visit: Visit) -> None:
 
 
 def test_typing_in_the_filter_box_hides_rows_that_do_not_match(visit: Visit) -> None:
-    rows = visit.page.locator("#specs-table tbody tr")
+    rows = visit.page.locator("#specs-table tbody tr:not(.below)")
     total = rows.count()
     box = visit.page.locator("#specs .filter")
     box.fill("sliding_window 9,000")
-    visible = visit.page.locator("#specs-table tbody tr:visible")
+    visible = visit.page.locator("#specs-table tbody tr:not(.below):visible")
     assert 0 < visible.count() < total
     for text in visible.all_inner_texts():
         assert "sliding_window" in text and "9,000" in text
+    # each row's spec row is shown exactly when its row is
+    specs = visit.page.locator("#specs-table tbody tr.below:visible")
+    assert specs.count() == visible.count()
     box.fill("")
-    assert visit.page.locator("#specs-table tbody tr:visible").count() == total
+    assert visit.page.locator("#specs-table tbody tr:not(.below):visible").count() == total
+
+
+def test_a_spec_row_follows_its_row_when_sorted(visit: Visit) -> None:
+    visit.page.locator("#specs-table thead th", has_text="retention").click()
+    pairs = visit.page.eval_on_selector_all(
+        "#specs-table tbody tr:not(.below)",
+        "rows => rows.map(r => [r.cells[0].textContent.trim(),"
+        " r.nextElementSibling.querySelector('summary').textContent])",
+    )
+    assert len(pairs) == 28
+    assert all(summary.endswith(run_id) for run_id, summary in pairs)
+
+
+def test_key_columns_stay_in_view_and_others_can_be_hidden(visit: Visit) -> None:
+    page = visit.page
+    table = page.locator("table[id^=leaderboard-]").first
+    wrap = table.locator("xpath=..")
+    pinned = table.locator("tbody tr").first.locator("td.pin").last
+    before = pinned.bounding_box()
+    wrap.evaluate("w => { w.style.maxWidth = '600px'; w.scrollLeft = 400; }")
+    after = pinned.bounding_box()
+    assert before is not None and after is not None
+    assert wrap.evaluate("w => w.scrollLeft") > 0
+    assert abs(after["x"] - before["x"]) < 2  # pinned: did not scroll away
+    chooser = page.locator("details.chooser").first
+    chooser.locator("summary").click()
+    box = chooser.locator("input[type=checkbox]").first
+    column = int(box.get_attribute("data-column") or -1)
+    header = table.locator("thead th").nth(column)
+    assert header.is_visible()
+    box.uncheck()
+    assert not header.is_visible()
+    assert not table.locator("tbody tr").first.locator("td").nth(column).is_visible()
+    box.check()
+    assert header.is_visible()
+    wrap.evaluate("w => { w.style.maxWidth = ''; w.scrollLeft = 0; }")
+
+
+def test_pareto_points_say_their_configuration_on_hover(visit: Visit) -> None:
+    titles = visit.page.eval_on_selector_all(
+        "figure[id^=pareto-] svg title", "ts => ts.map(t => t.textContent)"
+    )
+    assert titles and all("retention" in t and "input tokens" in t for t in titles)
+    assert any(t.startswith("none") for t in titles)
+
+
+def test_the_verdict_strip_comes_first_and_names_a_config_per_window(visit: Visit) -> None:
+    strip = visit.page.locator("main > section#verdict")
+    assert strip.count() == 1
+    first = visit.page.eval_on_selector("main", "m => m.firstElementChild.id")
+    assert first == "verdict"
+    text = strip.inner_text()
+    assert all(f"{w:,}" in text for w in WINDOWS)
 
 
 def test_hostile_trace_content_is_text_and_nothing_runs(visit: Visit) -> None:
@@ -141,7 +197,8 @@ def test_tables_are_all_there_with_javascript_off(browser: Any, report: Path) ->
         assert off.page.locator(".filter").count() == 0
         tables = off.page.locator("table.data")
         assert tables.count() >= 10
-        assert off.page.locator("#specs-table tbody tr:visible").count() == 28
+        assert off.page.locator("#specs-table tbody tr:not(.below):visible").count() == 28
+        assert off.page.locator("#specs-table tbody tr.below details").count() == 28
         assert off.page.evaluate("typeof window.__pwned") == "undefined"
     finally:
         off.close()

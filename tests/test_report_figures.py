@@ -61,3 +61,41 @@ def test_long_series_are_thinned_so_the_chart_stops_growing() -> None:
 
 def test_the_same_data_gives_the_same_bytes() -> None:
     assert figures.pareto_chart(8192, _points(), "f") == figures.pareto_chart(8192, _points(), "f")
+
+
+def test_pareto_points_carry_escaped_hover_titles_and_none_gets_its_own_axis() -> None:
+    import re
+
+    from ctxbench.report.figures import ParetoPoint, pareto_chart
+
+    points = [
+        ParetoPoint("none", 2e6, 1.0, True, False, "none"),
+        ParetoPoint("dbgpt", 2e4, 0.6, True, False, 'dbgpt(x=<b onload="y">)'),
+        ParetoPoint("dbgpt", 3e4, 0.4, False, True, "dbgpt(x=2)"),
+    ]
+    svg = pareto_chart(32768, [("o200k", points)], "pt")
+    titles = re.findall(r"<title>([^<]*)</title>", svg)
+    assert len(titles) == 3
+    assert any(t.startswith("dbgpt(x=&lt;b onload=&quot;y&quot;&gt;)") for t in titles)
+    assert "<b " not in svg
+    # none is drawn apart: a second, narrow axes (one clip path per axes)
+    without = pareto_chart(32768, [("o200k", points[1:])], "pt")
+    assert svg.count("<clipPath") == 2 and without.count("<clipPath") == 1
+
+
+def test_kind_multiples_and_ratio_charts_draw_every_kind_and_series() -> None:
+    import re
+
+    from ctxbench.report.figures import kind_multiples, ratio_chart
+
+    svg = kind_multiples(
+        "kinds", ["recall", "artifact"], [("a(x=1)", {"recall": 0.5, "artifact": 1.0})], "km"
+    )
+    titles = [t for t in re.findall(r"<title>([^<]*)</title>", svg) if "retention" in t]
+    assert sorted(titles) == ["a(x=1): artifact retention 1.000", "a(x=1): recall retention 0.500"]
+    assert 'width="130.0"' in svg and 'width="65.0"' in svg  # bars scale with retention
+    chart = ratio_chart(
+        "r", [("chars4", [1.0, 2.0], [0.5, 5.0])], xlabel="x", ylabel="y", prefix="rc"
+    )
+    one = ratio_chart("r", [("chars4", [1.0], [0.5])], xlabel="x", ylabel="y", prefix="rc")
+    assert chart.startswith("<svg") and chart != one  # every point is drawn

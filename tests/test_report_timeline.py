@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ctxbench.report.decisions import CallRecord
 from ctxbench.report.results import RunEvents
@@ -50,3 +51,25 @@ def test_the_longest_traces_are_drawn_at_their_smallest_window_one_run_per_strat
         ("mid", 8192, "tiktoken:o200k_base"),
     ]
     assert [r["run_id"] for r in groups[0].rows] == ["a2", "a4"]
+
+
+def test_the_recommended_and_default_configurations_are_drawn() -> None:
+    rows = [
+        row("a1", "long", calls=50, window=8192, overflow_errors=9),  # most overflows
+        row("a2", "long", calls=50, window=8192, params=json.dumps({"warning_threshold": 0.6})),
+        row("a3", "long", calls=50, window=8192, strategy="none", params="{}"),
+        row("a4", "long", calls=50, window=8192, strategy="sliding_window", params="{}"),
+    ]
+
+    def recommended(window: int, counter: str) -> Any:
+        assert (window, counter) == (8192, "tiktoken:o200k_base")
+        return lambda r: r["run_id"] == "a2"
+
+    (group,) = pick_timelines(
+        rows, recommended=recommended, is_default=lambda r: r["params"] == "{}"
+    )
+    assert [r["run_id"] for r in group.rows] == ["a2", "a3", "a4"]
+    assert group.roles == ("recommended", "default", "default")
+    # without either rule, the old one: the run with the most overflows per strategy
+    (fallback,) = pick_timelines(rows)
+    assert fallback.roles[0] == "most overflows" and fallback.rows[0]["run_id"] == "a1"

@@ -199,6 +199,22 @@ def test_call_without_a_result_is_missing() -> None:
     assert [(p.code, p.index) for p in problems] == [("missing_tool_result", 1)]
 
 
+def test_a_trailing_call_without_a_result_is_the_runs_end() -> None:
+    ended = Trace(
+        "x",
+        (
+            Message("user", "u"),
+            Message("assistant", "", tool_calls=(ToolCall("c0", "f"),)),
+            Message("tool", "r", tool_call_id="c0"),
+            Message("assistant", "", tool_calls=(ToolCall("c1", "submit"),)),
+        ),
+    )
+    assert validate(ended) == []
+    # the same unanswered call in the middle of the run is still missing its result
+    middle = Trace("y", (*ended.messages, Message("user", "and then?")))
+    assert [(p.code, p.index) for p in validate(middle)] == [("missing_tool_result", 3)]
+
+
 def test_duplicate_call_ids_are_a_problem() -> None:
     msgs = (
         Message("user", "u"),

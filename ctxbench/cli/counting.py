@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +10,7 @@ import click
 
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cli.output import print_table
+from ctxbench.cli.progress import terminal_bar
 from ctxbench.counting.auto import AUTO
 from ctxbench.counting.reasoning import REASONING_RULES
 
@@ -65,12 +65,14 @@ def counters(as_json: bool) -> None:
     "with `auto`, the model family's rule).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def count(
     traces: tuple[str, ...],
     specs: tuple[str, ...],
     text: str | None,
     reasoning: str | None,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Count tokens of TEXT or of canonical TRACES with one or more counters.
 
@@ -102,7 +104,7 @@ def count(
     if text is not None:
         _count_text(text, names, [c.count(text) for c in counters_], as_json)
     else:
-        _count_traces(traces, names, counters_, as_json)
+        _count_traces(traces, names, counters_, as_json, quiet)
 
 
 def _auto(
@@ -146,7 +148,11 @@ def _count_text(text: str, names: Sequence[str], counts: Sequence[int], as_json:
 
 
 def _count_traces(
-    paths: Sequence[str], names: Sequence[str], counters_: Sequence[Any], as_json: bool
+    paths: Sequence[str],
+    names: Sequence[str],
+    counters_: Sequence[Any],
+    as_json: bool,
+    quiet: bool,
 ) -> None:
     from ctxbench.cell.traces import open_traces
     from ctxbench.counting.breakdown import Breakdown, breakdown, chars_by_class, classes_of
@@ -164,11 +170,12 @@ def _count_traces(
         return result, per_counter
 
     traces = [(path, trace) for path in paths for trace in open_traces(path).traces()]
-    if len(traces) >= 20 and sys.stderr.isatty():
-        with click.progressbar(traces, label="counting", file=sys.stderr) as bar:
-            counted = [count_one(path, trace) for path, trace in bar]
-    else:
-        counted = [count_one(path, trace) for path, trace in traces]
+    bar = terminal_bar("count", quiet=quiet)
+    counted = []
+    for done, (path, trace) in enumerate(traces, start=1):
+        counted.append(count_one(path, trace))
+        bar.update(done, len(traces))
+    bar.close()
     results = [result for result, _ in counted]
     totals = (
         {name: sum((b[name] for _, b in counted[1:]), counted[0][1][name]) for name in names}

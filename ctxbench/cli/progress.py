@@ -2,6 +2,9 @@
 
 On a terminal it redraws in place (at most ten times a second); in a log (stderr not a
 terminal) it prints a plain line at most every ``log_every`` seconds, and at the end.
+:func:`terminal_bar` is the bar of commands whose output is often piped (``calibrate``,
+``drift``, ``count``, ``report``, ``view``): silent under ``--quiet`` and when stderr is not a
+terminal.
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ class ProgressBar:
     """Shows ``label`` progress; ``update(done, total, failed)`` as work completes."""
 
     def __init__(
-        self, label: str, *, stream: TextIO | None = None, width: int = 24, log_every: float = 10.0
+        self,
+        label: str,
+        *,
+        stream: TextIO | None = None,
+        width: int = 24,
+        log_every: float = 10.0,
+        silent: bool = False,
     ) -> None:
         self.label = label
+        self.silent = silent
         self.stream = stream or sys.stderr
         self.width = width
         self.log_every = log_every
@@ -34,6 +44,8 @@ class ProgressBar:
         self._line = ""
 
     def update(self, done: int, total: int, failed: int = 0, *, final: bool = False) -> None:
+        if self.silent:
+            return
         now = time.monotonic()
         if self._first_done is None:
             self._first_done, self._started = done, now
@@ -59,6 +71,33 @@ class ProgressBar:
         return text + (f" failed {failed}" if failed else "")
 
     def close(self) -> None:
-        if self.tty and self._line:
+        if not self.silent and self.tty and self._line:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def terminal_bar(label: str, *, quiet: bool = False, stream: TextIO | None = None) -> ProgressBar:
+    """A bar that draws only on a terminal and never under ``--quiet`` (logs stay clean)."""
+    out = stream or sys.stderr
+    return ProgressBar(label, stream=out, silent=quiet or not out.isatty())
+
+
+class StageBar:
+    """A terminal bar over the stages of one job (``report``, ``drift``): ``stage(name)`` names
+    what is running now, ``update(done, total)`` moves the bar (with an ETA)."""
+
+    def __init__(self, label: str, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+        self.label = label
+        self._bar = terminal_bar(label, quiet=quiet, stream=stream)
+        self._done, self._total = 0, 1
+
+    def stage(self, name: str) -> None:
+        self._bar.label = f"{self.label}: {name}"
+        self._bar.update(self._done, self._total, final=True)
+
+    def update(self, done: int, total: int) -> None:
+        self._done, self._total = done, total
+        self._bar.update(done, total)
+
+    def close(self) -> None:
+        self._bar.close()

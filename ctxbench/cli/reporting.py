@@ -6,6 +6,7 @@ import click
 
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO
+from ctxbench.cli.sizes import TOKENS
 from ctxbench.report.write import DEFAULT_WINDOWS, ESTIMATORS, Written
 
 
@@ -13,10 +14,6 @@ def _done(written: Written) -> None:
     for note in written.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(f"wrote {written.path} ({written.bytes / 1024:,.0f} KB in {written.seconds:.1f} s)")
-
-
-def _progress(message: str) -> None:
-    click.echo(f"… {message}", err=True)
 
 
 @click.command("report")
@@ -31,7 +28,7 @@ def _progress(message: str) -> None:
     help='TOML of USD per million tokens by true counter ([prices."tiktoken:o200k_base"]).',
 )
 @click.option("--title", default="", help="Page title (default: from the sweep's name).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def report(results_dir: str, out: str, prices_file: str | None, title: str, quiet: bool) -> None:
     """Write the HTML report of RESULTS_DIR: one self-contained file, no network needed to
     open it (inline CSS, JS and SVG charts).
@@ -46,17 +43,21 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
       ctxbench report reports/quickstart -o reports/quickstart/report.html
       ctxbench report results/ -o report.html --prices prices.toml --title "Nightly sweep"
     """
+    from ctxbench.cli.progress import StageBar
     from ctxbench.decisions.verdict import verdict_section
     from ctxbench.report.write import write_report
 
+    bar = StageBar("report", quiet=quiet)
     written = write_report(
         results_dir,
         out,
         prices_file=prices_file,
         title=title,
-        progress=(lambda _: None) if quiet else _progress,
+        progress=bar.stage,
+        tick=bar.update,
         lead=verdict_section,
     )
+    bar.close()
     _done(written)
 
 
@@ -76,7 +77,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     "-w",
     "windows",
     multiple=True,
-    type=click.IntRange(min=1),
+    type=TOKENS,
     help=f"Window for decision drift (repeatable; default {', '.join(map(str, DEFAULT_WINDOWS))}).",
 )
 @click.option(
@@ -104,7 +105,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     "--out", "-o", required=True, type=click.Path(dir_okay=False), help="The HTML file to write."
 )
 @click.option("--title", default="", help="Page title.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def drift(
     traces: tuple[str, ...],
     counters: tuple[str, ...],
@@ -133,6 +134,9 @@ def drift(
             raise click.BadParameter(
                 f"--reserved {reserved} leaves nothing of window {window}", param_hint="--reserved"
             )
+    from ctxbench.cli.progress import StageBar
+
+    bar = StageBar("drift", quiet=quiet)
     written = write_drift_report(
         traces,
         out,
@@ -142,6 +146,8 @@ def drift(
         estimators=estimators or ESTIMATORS,
         format=format_,
         title=title,
-        progress=(lambda _: None) if quiet else _progress,
+        progress=bar.stage,
+        tick=bar.update,
     )
+    bar.close()
     _done(written)

@@ -17,6 +17,7 @@ from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
 from ctxbench.cli.output import print_table
+from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.replay import ReplayOutput
@@ -94,10 +95,12 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 @click.option(
     "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override one knob (repeatable)."
 )
-@click.option("--window", "-w", type=int, help="The model's context window, in true tokens.")
+@click.option(
+    "--window", "-w", type=TOKENS, help="The model's context window in true tokens (32k = 32,768)."
+)
 @click.option(
     "--reserved",
-    type=int,
+    type=RESERVED_TOKENS,
     default=RunSpec.reserved,
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",
@@ -158,10 +161,10 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 )
 @click.option(
     "--files-dir",
-    default="ctxbench_files",
-    show_default=True,
+    default=None,
     type=click.Path(file_okay=False),
-    help="Where snapshot / offload files go (one folder per run id).",
+    help="Write the snapshot / offload files strategies produce here (one folder per run "
+    "id); without it none are written (probes are scored during the replay either way).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print rows as JSON lines.")
 @click.option(
@@ -188,7 +191,7 @@ def run(
     mine_probes: bool,
     events_file: str | None,
     out_file: str | None,
-    files_dir: str,
+    files_dir: str | None,
     as_json: bool,
     from_row: str | None,
     run_id: str | None,
@@ -224,6 +227,7 @@ def run(
     from ctxbench.counting.auto import AUTO
 
     rows: list[dict[str, Any]] = []
+    unwritten = 0
     parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
@@ -253,7 +257,9 @@ def run(
                     )
                 )
                 output = run_spec(spec, trace)
-                rows.append(_emit(output, spec.run_id, events_out, files_dir, as_json))
+                row, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
+                rows.append(row)
+                unwritten += missed
                 if trace.recorded_compactions:
                     from ctxbench.recorded import compare_recorded
 
@@ -262,6 +268,7 @@ def run(
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS)
+    _note_unwritten(unwritten)
     if parities:  # recorded compactions next to the strategy's own (stderr under --json)
         from ctxbench.recorded import render
 
@@ -269,17 +276,40 @@ def run(
 
 
 def _emit(
-    output: ReplayOutput, run_id: str, events: AtomicFile | None, files_dir: str, as_json: bool
-) -> dict[str, Any]:
-    """Write one replay's files and events (echo its row as JSON when asked); its row."""
-    if output.files:
-        write_files(Path(files_dir) / run_id, output.files)
+    output: ReplayOutput,
+    run_id: str,
+    events: AtomicFile | None,
+    files_dir: str | None,
+    as_json: bool,
+) -> tuple[dict[str, Any], int]:
+    """Write one replay's files (only with --files-dir) and events (echo its row as JSON
+    when asked); its row, and how many of its files were left unwritten."""
+    missed = keep_files(output.files, files_dir, run_id)
     if events is not None:
         events.write("".join(event_line(e, run_id=run_id) + "\n" for e in output.events))
     row = output.result.to_row()
     if as_json:
         click.echo(json.dumps(row, ensure_ascii=False))
-    return row
+    return row, missed
+
+
+def keep_files(files: dict[str, bytes] | Any, files_dir: str | None, run_id: str) -> int:
+    """Write a replay's files under ``files_dir``/RUN_ID when given; returns how many were
+    left unwritten (``run`` writes files only where told)."""
+    if not files:
+        return 0
+    if files_dir is None:
+        return len(files)
+    write_files(Path(files_dir) / run_id, files)
+    return 0
+
+
+def _note_unwritten(count: int) -> None:
+    if count:
+        click.echo(
+            f"note: {count} snapshot / offload file(s) not written; add --files-dir DIR to keep them",
+            err=True,
+        )
 
 
 def _auto_counter(trace: Any, seen: dict[str, str]) -> str:
@@ -305,7 +335,7 @@ def _auto_counter(trace: Any, seen: dict[str, str]) -> str:
 
 
 def rerun_row(
-    source: str, run_id: str | None, events_file: str | None, files_dir: str, as_json: bool
+    source: str, run_id: str | None, events_file: str | None, files_dir: str | None, as_json: bool
 ) -> None:
     """Re-run the cell a result row describes (its ``spec`` column) and compare the rows.
 
@@ -326,7 +356,8 @@ def rerun_row(
     )
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
-        new = _emit(output, spec.run_id, events_out, files_dir, as_json)
+        new, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
+    _note_unwritten(missed)
     if not as_json:
         print_table([new], ROW_COLUMNS)
     differ = [k for k in new if k not in TIMING_COLUMNS and k in row and row[k] != new[k]]

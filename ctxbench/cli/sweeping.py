@@ -185,3 +185,14 @@ def print_plan(spec: Any, planned: Any) -> None:
     width = max(len(n) for n, _ in axes)
     for axis, values in axes:
         click.echo(f"  {axis.ljust(width)}  {', '.join(str(v) for v in values)}")
+
+
+def _with_reference(command: click.Command) -> click.Command:
+    """Append the generated sweep-file reference to ``--help`` (it cannot drift)."""
+    from ctxbench.sweep.reference import plain
+
+    command.help = (command.help or "") + "\n\n" + plain()
+    return command
+
+
+sweep = _with_reference(sweep)

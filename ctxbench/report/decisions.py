@@ -21,7 +21,7 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -161,6 +161,8 @@ class DriftCell:
     drift: DecisionDrift
     #: first-attempt calls judged by the provider's recorded prompt tokens (the rest by ``counter``)
     recorded_calls: int = 0
+    #: the pooled calls, for the chart of estimate / true per call
+    calls: tuple[CallRecord, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def truth(self) -> str:

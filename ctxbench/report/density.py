@@ -62,20 +62,33 @@ _ZERO = Density(0, 0, 0, 0)
 
 
 def measure(
-    traces: Iterable[Trace], counters: Sequence[TokenCounter], classify: Callable[[str], str]
+    traces: Iterable[Trace],
+    counters: Sequence[TokenCounter],
+    classify: Callable[[str], str],
+    *,
+    budget: int | None = None,
 ) -> list[Sample]:
     """One sample per non-empty message: the text a reader sees (content, tool-call names and
-    arguments), counted bare (no chat framing) by every counter."""
+    arguments), counted bare (no chat framing) by every counter. With ``budget``, a (role,
+    content class) group stops taking messages once it holds that many characters (in trace
+    order): a ratio of sums settles long before a big sweep's last megabyte."""
     samples = []
+    taken: dict[tuple[str, str], int] = {}
     for trace in traces:
         for message in trace.messages:
             text = message_search_text(message).strip("\n")
             if not text:
                 continue
+            content_class = classify(text)
+            group = (message.role, content_class)
+            if budget is not None:
+                if taken.get(group, 0) >= budget:
+                    continue
+                taken[group] = taken.get(group, 0) + len(text)
             samples.append(
                 Sample(
                     role=message.role,
-                    content_class=classify(text),
+                    content_class=content_class,
                     chars=len(text),
                     tokens={c.name: c.count(text) for c in counters},
                 )

@@ -6,6 +6,7 @@ a set of traces. Pure: results, traces and counters come in, a :class:`Page` goe
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from ctxbench.report.decisions import CallRecord, DriftCell, usage_ratios
 from ctxbench.report.density import measure
 from ctxbench.report.leaderboard import ConfigKey, config_labels, leaderboard
 from ctxbench.report.lost import lost_facts
-from ctxbench.report.page import Bullets, Page, Paragraph, Section
+from ctxbench.report.page import Block, Bullets, Page, Paragraph, Section
 from ctxbench.report.prices import PriceTable
 from ctxbench.report.results import Results
 from ctxbench.report.thresholds import threshold_maps
@@ -25,6 +26,9 @@ from ctxbench.trace import Trace
 
 Row = Mapping[str, Any]
 Classify = Callable[[str], str]
+#: Characters per (role, content class) the report's token-counting tables count (the drift
+#: report counts everything): the ratios settle well before, and the report stays quick.
+DENSITY_BUDGET = 400_000
 
 
 def _version() -> str:
@@ -45,7 +49,7 @@ def recorded_model(trace: Trace) -> str:
 
 def accuracy_results(
     traces: Sequence[Trace], counters: Sequence[TokenCounter], baselines: Sequence[TokenCounter]
-) -> tuple[list[tuple[str, str, str, Any]], int, int]:
+) -> tuple[list[tuple[str, str, str, Any, list[Any]]], int, int]:
     """Per recorded model, each counter's (and each baseline estimator's) accuracy on the
     recorded calls: ``([(model, counter name, role, Accuracy)], traces with usage, calls)``.
     Models are kept apart: a tokenizer can only match the model it belongs to."""
@@ -59,11 +63,11 @@ def accuracy_results(
         (c, "true counter (fitted to usage, not exact)" if c.kind == "fitted" else "true counter")
         for c in counters
     ] + [(b, "estimator") for b in baselines if b.name not in {c.name for c in counters}]
-    out: list[tuple[str, str, str, Any]] = []
+    out: list[tuple[str, str, str, Any, list[Any]]] = []
     for model, group in sorted(by_model.items()):
         for counter, role in measured:
             found = [s for t in group for s in samples(t, counter)]
-            out.append((model, counter.name, role, Accuracy.of(counter.name, found)))
+            out.append((model, counter.name, role, Accuracy.of(counter.name, found), found))
     calls = sum(
         1
         for t in recorded
@@ -86,8 +90,9 @@ class ReportInputs:
     classify: Classify
     prices: PriceTable | None = None
     title: str = ""
-    #: Sections the caller puts first (the verdict strip of :mod:`ctxbench.decisions`, which
-    #: sits above the report in the layers, so it is handed in rather than imported).
+    #: The section shown as the verdict strip above everything (the recommendation of
+    #: :mod:`ctxbench.decisions`, which sits above the report in the layers, so it is handed in
+    #: rather than imported).
     lead: Callable[[Results], Section] | None = None
 
 
@@ -124,6 +129,27 @@ def _strategy_defaults(strategy: str) -> Mapping[str, Any] | None:
         return None
 
 
+def _at_defaults(row: Row) -> bool:
+    """Whether a row's strategy ran with every knob at its default."""
+    defaults = _strategy_defaults(str(row["strategy"]))
+    return defaults is not None and ConfigKey.of(row).param_values == json.loads(
+        json.dumps(dict(defaults), sort_keys=True, default=str)
+    )
+
+
+def _recommended(
+    board: Mapping[int, Sequence[Any]],
+) -> Callable[[int, str], Callable[[Row], bool] | None]:
+    """The recommended configuration at a window and true counter: the leaderboard's top
+    (fewest failed calls, then retention, then tokens)."""
+
+    def at(window: int, counter: str) -> Callable[[Row], bool] | None:
+        best = next((s.key for s in board.get(window, ()) if s.key.counter == counter), None)
+        return None if best is None else (lambda row: ConfigKey.of(row) == best)
+
+    return at
+
+
 def report_page(inputs: ReportInputs) -> Page:
     """The results report: every section, in reading order."""
     results = inputs.results
@@ -141,17 +167,19 @@ def report_page(inputs: ReportInputs) -> Page:
         for o in results.run_events(str(r["run_id"])).probes
     ]
     loaded = [inputs.traces[t] for t in sorted(inputs.traces)]
-    samples = measure(loaded, inputs.counters, inputs.classify)
+    samples = measure(loaded, inputs.counters, inputs.classify, budget=DENSITY_BUDGET)
     accuracy, n_traces, n_calls = accuracy_results(loaded, inputs.counters, inputs.baselines)
 
     page_sections: list[Section] = [
-        *([inputs.lead(results)] if inputs.lead is not None else []),
         sections.how_to_read(),
         sections.leaderboard_section(board, labels, priced=priced),
         sections.pareto_section(board, labels),
         sections.thresholds_section(threshold_maps(rows)),
         sections.timelines_section(
-            pick_timelines(rows), results.events, run_labels, has_events=results.has_events
+            pick_timelines(rows, recommended=_recommended(board), is_default=_at_defaults),
+            results.events,
+            run_labels,
+            has_events=results.has_events,
         ),
         sections.lost_section(
             lost_facts(outcomes, inputs.traces),
@@ -159,7 +187,10 @@ def report_page(inputs: ReportInputs) -> Page:
             missing_traces=inputs.missing_traces,
         ),
         sections.counting_section(
-            samples, [c.name for c in inputs.counters], missing=inputs.missing_counters
+            samples,
+            [c.name for c in inputs.counters],
+            missing=inputs.missing_counters,
+            budget=DENSITY_BUDGET,
         ),
         sections.drift_section(
             sections.drift_from_events(rows, results.events),
@@ -187,7 +218,15 @@ def report_page(inputs: ReportInputs) -> Page:
         facts=facts,
         sections=tuple(page_sections),
         generator=f"ctxbench {_version()}",
+        verdict=verdict_blocks(inputs),
     )
+
+
+def verdict_blocks(inputs: ReportInputs) -> tuple[Block, ...]:
+    """The strip at the top of the report: the blocks of the ``lead`` section the caller hands
+    in (the command line passes :func:`ctxbench.decisions.verdict.verdict_section`). None
+    handed in: no strip."""
+    return () if inputs.lead is None else inputs.lead(inputs.results).blocks
 
 
 def drift_page(
@@ -266,10 +305,12 @@ def replay_drift(
     reserved: int,
     *,
     sources: Mapping[str, str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[DriftCell]:
     """Replay every trace with strategy ``none`` for each window x counter x estimator, and
     compare estimated and true states call by call (pooled over traces). The true state is
-    the provider's recorded prompt tokens where the trace has them, else the true counter's."""
+    the provider's recorded prompt tokens where the trace has them, else the true counter's;
+    ``progress(done, total)`` hears of every replay."""
     from ctxbench.cell.runner import resolve_spec, run_spec
     from ctxbench.cell.spec import RunSpec
     from ctxbench.report.decisions import decision_drift, recorded_prompts, with_recorded_truth
@@ -279,6 +320,7 @@ def replay_drift(
     bare = [dataclasses.replace(t, probes=()) for t in traces]
     billed = {t.id: recorded_prompts(t) for t in bare}
     cells = []
+    total, done = len(estimators) * len(counters) * len(windows) * len(bare), 0
     for estimator in estimators:
         for counter in counters:
             for window in windows:
@@ -304,6 +346,9 @@ def replay_drift(
                     )
                     calls.extend(judged)
                     recorded_calls += used
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
                 cells.append(
                     DriftCell(
                         estimator,
@@ -312,6 +357,7 @@ def replay_drift(
                         len(traces),
                         decision_drift(calls),
                         recorded_calls,
+                        tuple(calls),
                     )
                 )
     return cells

@@ -13,6 +13,7 @@ element content.
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import re
@@ -84,8 +85,9 @@ def _figure(width: float, height: float) -> Figure:
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
-def to_svg(fig: Figure, prefix: str) -> str:
-    """The figure as an ``<svg>`` element to inline in HTML, its ids prefixed with ``prefix``."""
+def to_svg(fig: Figure, prefix: str, titles: Mapping[str, str] | None = None) -> str:
+    """The figure as an ``<svg>`` element to inline in HTML, its ids prefixed with ``prefix``.
+    ``titles`` maps an artist's gid to a hover label (an SVG ``<title>``, escaped text)."""
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
@@ -94,6 +96,7 @@ def to_svg(fig: Figure, prefix: str) -> str:
     text = re.sub(r"<!--.*?-->\s*", "", text, flags=re.S)
     text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)
     referenced = list(dict.fromkeys(re.findall(r'(?:href="#|url\(#)([^")]+)', text)))
+    referenced += [gid for gid in titles or {} if gid not in referenced]
     short = {name: f"{prefix}-{i:x}" for i, name in enumerate(referenced)}
 
     def rename(match: re.Match[str]) -> str:
@@ -108,6 +111,8 @@ def to_svg(fig: Figure, prefix: str) -> str:
     text = re.sub(r"\s*\n\s*", " ", text)
     if _ACTIVE.search(text):
         raise RuntimeError("matplotlib wrote script or event handlers into an SVG")
+    for gid, title in (titles or {}).items():  # escaped text: the check above still holds
+        text = text.replace(f'<g id="{short[gid]}">', f"<g><title>{html.escape(title)}</title>", 1)
     return text.strip().replace("<svg ", '<svg role="img" class="chart" ', 1)
 
 
@@ -173,52 +178,90 @@ class ParetoPoint:
     on_frontier: bool
     #: its runs had failed calls (drawn hollow)
     failed: bool
+    #: what hovering the point says (its configuration)
+    label: str = ""
+
+
+#: The strategy that never compacts: its tokens dwarf the others', so it gets its own axis.
+APART = "none"
 
 
 def pareto_chart(
     window: int, panels: Sequence[tuple[str, Sequence[ParetoPoint]]], prefix: str
 ) -> str:
     """Retention against mean input tokens per trace for one window, one panel per true
-    counter (token counts of different tokenizers are not comparable)."""
+    counter (token counts of different tokenizers are not comparable). ``none`` is drawn on
+    a narrow axis of its own at the right of each panel, so it does not squash the others;
+    every point says its configuration on hover."""
     colours = _colours([p.strategy for _, points in panels for p in points])
+    apart = any(p.strategy == APART for _, points in panels for p in points) and any(
+        p.strategy != APART for _, points in panels for p in points
+    )
+    titles: dict[str, str] = {}
     with _style():
         fig = _figure(WIDE, 3.9)
-        axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
-        for ax, (counter, points) in zip(axes, panels):
+        n = len(panels)
+        grid = fig.subplots(
+            1,
+            2 * n if apart else n,
+            sharey=True,
+            squeeze=False,
+            gridspec_kw={"width_ratios": [5, 1] * n} if apart else None,
+        )[0]
+        mains = grid[0::2] if apart else grid
+        sides = grid[1::2] if apart else [None] * n
+        seen: set[str] = set()
+        for ax, side, (counter, points) in zip(mains, sides, panels):
             for strategy, colour in colours.items():
-                mine = [p for p in points if p.strategy == strategy]
-                for failed in (False, True):
-                    chosen = [p for p in mine if p.failed == failed]
-                    if chosen:
-                        ax.scatter(
-                            [p.tokens for p in chosen],
-                            [p.retention for p in chosen],
-                            s=26,
-                            facecolors="none" if failed else colour,
-                            edgecolors=colour,
-                            label=_plain(strategy) + (" (failed calls)" if failed else ""),
-                        )
+                for p in points:
+                    if p.strategy != strategy:
+                        continue
+                    target = side if side is not None and strategy == APART else ax
+                    name = _plain(strategy) + (" (failed calls)" if p.failed else "")
+                    gid = f"{prefix}-pt{len(titles)}"
+                    target.scatter(
+                        [p.tokens],
+                        [p.retention],
+                        s=26,
+                        facecolors="none" if p.failed else colour,
+                        edgecolors=colour,
+                        label=None if name in seen else name,
+                        gid=gid,
+                    )
+                    seen.add(name)
+                    titles[gid] = (
+                        f"{p.label or p.strategy}: retention {p.retention:.3f}, "
+                        f"{p.tokens:,.0f} input tokens per trace"
+                        + (", failed calls" if p.failed else "")
+                    )
             front = sorted(
                 (p for p in points if p.on_frontier), key=lambda p: (p.tokens, -p.retention)
             )
-            if front:
-                xs, ys = [front[0].tokens], [front[0].retention]
-                for p in front[1:]:
-                    xs += [p.tokens, p.tokens]
-                    ys += [ys[-1], p.retention]
-                ax.plot(xs, ys, color="#333333", linewidth=1.0, linestyle="--", zorder=0)
-                ax.scatter(
-                    [p.tokens for p in front],
-                    [p.retention for p in front],
+            for target, group in (
+                (ax, [p for p in front if side is None or p.strategy != APART]),
+                (side, [p for p in front if side is not None and p.strategy == APART]),
+            ):
+                if target is None or not group:
+                    continue
+                if target is ax:
+                    xs, ys = [group[0].tokens], [group[0].retention]
+                    for p in group[1:]:
+                        xs += [p.tokens, p.tokens]
+                        ys += [ys[-1], p.retention]
+                    target.plot(xs, ys, color="#333333", linewidth=1.0, linestyle="--", zorder=0)
+                target.scatter(
+                    [p.tokens for p in group],
+                    [p.retention for p in group],
                     s=90,
                     facecolors="none",
                     edgecolors="#333333",
                     linewidths=1.0,
-                    label="frontier",
+                    label=None if "frontier" in seen else "frontier",
                 )
-                for number, p in enumerate(front, 1):
-                    ax.annotate(
-                        str(number),
+                seen.add("frontier")
+                for p in group:
+                    target.annotate(
+                        str(front.index(p) + 1),
                         (p.tokens, p.retention),
                         xytext=(5, 4),
                         textcoords="offset points",
@@ -229,13 +272,118 @@ def pareto_chart(
             ax.set_ylim(-0.03, 1.05)
             _tokens_axis(ax)
             ax.set_title(_plain(f"true counter {counter}") if len(panels) > 1 or counter else "")
-        axes[0].set_ylabel("retention")
+            if side is not None:
+                side.set_xlabel(f"{APART} (never compacts)", fontsize=7.5)
+                _tokens_axis(side)
+                side.tick_params(axis="x", labelsize=6.5, labelrotation=30)
+                if not any(p.strategy == APART for p in points):
+                    side.set_xticks([])
+        grid[0].set_ylabel("retention")
         handles: dict[str, Any] = {}
-        for ax in axes:
+        for ax in grid:
             for handle, name in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(name, handle)
         fig.legend(list(handles.values()), list(handles), loc="outside right upper")
         fig.suptitle(f"window {window:,}: retention vs input tokens", fontsize=9.5)
+        return to_svg(fig, prefix, titles)
+
+
+# -- retention by probe kind ------------------------------------------------------------------------
+
+
+def kind_multiples(
+    title: str,
+    kinds: Sequence[str],
+    configs: Sequence[tuple[str, Mapping[str, float]]],
+    prefix: str,
+) -> str:
+    """Small multiples: one panel per probe kind, the same configurations (best first, top
+    to bottom) in each, bars of their retention of that kind (0 to 1), labelled on hover.
+
+    Drawn as plain SVG rather than through matplotlib: a grid of bars needs no layout engine,
+    and a quickstart report draws one per window (matplotlib took seconds each)."""
+    label_w, panel_w, bar_w, row_h, top = 300, 150, 130, 15, 34
+    colours = _colours([label.split("(")[0] for label, _ in configs])
+    width = label_w + panel_w * len(kinds)
+    height = top + row_h * len(configs) + 8
+    out = [
+        f'<svg role="img" class="chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="10">',
+        f'<text x="{width // 2}" y="13" text-anchor="middle" font-size="12">'
+        f"{html.escape(title)}</text>",
+    ]
+    for row, (label, _) in enumerate(configs):
+        y = top + row * row_h
+        shown = label if len(label) <= 52 else label[:51] + "…"
+        out.append(
+            f'<text x="{label_w - 6}" y="{y + 11}" text-anchor="end">{html.escape(shown)}'
+            f"<title>{html.escape(label)}</title></text>"
+        )
+    for column, kind in enumerate(kinds):
+        x = label_w + column * panel_w
+        out.append(
+            f'<text x="{x + bar_w // 2}" y="{top - 6}" text-anchor="middle" font-size="11">'
+            f"{html.escape(kind)}</text>"
+        )
+        out.append(
+            f'<rect x="{x}" y="{top}" width="{bar_w}" height="{row_h * len(configs)}" '
+            'fill="#f4f5f7"/>'
+        )
+        for row, (label, by_kind) in enumerate(configs):
+            value = by_kind.get(kind)
+            if value is None:
+                continue
+            y = top + row * row_h
+            out.append(
+                f'<rect x="{x}" y="{y + 2}" width="{max(value, 0.0) * bar_w:.1f}" '
+                f'height="{row_h - 4}" fill="{colours[label.split("(")[0]]}">'
+                f"<title>{html.escape(f'{label}: {kind} retention {value:.3f}')}</title></rect>"
+            )
+        out.append(
+            f'<line x1="{x}" y1="{top}" x2="{x}" y2="{top + row_h * len(configs)}" '
+            'stroke="#333" stroke-width="0.8"/>'
+        )
+    out.append("</svg>")
+    text = "".join(out)
+    if _ACTIVE.search(text):
+        raise RuntimeError("a by-kind chart would hold markup that runs")
+    return text
+
+
+# -- estimate / true ratios -------------------------------------------------------------------------
+
+
+def ratio_chart(
+    title: str,
+    series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    prefix: str,
+) -> str:
+    """A ratio per call (an estimate over the true or recorded count) against the prompt's
+    size, one colour per series, a line at 1; ratios beyond 3 are drawn at 3."""
+    colours = _colours([name for name, _, _ in series])
+    with _style():
+        fig = _figure(WIDE, 3.4)
+        ax = fig.subplots()
+        for name, xs, ys in series:
+            keep = stride(len(xs), MAX_POINTS)
+            ax.scatter(
+                [xs[i] for i in keep],
+                [min(ys[i], 3.0) for i in keep],
+                s=6,
+                alpha=0.5,
+                color=colours[name],
+                label=_plain(name),
+                linewidths=0,
+            )
+        ax.axhline(1.0, color="#333333", linewidth=0.8, linestyle=":")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        _tokens_axis(ax)
+        ax.set_title(_plain(title), fontsize=9.5)
+        fig.legend(loc="outside right upper", markerscale=2.5)
         return to_svg(fig, prefix)
 
 

@@ -66,3 +66,6 @@ class Page:
     facts: tuple[tuple[str, str], ...] = ()
     sections: tuple[Section, ...] = field(default=())
     generator: str = "ctxbench"
+    #: VERDICT SLOT: the verdict strip shown above everything else (the recommendation of
+    #: ctxbench.report.verdict when one is available); empty: nothing is shown
+    verdict: tuple[Block, ...] = ()

@@ -5,10 +5,12 @@ ctxbench[browser]``; never ``playwright install``: the system browser is used). 
 opened from ``file://`` with the network cut, exactly as a reader would open the file.
 
     python -m ctxbench.report.screenshot REPORT.html OUT.png [--width 1280] [--height 900]
-        [--full-page | --selector CSS | --at CSS]
+        [--full-page | --selector CSS | --at CSS] [--fragment HASH --wait JS]
 
 ``--at '#pareto'`` scrolls that element to the top first: the README's picture is the viewport
-at the Pareto charts of the quickstart sweep.
+at the Pareto charts of the quickstart sweep. The viewer (``ctxbench view``) is shot the same
+way with ``--fragment 'run=ID&call=N&compare=ID'`` and ``--wait document.body.dataset.ready``
+(it loads its data after the page).
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def screenshot(
     full_page: bool = False,
     selector: str | None = None,
     at: str | None = None,
+    fragment: str = "",
+    wait: str = "",
 ) -> Path:
     """Save a PNG of ``report``: the viewport (scrolled to the element ``at``), the full
     page, or one element."""
@@ -77,6 +81,8 @@ def screenshot(
                 full_page=full_page,
                 selector=selector,
                 at=at,
+                fragment=fragment,
+                wait=wait,
             )
         finally:
             browser.close()
@@ -92,6 +98,8 @@ def capture(
     full_page: bool = False,
     selector: str | None = None,
     at: str | None = None,
+    fragment: str = "",
+    wait: str = "",
 ) -> Path:
     """:func:`screenshot` with a browser that is already running (tests share one)."""
     target = Path(out)
@@ -100,7 +108,10 @@ def capture(
     try:
         page = context.new_page()
         page.route("**/*", only_local)
-        page.goto(Path(report).resolve().as_uri(), wait_until="load")
+        url = Path(report).resolve().as_uri() + (f"#{fragment}" if fragment else "")
+        page.goto(url, wait_until="load")
+        if wait:
+            page.wait_for_function(wait, timeout=30_000)
         if at:
             page.locator(at).first.evaluate("e => window.scrollTo(0, e.offsetTop - 8)")
         if selector:
@@ -133,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-page", action="store_true", help="the whole page, not one screen")
     parser.add_argument("--selector", help="only this element (a CSS selector, e.g. '#pareto')")
     parser.add_argument("--at", help="scroll this element (a CSS selector) to the top first")
+    parser.add_argument("--fragment", default="", help="the URL's #fragment (the viewer's state)")
+    parser.add_argument("--wait", default="", help="a JavaScript expression to wait for")
     args = parser.parse_args(argv)
     if not Path(args.report).is_file():
         print(f"error: no such file {args.report}", file=sys.stderr)
@@ -148,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         full_page=args.full_page,
         selector=args.selector,
         at=args.at,
+        fragment=args.fragment,
+        wait=args.wait,
     )
     print(f"{path} ({path.stat().st_size / 1024:.0f} KB)")
     return 0

@@ -47,6 +47,8 @@ Row = Mapping[str, Any]
 MAX_LOST_FACTS = 300
 #: Rows whose spec is printed at most (~1.5 KB each); every row stays in the results table.
 MAX_SPEC_ROWS = 2000
+#: Configurations drawn in the by-kind small multiples (the leaderboard's best).
+MAX_KIND_CONFIGS = 12
 
 
 def _window(window: int) -> str:
@@ -130,7 +132,7 @@ def _leaderboard_columns(
         return lambda s: tb.number(s.retention_by_kind.get(name))
 
     columns: list[tuple[tb.Column, Callable[[Standing], tb.Cell]]] = [
-        (tb.Column("configuration", wide=True), lambda s: tb.text(labels[s.key])),
+        (tb.Column("configuration", wide=True, pin=True), lambda s: tb.text(labels[s.key])),
         (
             tb.Column(
                 "failed calls", True, "calls still over the window after the strategy reacted"
@@ -212,12 +214,28 @@ def leaderboard_section(
             TableBlock(
                 tb.table(
                     f"leaderboard-{window}",
-                    [tb.Column("#", True)] + [column for column, _ in spec],
+                    [tb.Column("#", True, pin=True)] + [column for column, _ in spec],
                     rows,
                     caption=f"Window {_window(window)} tokens",
                 )
             )
         )
+        if kinds:
+            shown = [s for s in standings if s.retention_by_kind][:MAX_KIND_CONFIGS]
+            blocks.append(
+                Chart(
+                    f"kinds-{window}",
+                    figures.kind_multiples(
+                        f"window {_window(window)}: retention by probe kind",
+                        kinds,
+                        [(labels[s.key], s.retention_by_kind) for s in shown],
+                        f"kd{window}",
+                    ),
+                    f"Retention by probe kind, window {_window(window)}: the "
+                    f"{len(shown)} best configurations of the table above, in its order "
+                    "(hover a bar for its value).",
+                )
+            )
     if not board:
         blocks.append(Paragraph("No result rows.", "empty"))
     return Section("leaderboard", "Leaderboard per window", tuple(blocks))
@@ -237,7 +255,9 @@ def pareto_section(
             "on both axes. Pick from the frontier; everything below it keeps fewer facts for "
             "as many tokens. Hollow points had failed calls: their retention was measured on "
             "prompts the provider rejected, in a run the real agent would not have finished, so "
-            "they never join the frontier."
+            "they never join the frontier. Hover a point for its configuration; `none` (never "
+            "compacts) sits on its own narrow axis at the right, so its token count does not "
+            "squash the others."
         )
     ]
     for window, standings in board.items():
@@ -264,6 +284,7 @@ def pareto_section(
                             s.retention or 0.0,
                             i in front,
                             s.failed_calls > 0,
+                            labels[s.key],
                         )
                         for i, s in enumerate(mine)
                     ],
@@ -404,9 +425,9 @@ def timelines_section(
         ),
         Paragraph(
             "Shown: the traces with the most model calls (up to 3), each at its smallest "
-            "window and most used true counter, one run per strategy (the one with the most "
-            "overflow errors, then the most compactions). Every run is listed in the specs "
-            "section.",
+            "window and most used true counter, with the configurations one would deploy: the "
+            "recommended one (the top of that window's leaderboard) and each strategy at its "
+            "default knobs. Every run is listed in the specs section.",
             "note",
         ),
     ]
@@ -417,14 +438,15 @@ def timelines_section(
         return Section("timelines", "Per-trace timelines", tuple(blocks))
     shown = []
     for i, group in enumerate(groups):
+        roles = group.roles or ("",) * len(group.rows)
         lines = [
             timeline(
                 str(r["run_id"]),
-                labels[str(r["run_id"])],
+                f"{labels[str(r['run_id'])]} ({role})" if role else labels[str(r["run_id"])],
                 events.get(str(r["run_id"]), RunEvents()),
                 run_thresholds(r),
             )
-            for r in group.rows
+            for r, role in zip(group.rows, roles)
         ]
         title = (
             f"trace {group.trace_id}, window {_window(group.window)}, true counter {group.counter}"
@@ -436,12 +458,13 @@ def timelines_section(
                 f"{title}: runs " + ", ".join(str(r["run_id"]) for r in group.rows) + ".",
             )
         )
-        for r in group.rows:
+        for r, role in zip(group.rows, roles):
             layers = json.loads(r.get("compactions") or "{}")
             shown.append(
                 [
                     tb.text(group.trace_id),
                     tb.number(group.window),
+                    tb.text(role),
                     tb.text(labels[str(r["run_id"])]),
                     tb.code(str(r["run_id"])),
                     tb.count(int(r.get("calls") or 0)),
@@ -458,6 +481,7 @@ def timelines_section(
                     tb.columns(
                         "trace",
                         ("window", True),
+                        "drawn as",
                         tb.Column("configuration", wide=True),
                         "run id",
                         ("calls", True),
@@ -599,7 +623,11 @@ def _density_tables(
 
 
 def counting_section(
-    samples: Sequence[Sample], counters: Sequence[str], *, missing: Sequence[str] = ()
+    samples: Sequence[Sample],
+    counters: Sequence[str],
+    *,
+    missing: Sequence[str] = (),
+    budget: int | None = None,
 ) -> Section:
     blocks: list[Block] = [
         Paragraph(
@@ -607,6 +635,12 @@ def counting_section(
             "counted by each true counter, grouped by content class and by role. chars/4 ÷ true "
             "is the characters / 4 estimate over the true tokens: below 1 the estimate "
             "undercounts, and a strategy deciding by it compacts too late."
+            + (
+                f" Each role and content class counts its messages in trace order up to "
+                f"{budget:,} characters (`ctxbench drift` counts every message)."
+                if budget
+                else ""
+            )
         )
     ]
     if missing:
@@ -672,10 +706,10 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
     return tb.table(
         "decision-drift-table",
         tb.columns(
-            "estimator",
-            "true counter",
+            tb.Column("estimator", pin=True),
+            tb.Column("true counter", pin=True),
             *(truth_column if with_truth else ()),
-            ("window", True),
+            tb.Column("window", True, pin=True),
             ("runs", True),
             ("calls", True),
             ("state differs", True, "calls whose estimated state is not the true state"),
@@ -744,6 +778,29 @@ def drift_section(
     ]
     if cells:
         blocks.append(TableBlock(drift_rows(cells)))
+        series: dict[str, tuple[list[float], list[float]]] = {}
+        for cell in cells:
+            xs, ys = series.setdefault(f"{cell.estimator} vs {cell.counter}", ([], []))
+            for c in cell.calls:
+                if c.attempt == 0 and c.true > 0:
+                    xs.append(float(c.true))
+                    ys.append(c.estimated / c.true)
+        if any(xs for xs, _ in series.values()):
+            blocks.append(
+                Chart(
+                    "drift-ratio",
+                    figures.ratio_chart(
+                        "estimate / true tokens per call",
+                        [(name, xs, ys) for name, (xs, ys) in sorted(series.items()) if xs],
+                        xlabel="true tokens of the prompt",
+                        ylabel="estimate / true",
+                        prefix="dr",
+                    ),
+                    "Each point is a model call (first attempt): the estimator's count of the "
+                    "prompt over the true counter's. Below 1 the strategy thinks the prompt is "
+                    "smaller than it is (compaction comes late); above 1, early.",
+                )
+            )
     else:
         blocks.append(Paragraph("No provider calls to compare (no events).", "empty"))
     if ratios:
@@ -782,7 +839,14 @@ def drift_from_events(rows: Sequence[Row], events: Mapping[str, RunEvents]) -> l
             continue
         pools.setdefault(key, []).append((calls, run_thresholds(r)))
     return [
-        DriftCell(e, c, w, len(pools[(e, c, w)]), pooled_drift(pools[(e, c, w)]))
+        DriftCell(
+            e,
+            c,
+            w,
+            len(pools[(e, c, w)]),
+            pooled_drift(pools[(e, c, w)]),
+            calls=tuple(call for run, _ in pools[(e, c, w)] for call in run),
+        )
         for e, c, w in sorted(pools)
     ]
 
@@ -791,9 +855,13 @@ def drift_from_events(rows: Sequence[Row], events: Mapping[str, RunEvents]) -> l
 
 
 def accuracy_section(
-    results: Sequence[tuple[str, str, str, Any]], *, traces_with_usage: int, calls: int
+    results: Sequence[tuple[str, str, str, Any, Sequence[Any]]],
+    *,
+    traces_with_usage: int,
+    calls: int,
 ) -> Section:
-    """``results`` are (recorded model, counter name, role, calibration Accuracy)."""
+    """``results`` are (recorded model, counter name, role, calibration Accuracy, its
+    CallSamples)."""
     blocks: list[Block] = [
         Paragraph(
             "Where traces recorded the provider's prompt tokens, each counter's count of the "
@@ -817,7 +885,16 @@ def accuracy_section(
         return Section("usage-accuracy", "Accuracy against provider usage", tuple(blocks))
     blocks.append(Paragraph(f"{calls:,} recorded calls in {traces_with_usage} traces.", "note"))
     rows = []
-    for model, name, role, acc in results:
+    series = []
+    for model, name, role, acc, found in results:
+        if found:
+            series.append(
+                (
+                    f"{name} ({model})",
+                    [float(s.recorded) for s in found],
+                    [s.counted / s.recorded for s in found],
+                )
+            )
         rows.append(
             [
                 tb.text(model),
@@ -851,6 +928,21 @@ def accuracy_section(
             )
         )
     )
+    if series:
+        blocks.append(
+            Chart(
+                "usage-ratio",
+                figures.ratio_chart(
+                    "counted / recorded prompt tokens per call",
+                    series,
+                    xlabel="recorded prompt tokens",
+                    ylabel="counted / recorded",
+                    prefix="ur",
+                ),
+                "Each point is a recorded call: a counter's or estimator's count of the prompt "
+                "over the prompt tokens the provider reported. 1 is exact; below 1 undercounts.",
+            )
+        )
     return Section("usage-accuracy", "Accuracy against provider usage", tuple(blocks))
 
 
@@ -920,7 +1012,7 @@ def specs_section(
                 tb.text(r.get("estimator")),
                 tb.number(r.get("retention")),
                 tb.text(r.get("error") or ""),
-                tb.details("spec", body.strip()),
+                tb.details(f"spec and re-run commands of {r['run_id']}", body.strip()),
             ]
         )
     blocks.append(
@@ -928,7 +1020,7 @@ def specs_section(
             tb.table(
                 "specs-table",
                 tb.columns(
-                    "run id",
+                    tb.Column("run id", pin=True),
                     "trace",
                     tb.Column("configuration", wide=True),
                     ("window", True),
@@ -936,7 +1028,7 @@ def specs_section(
                     "estimator",
                     ("retention", True),
                     "error",
-                    "re-run",
+                    tb.Column("re-run", below=True),
                 ),
                 out,
                 caption=f"All {len(rows):,} rows"

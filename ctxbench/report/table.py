@@ -33,6 +33,10 @@ class Column:
     help: str = ""
     #: a label column that should not wrap into a narrow strip
     wide: bool = False
+    #: a key column that stays in view when a wide table scrolls sideways
+    pin: bool = False
+    #: shown in a full-width row under its row (long text: specs and commands)
+    below: bool = False
 
 
 @dataclass(frozen=True)

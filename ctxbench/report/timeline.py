@@ -3,7 +3,9 @@
 A sweep has far more runs than a reader can look at, so the report draws a few chosen by a
 fixed rule: the traces with the most model calls (up to ``max_traces``), each at its smallest
 window (where compaction matters most) and its most used true counter (so the panels share a
-tokenizer), one run per strategy: the one with the most overflow errors, then the most
+tokenizer). Drawn are the configurations one would deploy: the recommended one (``recommended``,
+e.g. the top of the leaderboard) and each strategy at its default knobs (``is_default``).
+Without either, one run per strategy: the one with the most overflow errors, then the most
 compactions, then the lowest run id.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +72,8 @@ class TimelineGroup:
     window: int
     counter: str
     rows: tuple[Row, ...]
+    #: why each row is drawn: "recommended", "default" or "most overflows"
+    roles: tuple[str, ...] = ()
 
 
 def _activity(row: Row) -> tuple[int, int, str]:
@@ -79,9 +83,15 @@ def _activity(row: Row) -> tuple[int, int, str]:
 
 
 def pick_timelines(
-    rows: Sequence[Row], *, max_traces: int = 3, max_strategies: int = 5
+    rows: Sequence[Row],
+    *,
+    recommended: Callable[[int, str], Callable[[Row], bool] | None] | None = None,
+    is_default: Callable[[Row], bool] | None = None,
+    max_traces: int = 3,
+    max_strategies: int = 5,
 ) -> list[TimelineGroup]:
-    """The representative runs (see the module docstring)."""
+    """The representative runs (see the module docstring). ``recommended(window, counter)``
+    gives a test for the recommended configuration's rows there (or None)."""
     ok = [r for r in rows if not r.get("error")]
     calls: dict[str, int] = {}
     for r in ok:
@@ -95,9 +105,31 @@ def pick_timelines(
         used = Counter(str(r.get("counter") or "") for r in in_window)
         counter = min(used, key=lambda c: (-used[c], c))
         in_window = [r for r in in_window if str(r.get("counter") or "") == counter]
-        chosen = []
-        for strategy in sorted({str(r["strategy"]) for r in in_window})[:max_strategies]:
-            candidates = [r for r in in_window if str(r["strategy"]) == strategy]
-            chosen.append(min(candidates, key=_activity))
-        groups.append(TimelineGroup(trace_id, window, counter, tuple(chosen)))
+        chosen: list[tuple[Row, str]] = []
+        best = recommended(window, counter) if recommended else None
+        for r in sorted(in_window, key=lambda r: str(r["run_id"])):
+            if best is not None and best(r):
+                chosen.append((r, "recommended"))
+                break
+        for strategy in sorted({str(r["strategy"]) for r in in_window}):
+            if is_default is None or len(chosen) > max_strategies:
+                break
+            for r in sorted(in_window, key=lambda r: str(r["run_id"])):
+                if str(r["strategy"]) == strategy and is_default(r):
+                    if all(r is not c for c, _ in chosen):
+                        chosen.append((r, "default"))
+                    break
+        if not chosen:
+            for strategy in sorted({str(r["strategy"]) for r in in_window})[:max_strategies]:
+                candidates = [r for r in in_window if str(r["strategy"]) == strategy]
+                chosen.append((min(candidates, key=_activity), "most overflows"))
+        groups.append(
+            TimelineGroup(
+                trace_id,
+                window,
+                counter,
+                tuple(r for r, _ in chosen),
+                tuple(role for _, role in chosen),
+            )
+        )
     return groups

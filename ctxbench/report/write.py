@@ -27,6 +27,8 @@ ESTIMATORS: tuple[str, ...] = ("chars4", "dbgpt", "agentscope", "hermes")
 DEFAULT_WINDOWS: tuple[int, ...] = (32768, 128000)
 
 Progress = Callable[[str], None]
+#: ``tick(done, total)``: how far the current stage is
+Tick = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -131,10 +133,12 @@ def write_report(
     prices_file: str | Path | None = None,
     title: str = "",
     progress: Progress = _quiet,
+    tick: Tick | None = None,
     lead: Callable[[Results], Section] | None = None,
 ) -> Written:
-    """Write the HTML report of a results directory to ``out``; ``lead`` makes the section
-    shown first (the command line passes the recommendation's verdict strip)."""
+    """Write the HTML report of a results directory to ``out`` (``progress`` hears each
+    stage, ``tick(done, total)`` how many of the stages are done; ``lead`` makes the section
+    shown first: the command line passes the recommendation's verdict strip)."""
     from ctxbench.counting.content_class import classify
     from ctxbench.report.document import ReportInputs, report_page
     from ctxbench.report.prices import load_prices
@@ -142,20 +146,27 @@ def write_report(
 
     started = time.perf_counter()
     prices = load_prices(prices_file) if prices_file else None
-    progress("reading results")
+    stages = iter(range(1, 5))
+
+    def stage(name: str) -> None:
+        progress(name)
+        if tick is not None:
+            tick(next(stages) - 1, 4)
+
+    stage("reading results")
     results = load_results(results_dir)
     if not results.rows:
         raise CtxbenchError(
             "the results hold no rows", path=results_dir, hint="did the sweep run any cell?"
         )
     with AtomicFile(out, "wb") as page_file:  # opened before the work: an unwritable -o fails now
-        progress(f"loading traces of {len(results.rows):,} rows")
+        stage(f"loading traces of {len(results.rows):,} rows")
         traces, missing_traces = load_traces(results.rows)
         counters, missing_counters = load_counters(
             str(r.get("counter")) for r in results.rows if r.get("counter")
         )
         baselines, _ = load_counters(ESTIMATORS)
-        progress("analysing and drawing")
+        stage("analysing and drawing")
         page = report_page(
             ReportInputs(
                 results=results,
@@ -170,7 +181,10 @@ def write_report(
                 lead=lead,
             )
         )
+        stage("writing the page")
         size = page_file.write(render_page(page).encode("utf-8"))
+    if tick is not None:
+        tick(4, 4)
     notes = tuple(f"trace not loaded: {m}" for m in missing_traces) + tuple(
         f"counter not loaded: {m}" for m in missing_counters
     )
@@ -188,8 +202,10 @@ def write_drift_report(
     format: str = AUTO,
     title: str = "",
     progress: Progress = _quiet,
+    tick: Tick | None = None,
 ) -> Written:
-    """Write the token-counting drift report of ``trace_files`` to ``out``."""
+    """Write the token-counting drift report of ``trace_files`` to ``out`` (``progress`` hears
+    each stage, ``tick(done, total)`` each replay)."""
     from ctxbench.counting import get_counter
     from ctxbench.counting.content_class import classify
     from ctxbench.report.document import drift_page, replay_drift
@@ -217,6 +233,7 @@ def write_drift_report(
             windows,
             reserved,
             sources=sources,
+            progress=tick,
         )
         progress("counting and drawing")
         page = drift_page(

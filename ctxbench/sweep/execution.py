@@ -139,7 +139,9 @@ def run_sweep(
             report(Progress(skipped, planned.cells, 0, skipped))
             tasks = planned.tasks(skip=writer.finished, batch=batch, prices=spec.prices)
             for outcomes in executor.imap_unordered(run_task, tasks):
-                writer.append([(o.run_id, o.record, o.files) for o in outcomes])
+                writer.append(
+                    [(o.run_id, o.record, o.files if spec.keep_files else {}) for o in outcomes]
+                )
                 for outcome in outcomes:
                     done += 1
                     if outcome.failed:

@@ -119,22 +119,59 @@ class StrategyGrid:
             yield {key: value for (key, _), value in zip(axes, values)}
 
 
+def _help(text: str, example: str) -> dict[str, str]:
+    return {"help": text, "example": example}
+
+
 @dataclass(frozen=True, kw_only=True)
 class SweepSettings:
     """The scalar and list keys of a sweep file (its tables are built on their own); the
     defaults are one replay's (:mod:`ctxbench.cell.spec`)."""
 
-    windows: tuple[int, ...] = ()
-    reserved: tuple[int, ...] = (RunSpec.reserved,)
-    counters: tuple[str, ...] = (RunSpec.counter,)
-    estimators: tuple[str, ...] = ("",)
-    summarizer: str = RunSpec.summarizer
-    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = RunSpec.error_style
-    seed: int = RunSpec.seed
-    mine_probes: bool = False
-    name: str = ""
-    description: str = ""
+    windows: tuple[int, ...] = field(
+        default=(),
+        metadata=_help("model windows in true tokens (32k = 32,768); required", "[32768, 128k]"),
+    )
+    reserved: tuple[int, ...] = field(
+        default=(RunSpec.reserved,),
+        metadata=_help("output reservations: prompts fit window - reserved", "[4096]"),
+    )
+    counters: tuple[str, ...] = field(
+        default=(RunSpec.counter,),
+        metadata=_help("the provider's TRUE counters (`ctxbench counters`)", '["hf:qwen2.5"]'),
+    )
+    estimators: tuple[str, ...] = field(
+        default=("",),
+        metadata=_help(
+            'estimators the strategies decide with; "" = each one\'s own', '["", "chars4"]'
+        ),
+    )
+    summarizer: str = field(
+        default=RunSpec.summarizer,
+        metadata=_help("summarizer of summarising strategies", '"extractive"'),
+    )
+    summarizer_params: Mapping[str, Any] = field(
+        default_factory=dict,
+        metadata=_help("the summarizer's parameters", '{ model = "gpt-4o-mini" }'),
+    )
+    error_style: str = field(
+        default=RunSpec.error_style,
+        metadata=_help(f"provider error wording: {', '.join(ERROR_STYLES)}", '"anthropic"'),
+    )
+    seed: int = field(default=RunSpec.seed, metadata=_help("seed of randomised summarizers", "0"))
+    mine_probes: bool = field(
+        default=False, metadata=_help("mine probes for traces that have none", "true")
+    )
+    keep_files: bool = field(
+        default=True,
+        metadata=_help(
+            "keep the snapshot / offload files strategies write (false: keep none; probes "
+            "are scored during the replay either way)",
+            "false",
+        ),
+    )
+    name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
+    description: str = field(default="", metadata=_help("a line about the sweep", '"..."'))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,7 +281,12 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
     """Build a SweepSpec from parsed TOML; ``source`` is the file (for messages and paths)."""
     base = source.resolve().parent
     _check_keys(data, source)
-    top = _build(SweepSettings, {k: v for k, v in data.items() if k not in _TABLES}, source, "")
+    top = _build(
+        SweepSettings,
+        _sizes({k: v for k, v in data.items() if k not in _TABLES}, source),
+        source,
+        "",
+    )
     traces = tuple(
         _resolve_paths(_build(TraceSource, table, source, f"traces[{i}]"), base, source, i)
         for i, table in enumerate(_tables(data, "traces", source))
@@ -329,6 +371,20 @@ _REQUIRED_HINTS = {
     "strategies": 'add a [[strategies]] table with name = "..."',
     "windows": "list the model windows, e.g. windows = [32768]",
 }
+
+
+def _sizes(data: Mapping[str, Any], source: Path) -> dict[str, Any]:
+    """``windows`` and ``reserved`` may be written as 32k / 128k."""
+    from ctxbench.sizes import parse_tokens
+
+    out = dict(data)
+    for key in ("windows", "reserved"):
+        if isinstance(out.get(key), list):
+            try:
+                out[key] = [parse_tokens(v, key=key) for v in out[key]]
+            except ConfigError as exc:
+                raise ConfigError(exc.message, path=source, key=key, hint=exc.hint) from None
+    return out
 
 
 def _tables(data: Mapping[str, Any], key: str, source: Path) -> list[Mapping[str, Any]]:

@@ -414,11 +414,15 @@ def resolve_scenario_path(path_or_name: str | Path) -> Path:
     embedded = scenario_dir() / f"{text}.toml"
     if embedded.is_file():
         return embedded
+    from ctxbench.registry import suggestions
+
     names = scenario_names()
-    close = difflib.get_close_matches(text, names, n=1)
+    close = suggestions(text, names, n=1)
     raise ConfigError(
         f"no embedded scenario named {text!r}; known: {', '.join(names)}",
-        hint=f"did you mean {close[0]!r}?" if close else "give a path to a scenario .toml file",
+        hint=f"did you mean {' or '.join(repr(c) for c in close)}?"
+        if close
+        else "give a path to a scenario .toml file",
     )
 
 

@@ -1,0 +1,73 @@
+"""``ctxbench view``: see what the model saw, call by call (see :mod:`ctxbench.view`)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("view")
+@click.argument("source", type=click.Path(exists=True))
+@click.option(
+    "--out",
+    "-o",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Directory to write the viewer into (default: SOURCE/viewer for a results "
+    "directory, else SOURCE's name + .viewer).",
+)
+@click.option(
+    "--rows",
+    "rows_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="For an events file: the rows of the same run (`ctxbench run --out rows.jsonl`).",
+)
+@click.option("--run", "run_ids", multiple=True, metavar="RUN_ID", help="Show only these runs.")
+@click.option("--serve", is_flag=True, help="Serve the viewer on 127.0.0.1 and open nothing else.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def view(
+    source: str,
+    out_dir: str | None,
+    rows_file: str | None,
+    run_ids: tuple[str, ...],
+    serve: bool,
+    port: int,
+    quiet: bool,
+) -> None:
+    """Write a viewer of SOURCE's runs: a sweep's results directory, a rows file
+    (`ctxbench run --out rows.jsonl`) or an events file with --rows.
+
+    Each run is replayed again (replays are deterministic) to record the prompt every call
+    sent. Pick a run, step through its calls: the prompt as the model saw it (compacted and
+    rewritten messages marked, citations linked to the snapshot files), the true and
+    estimated tokens against the window and the strategy's thresholds, the compaction and the
+    provider's verdict, and where each probe's answer was. Compare two runs of one trace side
+    by side, aligned by call, with the first divergence marked. The page loads one call at a
+    time, so it stays fast on a 10,000-round run; it opens from file:// or with --serve.
+
+    \b
+    Examples:
+      ctxbench view reports/quickstart --run 0a1b2c3d4e5f6a7b
+      ctxbench run t.jsonl -s dbgpt -w 32k --out rows.jsonl && ctxbench view rows.jsonl --serve
+      ctxbench run t.jsonl -s dbgpt -w 32k --events ev.jsonl --out rows.jsonl
+      ctxbench view ev.jsonl --rows rows.jsonl -o viewer/
+    """
+    from pathlib import Path
+
+    from ctxbench.cli.progress import terminal_bar
+    from ctxbench.view import build
+
+    path = Path(source)
+    target = (
+        Path(out_dir)
+        if out_dir
+        else (path / "viewer" if path.is_dir() else path.with_suffix(".viewer"))
+    )
+    bar = terminal_bar("view", quiet=quiet)
+    index = build(path, target, rows=rows_file, run_ids=run_ids, progress=bar.update)
+    bar.close()
+    click.echo(f"wrote {index}")
+    if serve:
+        from ctxbench.view.serve import serve_directory
+
+        serve_directory(target, port=port)

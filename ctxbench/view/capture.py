@@ -1,0 +1,391 @@
+"""Re-replay one result row and record the prompt the model saw at every call.
+
+Rows and events do not hold prompts (a 10,000-round run would need gigabytes), so the viewer
+replays the row's spec again (replays are deterministic: the same events, byte for byte) and
+watches the provider: the prompt of the last attempt of call ``k`` is the prompt call ``k``
+sent. Each distinct message gets one id (by fingerprint, in order of first appearance), and a
+call's prompt is stored as runs of consecutive ids, so a prompt that only grew costs one pair
+and the whole capture stays linear in the trace length.
+
+For every probe it follows where the answer was at each call: ``in_context`` (a message of the
+prompt holds an accepted answer, matched as the scorer matches), ``via_reference`` (a message
+cites a written file that holds one) or ``gone``; the call where it stopped being in context is
+where it was lost, with the compaction that happened there.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench.cell.runner import identity_of
+from ctxbench.cell.spec import RunSpec, canonical_json
+from ctxbench.counting import get_counter
+from ctxbench.counting.base import TokenCounter, replay_text
+from ctxbench.engine import events as ev
+from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.replay import ReplayOutput, replay
+from ctxbench.engine.result import Prices
+from ctxbench.probes.model import Probe
+from ctxbench.probes.scoring import TextIndex, file_text, normalise
+from ctxbench.strategies import build_strategy
+from ctxbench.summarizers import build_summarizer
+from ctxbench.trace import Message, Trace, message_search_text
+
+#: Probe states along the run, as the viewer names them.
+IN_CONTEXT, VIA_REFERENCE, GONE, NOT_YET = "in_context", "via_reference", "gone", "not_yet"
+#: Event fields that differ between two replays of the same cell without meaning anything.
+_IGNORED = ("step", "run_id")
+
+
+@dataclass(frozen=True)
+class ProbeTrack:
+    """One probe: what it asks, the call it is asked at, the engine's outcome there, and its
+    state changes ``(call, state)``."""
+
+    probe: Probe
+    ask_call: int
+    outcome: str | None
+    changes: tuple[tuple[int, str], ...]
+
+    @property
+    def lost_at(self) -> int | None:
+        """The last call up to the ask point where the answer left the prompt (None when it
+        never left or never came)."""
+        lost = None
+        previous = NOT_YET
+        for call, state in self.changes:
+            if call > self.ask_call:
+                break
+            if previous == IN_CONTEXT and state != IN_CONTEXT:
+                lost = call
+            previous = state
+        return lost
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What call ``k`` sent: the prompt as runs of message ids ``[first, last]``, and totals.
+    The last record of a capture is the end of the trace (no call is made there)."""
+
+    ranges: tuple[tuple[int, int], ...]
+    true_tokens: int
+    estimated_tokens: int
+
+
+@dataclass
+class Capture:
+    """Everything the viewer shows of one run."""
+
+    spec: RunSpec
+    row: Mapping[str, Any]
+    messages: list[Message] = field(default_factory=list)
+    #: per message id: the trace index it is (or was rewritten from), None for added messages
+    origins: list[int | None] = field(default_factory=list)
+    #: per message id: "trace" (a recorded message as is), "rewritten" (a recorded tool result
+    #: truncated or masked) or "added" (a summary, a note)
+    kinds: list[str] = field(default_factory=list)
+    #: per message id: (true tokens, estimated tokens)
+    counts: list[tuple[int, int]] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    #: per message id: the written files its text cites (only messages the strategy wrote)
+    cites: dict[int, list[str]] = field(default_factory=dict)
+    probes: list[ProbeTrack] = field(default_factory=list)
+    output: ReplayOutput | None = None
+
+    def prompt(self, call: int) -> list[Message]:
+        """The messages call ``call`` sent, rebuilt from its id ranges."""
+        record = self.calls[call]
+        return [self.messages[i] for a, b in record.ranges for i in range(a, b + 1)]
+
+    def digests(self) -> list[str]:
+        """Per call, a short hash of its events (step and run id removed): equal digests mean the
+        two replays did the same thing there, as ``ctxbench diff`` compares them."""
+        by_call: dict[int, list[dict[str, Any]]] = {}
+        for e in self.events:
+            by_call.setdefault(int(e["call"]), []).append(
+                {k: v for k, v in e.items() if k not in _IGNORED}
+            )
+        n = len(self.calls)
+        return [
+            hashlib.sha1(canonical_json(by_call.get(k, [])).encode("utf-8")).hexdigest()[:10]
+            for k in range(n)
+        ]
+
+
+class _Observer:
+    """Watches the provider: every ``check`` is an attempt; the last per call is what it sent."""
+
+    def __init__(self, capture: Capture, trace: Trace, true_counter: TokenCounter) -> None:
+        self.capture = capture
+        self.ctx: ReplayContext | None = None
+        self._true_counter = true_counter
+        self._ids: dict[str, int] = {}
+        self._trace_index = {m.fingerprint: i for i, m in enumerate(trace.messages)}
+        self._by_call_id = {
+            m.tool_call_id: i for i, m in enumerate(trace.messages) if m.tool_call_id
+        }
+        self._shown: list[Message] = []  # the prompt of the previous attempt
+        self._length = 0  # messages in the prompt of the previous attempt
+        self._ranges: list[list[int]] = []  # [first_id, last_id, start position]
+        self._last_call = -1
+
+    def id_of(self, message: Message) -> int:
+        key = message.fingerprint
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        new = len(self.capture.messages)
+        self._ids[key] = new
+        self.capture.messages.append(message)
+        origin = self._trace_index.get(key)
+        kind = "trace"
+        if origin is None:
+            kind = "added"
+            if message.role == "tool" and message.tool_call_id in self._by_call_id:
+                origin, kind = self._by_call_id[message.tool_call_id], "rewritten"
+        self.capture.origins.append(origin)
+        self.capture.kinds.append(kind)
+        assert self.ctx is not None
+        self.capture.counts.append(
+            (self._true_counter.count_message(message), self.ctx.estimator.count_message(message))
+        )
+        return new
+
+    def observe(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        current = list(ctx.view)
+        previous = self._shown
+        common = min(len(current), len(previous))
+        if current[:common] != previous[:common]:  # C-speed when only appended to
+            common = next(
+                i for i, (a, b) in enumerate(zip(current, previous)) if a is not b and a != b
+            )
+        self._truncate(common)
+        for message in current[common:]:
+            self._push(self.id_of(message))
+        self._shown = current
+        record = CallRecord(
+            tuple((a, b) for a, b, _ in self._ranges),
+            ctx.view.true_tokens,
+            ctx.view.estimated_tokens,
+        )
+        if ctx.call == self._last_call:
+            self.capture.calls[-1] = record
+        else:
+            self.capture.calls.append(record)
+            self._last_call = ctx.call
+
+    def _truncate(self, keep: int) -> None:
+        self._length = min(self._length, keep)
+        while self._ranges and self._ranges[-1][2] >= keep:
+            self._ranges.pop()
+        if self._ranges:
+            first, _, start = self._ranges[-1]
+            if start + (self._ranges[-1][1] - first) >= keep:
+                self._ranges[-1][1] = first + keep - start - 1
+
+    def _push(self, message_id: int) -> None:
+        if self._ranges and self._ranges[-1][1] + 1 == message_id:
+            self._ranges[-1][1] = message_id
+        else:
+            self._ranges.append([message_id, message_id, self._length])
+        self._length += 1
+
+
+@dataclass(frozen=True)
+class _WatchedProvider(SimulatedProvider):
+    """The run's provider, telling the observer before each attempt is judged."""
+
+    observer: Any = field(default=None, compare=False)
+
+    def check(self, true_tokens: int) -> None:
+        self.observer.observe()
+        super().check(true_tokens)
+
+
+def capture_run(
+    spec: RunSpec, trace: Trace, row: Mapping[str, Any], *, prices: Prices | None = None
+) -> Capture:
+    """Replay ``spec`` on ``trace`` watching every call's prompt (see the module docstring)."""
+    strategy = build_strategy(spec.strategy, spec.params)
+    true_counter = get_counter(spec.counter)
+    estimator = get_counter(spec.estimator or type(strategy).default_estimator)
+    probes = None
+    if spec.mine_probes and not trace.probes:
+        from ctxbench.probes.mining import mine_probes
+
+        probes = mine_probes(trace)
+    capture = Capture(spec=spec, row=row)
+    observer = _Observer(capture, trace, true_counter)
+    started = strategy.on_start
+
+    def on_start(ctx: ReplayContext) -> None:
+        observer.ctx = ctx
+        started(ctx)
+
+    strategy.on_start = on_start  # type: ignore[method-assign]
+    provider = _WatchedProvider(spec.window, spec.reserved, spec.error_style, observer=observer)
+    output = replay(
+        trace,
+        strategy,
+        provider,
+        true_counter=true_counter,
+        estimator=estimator,
+        summarizer=build_summarizer(spec.summarizer, spec.summarizer_params),
+        probes=probes,
+        seed=spec.seed,
+        identity=identity_of(spec),
+        prices=prices,
+    )
+    observer.observe()  # the end: the prompt a next call would see (end-of-trace probes see it)
+    capture.output = output
+    capture.events = [e.to_dict() for e in output.events]
+    capture.files = dict(output.files)
+    capture.cites = _citations(capture)
+    probe_list = tuple(trace.probes if probes is None else probes)
+    capture.probes = _track_probes(capture, probe_list, trace)
+    return capture
+
+
+class _Haystack:
+    """Many texts searched for many answers: one case-folded string finds the candidates at C
+    speed, and each candidate is confirmed by the scorer's own match (:class:`TextIndex`)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self._texts = texts
+        folded = [normalise(t) for t in texts]
+        self._folded = "\x00".join(folded)
+        self._starts = list(itertools.accumulate((len(f) + 1 for f in folded[:-1]), initial=0))
+        self._indexes: dict[int, TextIndex] = {}
+
+    def holding(self, answers: Sequence[str]) -> list[int]:
+        """Sorted indices of the texts holding any of ``answers``."""
+        found: set[int] = set()
+        for answer in answers:
+            needle = normalise(answer)
+            at = self._folded.find(needle) if needle else -1
+            while at >= 0:
+                i = bisect.bisect_right(self._starts, at) - 1
+                if i not in found and self._index(i).has(answer):
+                    found.add(i)
+                nxt = self._starts[i + 1] if i + 1 < len(self._starts) else len(self._folded)
+                at = self._folded.find(needle, nxt)
+        return sorted(found)
+
+    def _index(self, i: int) -> TextIndex:
+        if i not in self._indexes:
+            self._indexes[i] = TextIndex.of(self._texts[i])
+        return self._indexes[i]
+
+
+#: What a written file's path looks like in a prompt (safe_component names joined by "/").
+_PATH_LIKE = re.compile(r"[A-Za-z0-9_./-]+")
+
+
+def _citations(capture: Capture) -> dict[int, list[str]]:
+    """Which written files each message cites. Only messages the strategy made (rewritten or
+    added) can name a file it wrote, so recorded messages are not searched; one pass over
+    their words, looked up in the set of paths."""
+    paths = set(capture.files)
+    out: dict[int, list[str]] = {}
+    if not paths:
+        return out
+    for i, (message, kind) in enumerate(zip(capture.messages, capture.kinds)):
+        if kind == "trace":
+            continue
+        found = []
+        for word in _PATH_LIKE.findall(message_search_text(message)):
+            for candidate in (word, word.rstrip(".")):
+                if candidate in paths and candidate not in found:
+                    found.append(candidate)
+        if found:
+            out[i] = found
+    return out
+
+
+def _track_probes(capture: Capture, probes: Sequence[Probe], trace: Trace) -> list[ProbeTrack]:
+    """Each probe's state at every call, from which messages of the prompt hold an answer."""
+    if not probes:
+        return []
+    outcomes = {
+        str(e["probe_id"]): str(e["outcome"]) for e in capture.events if e["type"] == ev.PROBE
+    }
+    raw = [message_search_text(m) for m in capture.messages]
+    messages = _Haystack([r + replay_text(m) for r, m in zip(raw, capture.messages)])
+    cited_by: dict[str, set[int]] = {}
+    for i, cited in capture.cites.items():
+        for path in cited:
+            cited_by.setdefault(path, set()).add(i)
+    paths = sorted(cited_by)  # a file no message cites cannot make a probe recoverable
+    files = _Haystack([file_text(p, capture.files[p]) for p in paths])
+    n_calls = len(trace.call_indices)
+    wanted = []
+    for probe in probes:
+        holding = set(messages.holding(probe.answers))
+        citing: set[int] = set()
+        for f in files.holding(probe.answers):
+            citing |= cited_by[paths[f]]
+        wanted.append((holding, citing))
+    changes: list[list[tuple[int, str]]] = [[] for _ in probes]
+    states = [NOT_YET] * len(probes)
+    for k, record in enumerate(capture.calls):
+        ids = _ids_of(record.ranges)
+        for j, (holding, citing) in enumerate(wanted):
+            if _meets(ids, holding):
+                now = IN_CONTEXT
+            elif _meets(ids, citing):
+                now = VIA_REFERENCE
+            else:
+                now = NOT_YET if states[j] == NOT_YET else GONE
+            if now != states[j]:
+                changes[j].append((k, now))
+                states[j] = now
+    return [
+        ProbeTrack(
+            probe,
+            n_calls if probe.ask_at is None else min(max(probe.ask_at, 0), n_calls),
+            outcomes.get(probe.id),
+            tuple(found),
+        )
+        for probe, found in zip(probes, changes)
+    ]
+
+
+def _meets(ids: set[int], wanted: set[int]) -> bool:
+    """Whether the prompt's ids and the wanted ids share one (iterating the smaller side)."""
+    small, large = (ids, wanted) if len(ids) < len(wanted) else (wanted, ids)
+    return any(i in large for i in small)
+
+
+def _ids_of(ranges: Sequence[tuple[int, int]]) -> set[int]:
+    out: set[int] = set()
+    for a, b in ranges:
+        out.update(range(a, b + 1))
+    return out
+
+
+def probe_json(track: ProbeTrack) -> dict[str, Any]:
+    """A probe track as the viewer reads it."""
+    p = track.probe
+    return {
+        "id": p.id,
+        "kind": p.kind,
+        "question": p.question,
+        "answers": list(p.answers),
+        "evidence": list(p.evidence),
+        "ask_at": p.ask_at,
+        "ask_call": track.ask_call,
+        "outcome": track.outcome,
+        "changes": [list(c) for c in track.changes],
+        "lost_at": track.lost_at,
+    }

@@ -1,0 +1,89 @@
+"""Which runs the viewer shows: the rows of a results directory, of a rows file, or the runs of
+an events file (whose rows say how to replay them).
+
+Rows carry their RunSpec, so every run can be replayed again; events files do not, so an
+events file needs the rows it was written with (``ctxbench run ... --events ev.jsonl --out
+rows.jsonl``), and the viewer says at which call the replay's events differ from the file's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxbench import jsontext
+from ctxbench.errors import ConfigError
+
+_HINT = (
+    "give a sweep's results directory, the rows of `ctxbench run --out rows.jsonl`, "
+    "or an events file with --rows"
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The rows to show, and the recorded events of each run when an events file was given."""
+
+    rows: tuple[Mapping[str, Any], ...]
+    recorded: Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+def _is_events_file(path: Path) -> bool:
+    with path.open("r", encoding="utf-8-sig") as fh:
+        for number, line in enumerate(fh, start=1):
+            if line.strip():
+                first = jsontext.loads(line, path=path, line=number, hint=_HINT)
+                return isinstance(first, dict) and "type" in first and "spec" not in first
+    return False
+
+
+def read_source(path: str | Path, *, rows: str | Path | None = None) -> Source:
+    """The runs behind ``path``; ``rows`` gives the rows of an events file."""
+    from ctxbench.results import read_rows
+
+    path = Path(path)
+    if path.is_dir():
+        from ctxbench.results import ResultsDir
+
+        return Source(tuple(ResultsDir(path).rows()), {})
+    if not path.is_file():
+        raise ConfigError("no such file or directory", path=path, hint=_HINT)
+    if path.suffix != ".parquet" and _is_events_file(path):
+        if rows is None:
+            raise ConfigError(
+                "an events file does not say how to replay its runs",
+                path=path,
+                hint="add --rows ROWS.jsonl (the --out of the same `ctxbench run`)",
+            )
+        from ctxbench.divergence import read_events
+
+        found = read_source(rows)
+        recorded = {}
+        for row in found.rows:
+            try:
+                _, events = read_events(path, str(row["run_id"]))
+            except ConfigError:
+                continue
+            recorded[str(row["run_id"])] = events
+        if not recorded:
+            raise ConfigError(
+                "none of its runs is in the rows", path=path, hint="give the rows of the same run"
+            )
+        return Source(tuple(r for r in found.rows if r["run_id"] in recorded), recorded)
+    return Source(tuple(read_rows(path)), {})
+
+
+def select(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str]) -> list[Mapping[str, Any]]:
+    """The rows to show: all, or those of ``run_ids`` (an unknown id is an error)."""
+    if not run_ids:
+        return list(rows)
+    by_id = {str(r.get("run_id")): r for r in rows}
+    unknown = [r for r in run_ids if r not in by_id]
+    if unknown:
+        raise ConfigError(
+            f"no row with run_id {unknown[0]!r}",
+            hint="run ids are in the run_id column (`ctxbench run --json` prints them)",
+        )
+    return [by_id[r] for r in run_ids]

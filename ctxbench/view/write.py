@@ -1,0 +1,226 @@
+"""Write the viewer: a static directory that opens from ``file://`` or ``ctxbench view --serve``.
+
+The page loads only what it shows. ``data/index.js`` lists the runs; ``data/RUN/run.js`` holds
+one number per call (tokens, limit, verdict, a digest of the call's events) and the probes;
+``data/RUN/calls-N.js`` holds :data:`CALLS_PER_CHUNK` calls (their prompts as runs of message
+ids, and their events); ``data/RUN/msgs-N.js`` holds :data:`MESSAGES_PER_CHUNK` messages.
+Files are JavaScript that call ``ctxbenchLoad(key, data)``: a page opened from ``file://`` may
+add scripts but may not ``fetch`` its own directory. Snapshot and offload files go under
+``files/RUN/``, where the prompt's citations link to them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ctxbench.engine import events as ev
+from ctxbench.results import write_files
+from ctxbench.view.capture import Capture, probe_json
+
+CALLS_PER_CHUNK = 50
+MESSAGES_PER_CHUNK = 200
+#: Longer message texts are cut for display (the full text is in the trace).
+MAX_TEXT = 50_000
+ASSETS = ("index.html", "viewer.js", "viewer.css")
+
+
+def _script(key: str, data: Any) -> str:
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    # "</" and U+2028/9 cannot end or break the script: the text stays data
+    payload = (
+        payload.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    )
+    return f"ctxbenchLoad({json.dumps(key)},{payload});\n"
+
+
+def _write(root: Path, key: str, data: Any) -> None:
+    target = root / "data" / f"{key}.js"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(_script(key, data), "utf-8")
+
+
+def run_labels(entries: Sequence[dict[str, Any]]) -> None:
+    """Name each run by what tells it apart: its strategy, the knobs that vary among the runs
+    of that strategy, its window and counter (a resolved spec lists every knob)."""
+    values: dict[tuple[str, str], set[str]] = {}
+    for e in entries:
+        for k, v in e["params"].items():
+            values.setdefault((e["strategy"], k), set()).add(json.dumps(v))
+    for e in entries:
+        varying = [
+            f"{k}={v}"
+            for k, v in sorted(e["params"].items())
+            if len(values[(e["strategy"], k)]) > 1
+        ]
+        knobs = f"({','.join(varying)})" if varying else ""
+        e["label"] = f"{e['strategy']}{knobs} w={e['window']} {e['counter']}"
+
+
+def _thresholds(params: Mapping[str, Any]) -> dict[str, float]:
+    """Knobs that are fractions of the budget (``*_threshold``, ``*_ratio``), to draw as marks."""
+    return {
+        k: float(v)
+        for k, v in sorted(params.items())
+        if ("threshold" in k or k.endswith("ratio"))
+        and isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and 0 < v <= 1
+    }
+
+
+def _verdicts(capture: Capture) -> list[int]:
+    """Per call: 0 accepted at once, 1 accepted after a rejection, 2 failed; 3 marks the end
+    of the trace (the last record: no call is made there)."""
+    out = [0] * (len(capture.calls) - 1) + [3]
+    for e in capture.events:
+        k = int(e["call"])
+        if k >= len(out):
+            continue
+        if e["type"] == ev.CALL_FAILED:
+            out[k] = 2
+        elif e["type"] == ev.PROVIDER_CALL and not e["ok"] and out[k] == 0:
+            out[k] = 1
+    return out
+
+
+def _message_json(capture: Capture, index: int) -> dict[str, Any]:
+    m = capture.messages[index]
+    text = m.content
+    out: dict[str, Any] = {
+        "role": m.role,
+        "origin": capture.origins[index],
+        "kind": capture.kinds[index],
+    }
+    if len(text) > MAX_TEXT:
+        out["cut"] = len(text) - MAX_TEXT
+        text = text[:MAX_TEXT]
+    out["content"] = text
+    out["t"], out["e"] = capture.counts[index]
+    if m.name:
+        out["name"] = m.name
+    if m.tool_call_id:
+        out["tool_call_id"] = m.tool_call_id
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+        ]
+    if m.media_parts:
+        out["media"] = [p.type for p in m.media_parts]
+    if index in capture.cites:
+        out["cites"] = capture.cites[index]
+    return out
+
+
+def write_run(
+    root: Path, capture: Capture, recorded: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """Write one run's data files; returns its entry in the index."""
+    spec = capture.spec
+    run_id = spec.run_id
+    digests = capture.digests()
+    by_call: dict[int, list[dict[str, Any]]] = {}
+    for e in capture.events:
+        by_call.setdefault(int(e["call"]), []).append(e)
+    status = {}
+    for e in capture.events:
+        if e["type"] == ev.CONTEXT_STATUS and int(e["call"]) not in status:
+            status[int(e["call"])] = e
+    n = len(capture.calls)
+    compacted = [
+        sorted({e["layer"] for e in by_call.get(k, []) if e["type"] == ev.COMPACTION})
+        for k in range(n)
+    ]
+    files = sorted(capture.files)
+    if capture.files:
+        write_files(root / "files" / run_id, capture.files, then="write the viewer again")
+    mismatch = None
+    if recorded:
+        from ctxbench.divergence import first_divergence
+
+        mismatch = first_divergence(recorded, capture.events).call
+    run = {
+        "id": run_id,
+        "trace_id": spec.trace_id,
+        "strategy": spec.strategy,
+        "params": dict(spec.params),
+        "window": spec.window,
+        "reserved": spec.reserved,
+        "counter": spec.counter,
+        "estimator": spec.estimator,
+        "calls": n,
+        "true": [c.true_tokens for c in capture.calls],
+        "est": [c.estimated_tokens for c in capture.calls],
+        "budget": [status[k]["budget"] if k in status else None for k in range(n)],
+        "verdict": _verdicts(capture),
+        "layers": compacted,
+        "digest": digests,
+        "thresholds": _thresholds(spec.params),
+        "probes": [probe_json(t) for t in capture.probes],
+        "files": files,
+        "recorded_mismatch": mismatch,
+        "row": {k: v for k, v in capture.row.items() if k not in ("spec",)},
+    }
+    _write(root, f"{run_id}/run", run)
+    for start in range(0, n, CALLS_PER_CHUNK):
+        chunk = [
+            {"ranges": [list(r) for r in capture.calls[k].ranges], "events": by_call.get(k, [])}
+            for k in range(start, min(n, start + CALLS_PER_CHUNK))
+        ]
+        _write(root, f"{run_id}/calls-{start // CALLS_PER_CHUNK}", chunk)
+    for start in range(0, len(capture.messages), MESSAGES_PER_CHUNK):
+        stop = min(len(capture.messages), start + MESSAGES_PER_CHUNK)
+        _write(
+            root,
+            f"{run_id}/msgs-{start // MESSAGES_PER_CHUNK}",
+            [_message_json(capture, i) for i in range(start, stop)],
+        )
+    row = capture.row
+    return {
+        "id": run_id,
+        "params": dict(spec.params),
+        "trace_id": spec.trace_id,
+        "strategy": spec.strategy,
+        "window": spec.window,
+        "counter": spec.counter,
+        "calls": n - 1,
+        "failed_calls": row.get("failed_calls"),
+        "compactions": sum(1 for layers in compacted if layers),
+        "retention": row.get("retention"),
+    }
+
+
+def write_viewer(
+    root: str | Path,
+    captures: Callable[[], Any],
+    *,
+    title: str = "ctxbench viewer",
+) -> Path:
+    """Write the viewer's page and the data of every capture ``captures()`` yields
+    (``(Capture, recorded_events)`` pairs, one at a time, so memory holds one run)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    for stale in ("data", "files"):
+        if (root / stale).is_dir():
+            shutil.rmtree(root / stale)
+    assets = resources.files("ctxbench.view") / "assets"
+    for name in ASSETS:
+        (root / name).write_text((assets / name).read_text("utf-8"), "utf-8")
+    entries = [write_run(root, capture, recorded) for capture, recorded in captures()]
+    run_labels(entries)
+    entries.sort(key=lambda e: (str(e["trace_id"]), str(e["label"]), str(e["id"])))
+    _write(
+        root,
+        "index",
+        {
+            "title": title,
+            "runs": entries,
+            "calls_per_chunk": CALLS_PER_CHUNK,
+            "messages_per_chunk": MESSAGES_PER_CHUNK,
+        },
+    )
+    return root / "index.html"

@@ -1,0 +1,169 @@
+"""The viewer in a real browser (Debian's headless Chromium through Playwright): open a run,
+step to a call after a compaction and read the prompt the engine sent there, follow a probe
+to the call where it was lost, compare two runs aligned by call with the first divergence
+marked; from file:// and from ``ctxbench view --serve``, asking for nothing else."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxbench.divergence import first_divergence
+from ctxbench.report.screenshot import chromium_path, launch, only_local
+from ctxbench.trace import Message
+from ctxbench.view import build
+from ctxbench.view.serve import HOST, make_server
+from tests.test_report_browser import _unavailable
+from tests.viewing import two_runs
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if chromium_path() is None:
+        _unavailable("Chromium is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed (pip install ctxbench[browser])")
+    with sync_playwright() as p:
+        chromium = launch(p)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def viewer() -> Path:
+    runs = two_runs()
+    return build(runs.rows_file, runs.root / "viewer")
+
+
+class Page:
+    def __init__(self, browser: Any, url: str) -> None:
+        self.context = browser.new_context(viewport={"width": 1400, "height": 900})
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", self._console)
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.route("**/*", only_local if url.startswith("file:") else _loopback)
+        self.page.goto(url, wait_until="load")
+        self.wait()
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(message.text)
+
+    def wait(self, call: int | None = None) -> None:
+        expected = "" if call is None else f":{call}:"
+        self.page.wait_for_function(
+            "e => (document.body.dataset.ready || '').includes(e)", arg=expected, timeout=15_000
+        )
+
+    @property
+    def call(self) -> int:
+        return int(self.page.evaluate("document.body.dataset.ready").split(":")[1])
+
+    def prompt(self, pane: str = "#pane-a") -> list[list[str]]:
+        return self.page.eval_on_selector_all(
+            f"{pane} ol.prompt li.msg",
+            "els => els.map(e => [e.dataset.role, e.querySelector('pre.content').textContent])",
+        )
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def _loopback(route: Any) -> None:
+    if route.request.url.startswith(f"http://{HOST}:"):
+        route.continue_()
+    else:
+        route.abort()
+
+
+def _shown(messages: tuple[Message, ...]) -> list[list[str]]:
+    return [[m.role, m.content] for m in messages]
+
+
+def test_open_step_to_a_compaction_follow_a_probe_compare(browser: Any, viewer: Path) -> None:
+    runs = two_runs()
+    run_a, run_b = (r["run_id"] for r in runs.rows)
+    page = Page(browser, viewer.resolve().as_uri() + f"#run={run_a}")
+    try:
+        assert page.call == 0
+        assert page.prompt() == _shown(runs.prompts[0][0])
+        # step to a call after a compaction, accepted by the provider
+        for _ in range(40):
+            page.page.click("#next-compaction")
+            page.wait()
+            if page.call in runs.prompts[0]:
+                break
+        call = page.call
+        assert call > 0 and call in runs.prompts[0]
+        assert page.page.locator("#pane-a .event.compaction").count() >= 1
+        assert page.prompt() == _shown(runs.prompts[0][call])
+        # one step further with the keyboard still shows the engine's prompt
+        page.page.keyboard.press("ArrowRight")
+        page.wait(call + 1)
+        if call + 1 in runs.prompts[0]:
+            assert page.prompt() == _shown(runs.prompts[0][call + 1])
+        # follow a probe to the call where it was lost
+        button = page.page.locator("#probes button.lost-at").first
+        probe = button.locator("xpath=ancestor::tr").get_attribute("data-probe")
+        lost = int(button.get_attribute("data-call") or -1)
+        button.click()
+        page.wait(lost)
+        row = page.page.locator(f'#probes tr[data-probe="{probe}"]')
+        assert row.locator("td.now").text_content() != "in context"
+        answers = (row.locator("td").nth(3).text_content() or "").split(" | ")
+        text = "\n".join(c for _, c in page.prompt())
+        assert not any(a in text for a in answers)
+        page.page.click("#prev")
+        page.wait(lost - 1)
+        assert row.locator("td.now").text_content() == "in context"
+        # compare the two runs: aligned by call, the first divergence marked
+        page.page.select_option("#compare-select", run_b)
+        page.wait()
+        expected = first_divergence(runs.events[0], runs.events[1]).call
+        assert expected is not None
+        assert page.page.locator("#go-divergence").text_content() == f"call {expected}"
+        page.page.click("#go-divergence")
+        page.wait(expected)
+        assert page.page.locator("#pane-b").is_visible()
+        assert "diverged" in (page.page.get_attribute("#pane-a", "class") or "")
+        for pane, i in (("#pane-a", 0), ("#pane-b", 1)):
+            assert page.page.get_attribute(pane, "data-call") == str(expected)
+            if expected in runs.prompts[i]:
+                assert page.prompt(pane) == _shown(runs.prompts[i][expected])
+        assert f"compare={run_b}" in page.page.url
+        assert page.errors == []
+        assert all(u.startswith("file:") for u in page.requests)
+    finally:
+        page.close()
+
+
+def test_served_on_loopback(browser: Any, viewer: Path) -> None:
+    server = make_server(viewer.parent, port=0)
+    assert server.server_address[0] == "127.0.0.1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        runs = two_runs()
+        page = Page(browser, f"http://{HOST}:{server.server_address[1]}/#call=3")
+        try:
+            assert page.call == 3
+            if 3 in runs.prompts[0] or 3 in runs.prompts[1]:
+                shown = page.prompt()
+                assert shown in (_shown(p[3]) for p in runs.prompts if 3 in p)
+            assert page.errors == []
+        finally:
+            page.close()
+    finally:
+        server.shutdown()
+        server.server_close()
