@@ -157,7 +157,9 @@ def test_normal_state_never_compacts() -> None:
 
 
 def test_layer1_truncates_observations_older_than_max_age_only() -> None:
-    strat = DbgptStrategy(build_strategy("dbgpt", {"release": "design", "max_observation_age_rounds": 2}).config)
+    strat = DbgptStrategy(
+        build_strategy("dbgpt", {"release": "design", "max_observation_age_rounds": 2}).config
+    )
     msgs = react(6).messages[:-1]
     out = strat.layer1(msgs, current_round=len(rounds(msgs)))
     segs = rounds(msgs)
@@ -231,7 +233,9 @@ def test_layer1_loop_counter_variant_ages_rounds_by_model_calls() -> None:
 
 
 def test_layer2_drops_whole_old_rounds_and_keeps_min_recent_rounds() -> None:
-    strat = build_strategy("dbgpt", {"release": "design", "min_keep_recent_rounds": 3, "min_keep_tokens": 0})
+    strat = build_strategy(
+        "dbgpt", {"release": "design", "min_keep_recent_rounds": 3, "min_keep_tokens": 0}
+    )
     msgs = react(8).messages
     out = strat.layer2(msgs, _ctx_for(strat))
     # the last three rounds are (assistant, observation) x 2 and the final answer
@@ -239,7 +243,9 @@ def test_layer2_drops_whole_old_rounds_and_keeps_min_recent_rounds() -> None:
 
 
 def test_layer2_walks_back_until_min_keep_tokens_are_kept() -> None:
-    strat = build_strategy("dbgpt", {"release": "design", "min_keep_recent_rounds": 1, "min_keep_tokens": 250})
+    strat = build_strategy(
+        "dbgpt", {"release": "design", "min_keep_recent_rounds": 1, "min_keep_tokens": 250}
+    )
     msgs = react(8, obs_chars=400).messages  # each round ~ 110 tokens by chars4
     out = strat.layer2(msgs, _ctx_for(strat))
     kept_rounds = rounds([m for m in out if m.role != "system"])

@@ -10,9 +10,11 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
   masked), ``added`` (new messages: summaries, notes), ``dropped_messages`` (trace indices of
   the recorded messages removed, as [first, last] ranges), ``pairing_violations``, ``system_kept``, ``note``.
 - ``provider.call``: ``attempt``, ``estimated_tokens``, ``true_tokens``, ``limit``, ``ok``,
-  ``error`` (the provider's message), ``cached_tokens`` (prefix shared with the last accepted
+  ``error`` (the provider's message), ``error_kind`` (``overflow`` or ``pairing``),
+  ``cached_tokens`` (prefix shared with the last accepted
   prompt), ``messages`` (prompt length).
-- ``call.failed``: ``true_tokens``, ``limit``, ``attempts``.
+- ``call.failed``: ``true_tokens``, ``limit``, ``attempts``, ``kind`` (``overflow``, or
+  ``pairing``: the provider rejected a tool result without its call or a call without results).
 - ``summary``: ``layer``, ``ok``, ``input_tokens``, ``output_tokens``, ``error``.
 - ``snapshot``: ``path``, ``bytes``, ``sha256`` (file contents travel beside the events).
 - ``probe``: ``probe_id``, ``kind``, ``outcome`` (in_context / via_reference / stale / lost).
@@ -32,6 +34,11 @@ CALL_FAILED = "call.failed"
 SUMMARY = "summary"
 SNAPSHOT = "snapshot"
 PROBE = "probe"
+
+#: ``kind`` of a ``call.failed`` (and ``error_kind`` of a rejected ``provider.call``): the prompt
+#: was over the window, or the provider refused its tool pairing (a 400 whatever the length)
+OVERFLOW = "overflow"
+PAIRING_REJECTED = "pairing"
 
 EVENT_TYPES = (CONTEXT_STATUS, COMPACTION, PROVIDER_CALL, CALL_FAILED, SUMMARY, SNAPSHOT, PROBE)
 

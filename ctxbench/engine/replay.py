@@ -139,14 +139,29 @@ def _model_call(ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvi
     strategy.before_call(ctx)
     for attempt in range(MAX_ATTEMPTS):
         true_tokens = ctx.view.true_tokens
+        rejected = provider.rejection(ctx.view.messages)
+        if rejected is not None:  # a malformed request: no agent retries it
+            _provider_event(ctx, provider, attempt, rejected, kind=ev.PAIRING_REJECTED)
+            ctx.emit(
+                ev.CALL_FAILED,
+                true_tokens=true_tokens,
+                limit=provider.limit,
+                attempts=attempt + 1,
+                kind=ev.PAIRING_REJECTED,
+            )
+            return
         try:
             provider.check(true_tokens)
         except ProviderOverflowError as error:
-            _provider_event(ctx, provider, attempt, error)
+            _provider_event(ctx, provider, attempt, str(error))
             if attempt + 1 < MAX_ATTEMPTS and strategy.on_overflow(error, attempt, ctx):
                 continue
             ctx.emit(
-                ev.CALL_FAILED, true_tokens=true_tokens, limit=provider.limit, attempts=attempt + 1
+                ev.CALL_FAILED,
+                true_tokens=true_tokens,
+                limit=provider.limit,
+                attempts=attempt + 1,
+                kind=ev.OVERFLOW,
             )
             return
         _provider_event(ctx, provider, attempt, None)
@@ -158,9 +173,11 @@ def _provider_event(
     ctx: ReplayContext,
     provider: SimulatedProvider,
     attempt: int,
-    error: ProviderOverflowError | None,
+    error: str | None,
+    *,
+    kind: str = ev.OVERFLOW,
 ) -> None:
-    """One ``provider.call`` event: accepted (``error`` None) or rejected."""
+    """One ``provider.call`` event: accepted (``error`` None) or rejected (of ``kind``)."""
     ctx.emit(
         ev.PROVIDER_CALL,
         attempt=attempt,
@@ -168,7 +185,8 @@ def _provider_event(
         true_tokens=ctx.view.true_tokens,
         limit=provider.limit,
         ok=error is None,
-        error=None if error is None else str(error),
+        error=error,
+        error_kind=None if error is None else kind,
         cached_tokens=ctx.view.cached_prefix_tokens() if error is None else 0,
         messages=len(ctx.view),
     )

@@ -79,6 +79,12 @@ class Strategy:
         invariant tests; a strategy whose documented rule may drop it returns False)."""
         return True
 
+    def keeps_pairs(self) -> bool:
+        """Whether this configuration promises prompts with intact tool pairs (a faithful
+        reproduction of a system that sends broken pairs returns False; the provider then
+        rejects such a prompt as a failed call of kind ``pairing``)."""
+        return True
+
     # -- how status events are labelled ------------------------------------------------------
     def budget(self, ctx: ReplayContext) -> int:
         """The token budget the strategy compares its estimate with (default: window - reserved)."""
