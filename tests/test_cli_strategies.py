@@ -17,9 +17,25 @@ def test_json_lists_every_registered_strategy_with_summary_source_and_knobs() ->
     listing = json.loads(result.output)
     assert [item["name"] for item in listing] == STRATEGIES.names()
     for item in listing:
-        assert set(item) == {"name", "summary", "source", "knobs"}
+        assert set(item) == {"name", "summary", "source", "knobs", "releases"}
         assert item["summary"] and item["source"], item["name"]
         assert item["knobs"] == describe_fields(strategy_class(item["name"]).Config)
+
+
+def test_the_reproductions_list_their_release_values_default_first() -> None:
+    listing = {
+        i["name"]: i for i in json.loads(CliRunner().invoke(cli, ["strategies", "--json"]).output)
+    }
+    for name, values in {
+        "dbgpt": ["0.8.2", "design"],
+        "agentscope": ["2.0.11", "design"],
+        "hermes": ["0.19.0", "0000416b"],
+    }.items():
+        assert list(listing[name]["releases"]) == values, name
+        knob = next(k for k in listing[name]["knobs"] if k["name"] == "release")
+        assert knob["default"] == values[0]
+    text = CliRunner().invoke(cli, ["strategies"]).output
+    assert "    0.8.2: the dbgpt==0.8.2 wheel: Layer 3 always fails" in text
 
 
 def test_json_knobs_carry_name_type_default_and_help() -> None:

@@ -13,8 +13,9 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
   ``error`` (the provider's message), ``error_kind`` (``overflow`` or ``pairing``),
   ``cached_tokens`` (prefix shared with the last accepted
   prompt), ``messages`` (prompt length).
-- ``call.failed``: ``true_tokens``, ``limit``, ``attempts``, ``kind`` (``overflow``, or
-  ``pairing``: the provider rejected a tool result without its call or a call without results).
+- ``call.failed``: ``true_tokens``, ``limit``, ``attempts``, ``kind`` (``overflow``;
+  ``pairing``: the provider rejected a tool result without its call or a call without results;
+  ``aborted``: the system ended the reply before calling, with its ``error``).
 - ``summary``: ``layer``, ``ok``, ``input_tokens``, ``output_tokens``, ``error``.
 - ``snapshot``: ``path``, ``bytes``, ``sha256`` (file contents travel beside the events).
 - ``probe``: ``probe_id``, ``kind``, ``outcome`` (in_context / via_reference / stale / lost).
@@ -39,6 +40,8 @@ PROBE = "probe"
 #: was over the window, or the provider refused its tool pairing (a 400 whatever the length)
 OVERFLOW = "overflow"
 PAIRING_REJECTED = "pairing"
+#: the system's own code ended the reply before the call (no provider call; ``error`` says why)
+ABORTED = "aborted"
 
 EVENT_TYPES = (CONTEXT_STATUS, COMPACTION, PROVIDER_CALL, CALL_FAILED, SUMMARY, SNAPSHOT, PROBE)
 

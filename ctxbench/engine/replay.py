@@ -19,6 +19,7 @@ see); no provider call is made for it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -30,7 +31,7 @@ from ctxbench.engine.result import Identity, Prices, RunResult, result_from_even
 from ctxbench.errors import ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import score_probes
-from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.base import ReplyAborted, Strategy
 from ctxbench.summarizers.base import Summarizer
 from ctxbench.trace import Message, Trace
 
@@ -101,7 +102,8 @@ def replay(
     _ingest(ctx, strategy, messages[position:], position)
     if asked.get(n_calls):
         ctx.status(None)
-        strategy.before_call(ctx)
+        with contextlib.suppress(ReplyAborted):  # probes still read the prompt as it stands
+            strategy.before_call(ctx)
         _score(ctx, asked[n_calls])
 
     result = result_from_events(
@@ -136,7 +138,18 @@ def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Messag
 
 def _model_call(ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvider) -> None:
     ctx.status(None)
-    strategy.before_call(ctx)
+    try:
+        strategy.before_call(ctx)
+    except ReplyAborted as stop:
+        ctx.emit(
+            ev.CALL_FAILED,
+            true_tokens=ctx.view.true_tokens,
+            limit=provider.limit,
+            attempts=0,
+            kind=ev.ABORTED,
+            error=str(stop),
+        )
+        return
     for attempt in range(MAX_ATTEMPTS):
         true_tokens = ctx.view.true_tokens
         rejected = provider.rejection(ctx.view.messages)

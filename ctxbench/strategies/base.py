@@ -34,6 +34,12 @@ DEFAULT_STATE_THRESHOLDS: tuple[tuple[float, str], ...] = (
 )
 
 
+class ReplyAborted(Exception):
+    """Raised by ``before_call`` when the system's own code ends the reply before calling the
+    model (AgentScope's ``RuntimeError`` on an empty context over the threshold). The engine
+    records the call as failed with kind ``aborted``; the message is the system's."""
+
+
 @dataclass(frozen=True)
 class NoConfig:
     """A strategy without knobs."""
