@@ -179,12 +179,19 @@ def shrink_json_arguments(arguments: str, head_chars: int = 200) -> str:
 
 
 def _protected_boundary(
-    messages: Sequence[Message], count: int, tokens: int | None, counter: TokenCounter
+    messages: Sequence[Message],
+    count: int,
+    tokens: int | None,
+    counter: TokenCounter,
+    floor_cap: int | None = MAX_TAIL_MESSAGE_FLOOR,
 ) -> int:
-    """First index of the protected tail: a token budget with a capped message floor."""
+    """First index of the protected tail: a token budget with a message floor, capped at
+    ``floor_cap`` messages (the later commit's 8; 0.19.0: ``min(protect_tail_count, n)``)."""
     if tokens is None or tokens <= 0:
         return len(messages) - count
-    min_protect = min(count, len(messages), MAX_TAIL_MESSAGE_FLOOR)
+    min_protect = min(count, len(messages))
+    if floor_cap is not None:
+        min_protect = min(min_protect, floor_cap)
     accumulated = 0
     boundary = len(messages)
     for i in range(len(messages) - 1, -1, -1):
@@ -204,15 +211,20 @@ def prune_old_tool_results(
     protect_tail_count: int,
     protect_tail_tokens: int | None,
     min_prune_chars: int = 200,
+    floor_cap: int | None = MAX_TAIL_MESSAGE_FLOOR,
+    pressure_pass: bool = True,
 ) -> tuple[list[Message], int]:
-    """``_prune_old_tool_results``: (messages, how many were changed)."""
+    """``_prune_old_tool_results``: (messages, how many were changed). ``floor_cap`` and
+    ``pressure_pass`` (#61932) are rules of the later commit; 0.19.0 has neither."""
     result = list(messages)
     if not result:
         return result, 0
     calls: dict[str, ToolCall] = {
         c.id: c for m in result if m.role == "assistant" for c in m.tool_calls
     }
-    prune_boundary = _protected_boundary(result, protect_tail_count, protect_tail_tokens, counter)
+    prune_boundary = _protected_boundary(
+        result, protect_tail_count, protect_tail_tokens, counter, floor_cap
+    )
     pruned = 0
 
     # pass 1: identical outputs anywhere, newest kept (lossless, so the tail is not exempt)
@@ -277,7 +289,7 @@ def prune_old_tool_results(
         shrink_args(i)
 
     # pass 4: pressure inside the protected tail (#61932)
-    if protect_tail_tokens:
+    if protect_tail_tokens and pressure_pass:
         soft_ceiling = int(protect_tail_tokens * 1.5)
         start = max(0, prune_boundary)
         demote_end = len(result) - min(PRESSURE_KEEP_RECENT_MESSAGES, len(result))

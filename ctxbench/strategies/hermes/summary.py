@@ -396,10 +396,18 @@ def summary_prompt(
     has_user_turn: bool,
     budget: int,
     focus_topic: str | None,
+    input_cap: bool = True,
 ) -> str:
-    """``_generate_summary``'s prompt: first compaction, or an iterative update."""
+    """``_generate_summary``'s prompt: first compaction, or an iterative update.
+
+    ``input_cap`` bounds the serialised turns and the previous summary at 160K chars (a rule of
+    the later commit; hermes-agent 0.19.0 sends them whole)."""
     preamble = _PREAMBLE.format(language=_LANGUAGE_USER if has_user_turn else _LANGUAGE_NO_USER)
-    content = bound_summary_input(serialize_for_summary(turns))
+
+    def bound(text: str) -> str:
+        return bound_summary_input(text) if input_cap else text
+
+    content = bound(serialize_for_summary(turns))
     template = summary_template(has_user_turn, budget)
     if previous_summary:
         prompt = f"""{preamble}
@@ -407,7 +415,7 @@ def summary_prompt(
 You are updating a context compaction summary. A previous compaction produced the summary below. New conversation turns have occurred since then and need to be incorporated.
 
 PREVIOUS SUMMARY:
-{bound_summary_input(previous_summary)}
+{bound(previous_summary)}
 
 NEW TURNS TO INCORPORATE:
 {content}
