@@ -65,7 +65,9 @@ def test_text_listing_has_one_line_per_strategy_then_its_source_and_knobs() -> N
     assert [h.split(":", 1)[0] for h in heads] == STRATEGIES.names()
     at = lines.index(next(h for h in heads if h.startswith("hermes:")))
     assert lines[at + 1] == "  source: NousResearch/hermes-agent agent/context_compressor.py"
-    assert lines[at + 2] == "  knobs:"
+    assert lines[at + 2] == "  releases (--set release=VALUE; the first is the default):"
+    assert lines[at + 3].startswith("    0.19.0: the hermes-agent==0.19.0 wheel")
+    assert lines[at + 5] == "  knobs:"
     assert (
         "    threshold_percent (float, default 0.5): compress at this share of the effective window"
         in lines

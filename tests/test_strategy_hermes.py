@@ -14,6 +14,7 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.errors import ProviderOverflowError, SummarizerError
+from ctxbench.strategies.base import ProviderCall
 from ctxbench.strategies.hermes import (
     COMPRESSION_NOTE,
     DUPLICATE_TOOL_OUTPUT,
@@ -143,22 +144,30 @@ def test_defaults_match_context_compressor() -> None:
 def test_threshold_is_a_share_of_the_effective_window_with_the_64k_floor(
     window: int, reserved: int, threshold: int
 ) -> None:
-    assert compute_limits(HermesConfig(release=LATER), window, reserved).threshold_tokens == threshold
+    assert (
+        compute_limits(HermesConfig(release=LATER), window, reserved).threshold_tokens == threshold
+    )
 
 
 def test_threshold_tokens_cap_lowers_the_threshold_but_never_above_the_window() -> None:
     assert (
-        compute_limits(HermesConfig(release=LATER, threshold_tokens_cap=40_000), 200_000, 0).threshold_tokens
+        compute_limits(
+            HermesConfig(release=LATER, threshold_tokens_cap=40_000), 200_000, 0
+        ).threshold_tokens
         == 40_000
     )
     assert (
-        compute_limits(HermesConfig(release=LATER, threshold_tokens_cap=900_000), 200_000, 0).threshold_tokens
+        compute_limits(
+            HermesConfig(release=LATER, threshold_tokens_cap=900_000), 200_000, 0
+        ).threshold_tokens
         == 150_000
     )
 
 
 def test_model_thresholds_use_the_longest_matching_key() -> None:
-    cfg = HermesConfig(release=LATER, model="glm-5.2-1M", model_thresholds={"glm-5.2": 0.6, "glm-5.2-1M": 0.3})
+    cfg = HermesConfig(
+        release=LATER, model="glm-5.2-1M", model_thresholds={"glm-5.2": 0.6, "glm-5.2-1M": 0.3}
+    )
     assert compute_limits(cfg, 1_000_000, 0).threshold_tokens == 300_000
     with pytest.raises(ValueError, match="model_thresholds"):
         HermesConfig(release=LATER, model_thresholds={"x": 2.0})
@@ -168,7 +177,9 @@ def test_tail_budget_and_summary_ceiling_derive_from_the_threshold() -> None:
     limits = compute_limits(HermesConfig(release=LATER), 1_000_000, 0)
     assert limits.tail_token_budget == 100_000 and limits.max_summary_tokens == 10_000
     assert (
-        compute_limits(HermesConfig(release=LATER, summary_target_ratio=0.95), 1_000_000, 0).tail_token_budget
+        compute_limits(
+            HermesConfig(release=LATER, summary_target_ratio=0.95), 1_000_000, 0
+        ).tail_token_budget
         == 400_000
     )
     assert compute_limits(HermesConfig(release=LATER), 100_000, 0).max_summary_tokens == 5_000
@@ -537,18 +548,18 @@ def test_a_provider_reading_over_the_threshold_after_a_compaction_is_a_strike() 
         (threshold - 1, False, 0),
     ):
         strategy.verify_pending = pending
-        ctx.emit(
-            ev.PROVIDER_CALL,
+        call = ProviderCall(
+            call=0,
             attempt=0,
-            estimated_tokens=0,
             true_tokens=tokens,
+            estimated_tokens=0,
             limit=10**6,
-            ok=True,
+            accepted=True,
             error=None,
             cached_tokens=0,
-            messages=1,
+            recorded_usage=None,
         )
-        strategy._read_usage(ctx, strategy._limits(ctx))
+        strategy.after_call(call, ctx)
         assert strategy.ineffective_count == expected and not strategy.verify_pending
 
 

@@ -129,7 +129,7 @@ class TokenLimitedConfig:
             raise ValueError("token_limit must be greater than 0.")
 
 
-class AutoGenHeadTail(Strategy):
+class AutoGenHeadTail(Strategy[HeadTailConfig]):
     name = "autogen_head_tail"
     summary = "AutoGen HeadAndTailChatCompletionContext: first n + 'Skipped' + last m."
     source = (
@@ -143,7 +143,7 @@ class AutoGenHeadTail(Strategy):
         self.history = FullHistory()
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg: HeadTailConfig = self.config
+        cfg = self.config
         system, rest = split_system(self.history.sync(ctx.view.messages))
         units = head_and_tail(autogen_messages(rest), cfg.head_size, cfg.tail_size)
         out = [*system, *flatten(units)]
@@ -152,7 +152,7 @@ class AutoGenHeadTail(Strategy):
         self.history.sent(ctx.view.messages)
 
 
-class AutoGenTokenLimited(Strategy):
+class AutoGenTokenLimited(Strategy[TokenLimitedConfig]):
     name = "autogen_token_limited"
     summary = "AutoGen TokenLimitedChatCompletionContext: pop the middle message until it fits."
     source = (
@@ -170,11 +170,11 @@ class AutoGenTokenLimited(Strategy):
         return bool(self.config.repair_pairs)
 
     def budget(self, ctx: ReplayContext) -> int:
-        cfg: TokenLimitedConfig = self.config
+        cfg = self.config
         return cfg.token_limit if cfg.token_limit is not None else ctx.window
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg: TokenLimitedConfig = self.config
+        cfg = self.config
         system, rest = split_system(self.history.sync(ctx.view.messages))
         units = autogen_messages(rest)
         overhead = ctx.view.est_overhead if cfg.count_tool_schemas else 0

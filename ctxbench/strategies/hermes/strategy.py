@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import ClassVar
 
 from ctxbench.counting.base import TokenCounter
-from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import ProviderOverflowError, SummarizerError
-from ctxbench.strategies.base import ReplyAborted, Strategy
+from ctxbench.strategies.base import ProviderCall, ReplyAborted, Strategy
 from ctxbench.strategies.hermes.fallback import (
     fallback_summary,
     is_context_error,
     is_terminal_failure,
 )
 from ctxbench.strategies.hermes.limits import (
+    RELEASES,
     BudgetCounter,
     HermesConfig,
     Limits,
@@ -114,16 +115,18 @@ class AgentLoop:
         self.awaiting_real_usage = True
 
 
-class HermesStrategy(Strategy):
+class HermesStrategy(Strategy[HermesConfig]):
     name = "hermes"
     summary = "Hermes ContextCompressor: prune old tool output, protect head and token-budgeted tail, summarise the middle."
     source = "NousResearch/hermes-agent agent/context_compressor.py"
     Config = HermesConfig
     default_estimator = "hermes"
+    #: the ``release`` knob's values and what each reproduces (``ctxbench strategies``)
+    releases: ClassVar[dict[str, str]] = {k: v.summary for k, v in RELEASES.items()}
 
     def __init__(self, config: HermesConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: HermesConfig = self.config
+        self.cfg = self.config
         self.limits: Limits | None = None
         self.compression_count = 0
         self.previous_summary: str | None = None
@@ -132,7 +135,8 @@ class HermesStrategy(Strategy):
         self.fallback_streak = 0
         self.verify_pending = False
         self.attempts = 0
-        self._seen_step = -1
+        #: an accepted response whose usage the next call's post-response check has not read
+        self._responded = False
         self.rules = self.cfg.rules
         self.loop = AgentLoop()
         self._budget_counter = BudgetCounter()
@@ -170,7 +174,6 @@ class HermesStrategy(Strategy):
             return
         limits = self._limits(ctx)
         self.attempts = 0
-        self._read_usage(ctx, limits)
         self._proactive_prune(ctx)
         if ctx.view.estimated_tokens < limits.threshold_tokens:
             return
@@ -209,9 +212,8 @@ class HermesStrategy(Strategy):
             loop.attempts, loop.exhausted = 0, False  # conversation_loop.py:686
         elif loop.exhausted:
             raise ReplyAborted("compression_exhausted: the turn ended at the failed call above")
-        usage = self._last_call_usage(ctx)
-        if usage is not None:
-            self.update_from_response(usage, limits)
+        if self._responded:
+            self._responded = False
             if self._after_tool_calls(ctx.view.messages):
                 real = loop.last_prompt_tokens
                 if real <= 0:
@@ -228,10 +230,26 @@ class HermesStrategy(Strategy):
             loop.attempts += 1
             self._compress_context(ctx, "pre_api")
 
+    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
+        """The provider's real prompt count of an accepted call: 0.19.0's
+        ``update_from_response``; at the later commit, the anti-thrash verdict alone."""
+        if not call.accepted:
+            return
+        limits = self._limits(ctx)
+        if self.rules.agent_loop:
+            self.update_from_response(call.true_tokens, limits)
+            self._responded = True
+            return
+        if call.true_tokens < limits.threshold_tokens:
+            self.ineffective_count = 0
+        elif self.verify_pending:
+            self.ineffective_count += 1
+        self.verify_pending = False
+
     def update_from_response(self, prompt_tokens: int, limits: Limits) -> None:
         """``update_from_response`` (context_compressor.py:1459-1513): the usage-driven state
         after a call the provider accepted. The after-call hook calls this with the provider's
-        prompt count; until it lands, :meth:`_last_call_usage` reads the last provider event."""
+        prompt count (:meth:`after_call`)."""
         loop = self.loop
         loop.last_prompt_tokens = prompt_tokens
         if prompt_tokens > 0:
@@ -249,17 +267,6 @@ class HermesStrategy(Strategy):
                     self.ineffective_count = 0
         self.verify_pending = False
         loop.awaiting_real_usage = False
-
-    def _last_call_usage(self, ctx: ReplayContext) -> int | None:
-        """The provider's prompt tokens of the last accepted call not read yet (None: none)."""
-        for event in reversed(ctx.events):
-            if event.type != ev.PROVIDER_CALL:
-                continue
-            if event.step <= self._seen_step or not event["ok"]:
-                return None
-            self._seen_step = event.step
-            return int(event["true_tokens"])
-        return None
 
     def _should_compress(self, tokens: int, limits: Limits) -> bool:
         return tokens >= limits.threshold_tokens and not self.blocked
@@ -325,21 +332,6 @@ class HermesStrategy(Strategy):
             len(ctx.view) < before_len
             or ctx.view.estimated_tokens < before_tokens * PROGRESS_TOKEN_RATIO
         )
-
-    def _read_usage(self, ctx: ReplayContext, limits: Limits) -> None:
-        """``update_from_response``: the anti-thrashing verdict on the provider's prompt count."""
-        for event in reversed(ctx.events):
-            if event.type != ev.PROVIDER_CALL:
-                continue
-            if event.step <= self._seen_step or not event["ok"]:
-                return
-            self._seen_step = event.step
-            if event["true_tokens"] < limits.threshold_tokens:
-                self.ineffective_count = 0
-            elif self.verify_pending:
-                self.ineffective_count += 1
-            self.verify_pending = False
-            return
 
     def _proactive_prune(self, ctx: ReplayContext) -> None:
         """``prune_tool_results_only``: the deterministic prune alone, from its own trigger."""
