@@ -4,6 +4,31 @@ Two releases of the same rules (the ``release`` knob): ``"0.8.2"`` (default) rep
 ``dbgpt==0.8.2`` wheel as RELEASES.md reads it; ``"design"`` is the four layers as ``seeds/000``
 and the docs describe them (the behaviour before the knob existed). See :data:`RELEASES`.
 
+What 0.8.2 does differently (line numbers of the wheel): Layer 3 raises ``AttributeError`` on
+``self.model_name`` (``manager.py:160``) before any summary is asked for, so with a summarizer
+every attempt at >= error fails (a ``strategy.error`` event), the breaker trips after
+``max_compact_failures`` and, checked before Layer 1, stops all compaction for the run
+(``patch_model_name=true`` is the release with that line fixed: a failed summary then reads as
+an empty one, which counts as a success); Layer 4 is unreachable (``thinking()`` re-raises the
+provider error as ``ValueError``), so an overflowing call fails; the ReAct agent rebuilds its
+prompt from memory at every call, so the manager runs on the uncompacted history each time and
+its result serves that call only; rounds end only at ``Observation:`` user messages (a native
+tool-calling history is one round: Layers 1 and 2 change nothing); Layer 1 ages rounds by the
+ReAct loop counter of the reply; tool-result persistence has no window scaling and no per-turn
+budget (``tool_result_budget_for_context_window``/``enforce_turn_budget`` are never called);
+snapshots are ``<conv>/step_NNN_<action>.json`` with NNN the loop counter + 1 (failed steps write
+none) and ``""`` for missing fields, and a persisted result gets no snapshot pointer;
+``truncated_observation_max_chars`` is 500 through the core ``ContextBudgetConfig`` and 200
+through the app/TOML (``entry_point``). Both releases keep a re-cut observation's snapshot path
+(the message's ``snapshot_path``, DB-GPT's ``msg.context``).
+
+Remaining divergences from the 0.8.2 agent: the system prompt's task-progress lines (about 19
+tokens per step, ``role.py:212-240``) are not added (the recorded system prompt is used);
+the manager sees the whole recorded history, as with the app's ``GptsMemory`` (the library's
+default ``ShortTermMemory(buffer_size=5)`` is not reproduced); ``thinking()``'s three retries
+with 10 s sleeps before it gives up are one attempt here; snapshot timestamps are null; the
+engine emits ``context.status`` even when the budget is <= 0, where 0.8.2 skips it.
+
 Source: eosphoros-ai/DB-GPT, ``packages/dbgpt-core/src/dbgpt/agent/core/context/`` (``budget.py``,
 ``compact.py``, ``manager.py``, ``storage.py``), ``agent/core/base_agent.py`` (Layer 4 retry) and
 ``docs/docs/agents/modules/context-management.md``; the design document is ``seeds/000``.

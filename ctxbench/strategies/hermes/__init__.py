@@ -1,5 +1,31 @@
 """``hermes``: Hermes Agent's ``ContextCompressor``.
 
+Two versions (the ``release`` knob, :data:`ctxbench.strategies.hermes.limits.RELEASES`):
+``"0.19.0"`` (default) is the ``hermes-agent==0.19.0`` wheel driven by its agent loop, as
+RELEASES.md reads it; ``"0000416b"`` is ``context_compressor.py`` at commit
+0000416b34a3dad10c39446ab62c6626c609c30f, the later, unreleased state REFERENCE.md A4 and the
+rules below describe (the behaviour before the knob existed).
+
+0.19.0 differs in: when it compacts (the rough ``len(str(msg))`` estimate of the request before
+every API call, tool-call dicts as the agent stores them with ``call_id`` and
+``response_item_id``; the provider's real ``prompt_tokens`` after each tool-calling response,
+received through ``after_call``; after a compaction no estimate-driven one until real usage
+arrives, #36718; 3 attempts per user turn shared by pre-API and overflow compaction; overflow
+compaction blocked by the anti-thrash guard too; when an overflow cannot be compacted the run
+returns ``compression_exhausted`` and the rest of that user turn is not made: failed calls of
+kind ``aborted``); ``_ensure_compressed_has_user_turn`` re-inserts the last real user message;
+``max_tokens`` None reserves nothing; the prune floor is ``min(protect_last_n, n)`` with no
+pressure pass; no 160K summary-input cap; the system prompt is outside the list ``compress()``
+sees, so no compaction note is added to it and the summary role is chosen as if the head had no
+system message; re-compaction summarises only the turns after the latest handoff in the window
+(none found: the previous summary is discarded); the budget walks round ``content_len // 4``
+down; ``model_thresholds``, ``threshold_tokens_cap``, proactive prune and
+``min_tail_user_messages`` do not exist (setting them is an error). Remaining divergences from
+0.19.0: the turn-prologue preflight is the first pre-API check of the turn (the same estimate
+and guards); the 600 s summary-failure cooldown and the context-probe tiers are left out as
+below; Hermes' ``_fresh_compaction_message_copy`` and session-store side effects are not
+modelled.
+
 Source: NousResearch/hermes-agent ``agent/context_compressor.py`` (``ContextCompressor``:
 ``__init__``, ``_compute_threshold_tokens``, ``_prune_old_tool_results``,
 ``_find_tail_cut_by_tokens``, ``_generate_summary``, ``_build_static_fallback_summary``,
