@@ -101,6 +101,7 @@ from ctxbench.engine.context import ReplayContext, safe_component
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.strategies.base import ReplyAborted, Strategy
 from ctxbench.strategies.layers import results_after_calls, transcript
+from ctxbench.strategies.releases import check_release, release_field, release_summaries
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message, Part, ToolSpec
 
@@ -287,10 +288,7 @@ LATEST_RELEASE: Literal["2.0.11"] = "2.0.11"
 
 @dataclass(frozen=True)
 class AgentScopeConfig:
-    release: Literal["2.0.11", "design"] = field(
-        default=LATEST_RELEASE,
-        metadata={"help": "; ".join(f"{k}: {v.summary}" for k, v in RELEASES.items())},
-    )
+    release: Literal["2.0.11", "design"] = release_field(LATEST_RELEASE, RELEASES)
     context_size: int | None = field(
         default=None, metadata={"help": "model.context_size (None = the run window)"}
     )
@@ -359,8 +357,7 @@ class AgentScopeConfig:
             raise ValueError(
                 f"summary_template must only use the fields {', '.join(f for f, _, _ in SUMMARY_FIELDS)}: {exc}"
             ) from None
-        if self.release not in RELEASES:
-            raise ValueError(f"unknown release {self.release!r}: use one of {', '.join(RELEASES)}")
+        check_release(self.release, RELEASES)
         if "{runtime_state}" not in self.state_template:
             raise ValueError("runtime_state_template must contain {runtime_state}")
         if (
@@ -671,7 +668,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
     Config = AgentScopeConfig
     default_estimator = "agentscope"
     #: the ``release`` knob's values and what each reproduces (``ctxbench strategies``)
-    releases: ClassVar[dict[str, str]] = {k: v.summary for k, v in RELEASES.items()}
+    releases: ClassVar[dict[str, str]] = release_summaries(RELEASES)
 
     def __init__(self, config: AgentScopeConfig | None = None) -> None:
         super().__init__(config)

@@ -88,6 +88,7 @@ from ctxbench.engine.context import ReplayContext, safe_component
 from ctxbench.engine.provider import is_overflow_error
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.releases import check_release, release_field, release_summaries
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message, rounds
 
@@ -206,10 +207,7 @@ OBSERVATION_MAX_CHARS = {"core": 500, "app": 200}
 
 @dataclass(frozen=True)
 class DbgptConfig:
-    release: Literal["0.8.2", "design"] = field(
-        default=LATEST_RELEASE,
-        metadata={"help": "; ".join(f"{k}: {v.summary}" for k, v in RELEASES.items())},
-    )
+    release: Literal["0.8.2", "design"] = release_field(LATEST_RELEASE, RELEASES)
     max_context_tokens: int | None = field(
         default=None, metadata={"help": "model window (None = the provider window)"}
     )
@@ -250,8 +248,7 @@ class DbgptConfig:
     layer4_max_retries: int = 1
 
     def __post_init__(self) -> None:
-        if self.release not in RELEASES:
-            raise ValueError(f"unknown release {self.release!r}: use one of {', '.join(RELEASES)}")
+        check_release(self.release, RELEASES)
         if not 0 < self.warning_threshold <= self.error_threshold <= self.critical_threshold <= 1.0:
             raise ValueError(
                 "thresholds must satisfy 0 < warning_threshold <= error_threshold <= critical_threshold <= 1 "
@@ -357,7 +354,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     Config = DbgptConfig
     default_estimator = "dbgpt"
     #: the ``release`` knob's values and what each reproduces (``ctxbench strategies``)
-    releases: ClassVar[dict[str, str]] = {k: v.summary for k, v in RELEASES.items()}
+    releases: ClassVar[dict[str, str]] = release_summaries(RELEASES)
 
     def __init__(self, config: DbgptConfig | None = None) -> None:
         super().__init__(config)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxbench.counting.base import TokenCounter, tool_schemas
+from ctxbench.strategies.releases import check_release, release_field
 from ctxbench.trace import Message, ToolCall, ToolSpec
 
 MINIMUM_CONTEXT_LENGTH = 64_000
@@ -108,10 +109,7 @@ LATEST_RELEASE: Literal["0.19.0"] = "0.19.0"
 
 @dataclass(frozen=True)
 class HermesConfig:
-    release: Literal["0.19.0", "0000416b"] = field(
-        default=LATEST_RELEASE,
-        metadata={"help": "; ".join(f"{k}: {v.summary}" for k, v in RELEASES.items())},
-    )
+    release: Literal["0.19.0", "0000416b"] = release_field(LATEST_RELEASE, RELEASES)
     context_length: int | None = field(
         default=None, metadata={"help": "model window (None = the run window)"}
     )
@@ -194,8 +192,7 @@ class HermesConfig:
                 raise ValueError(f"model_thresholds[{key!r}] must be a number in (0, 1]")
             thresholds[str(key)] = float(value)
         object.__setattr__(self, "model_thresholds", thresholds)
-        if self.release not in RELEASES:
-            raise ValueError(f"unknown release {self.release!r}: use one of {', '.join(RELEASES)}")
+        check_release(self.release, RELEASES)
         if not self.rules.later_knobs:
             later = [
                 name

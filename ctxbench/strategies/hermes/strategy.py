@@ -57,6 +57,7 @@ from ctxbench.strategies.hermes.tail import (
     strip_historical_media,
 )
 from ctxbench.strategies.layers import safe_start_forward
+from ctxbench.strategies.releases import release_summaries
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
 
@@ -122,7 +123,7 @@ class HermesStrategy(Strategy[HermesConfig]):
     Config = HermesConfig
     default_estimator = "hermes"
     #: the ``release`` knob's values and what each reproduces (``ctxbench strategies``)
-    releases: ClassVar[dict[str, str]] = {k: v.summary for k, v in RELEASES.items()}
+    releases: ClassVar[dict[str, str]] = release_summaries(RELEASES)
 
     def __init__(self, config: HermesConfig | None = None) -> None:
         super().__init__(config)
