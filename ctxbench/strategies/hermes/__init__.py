@@ -110,7 +110,11 @@ minimum_context_length 64000.
 
 from __future__ import annotations
 
-from ctxbench.strategies.hermes.fallback import fallback_summary, is_context_error
+from ctxbench.strategies.hermes.fallback import (
+    TERMINAL_FAILURE_KINDS,
+    fallback_summary,
+    is_context_error,
+)
 from ctxbench.strategies.hermes.limits import (
     MINIMUM_CONTEXT_LENGTH,
     HermesConfig,
@@ -148,6 +152,7 @@ __all__ = [
     "SUMMARY_END_MARKER",
     "SUMMARY_PREFIX",
     "SUMMARY_SECTIONS",
+    "TERMINAL_FAILURE_KINDS",
     "HermesConfig",
     "HermesStrategy",
     "Limits",
