@@ -64,13 +64,15 @@ class Outcome:
 
     @classmethod
     def of(cls, out: ReplayOutput) -> Outcome:
-        compacted = frozenset(e.call for e in out.events if e.type == ev.COMPACTION)
+        compactions = [
+            e for e in out.events if e.type == ev.COMPACTION and e["layer"] not in NOT_COMPACTION
+        ]
         failed = {
             e.call: str(e.data.get("kind", ev.OVERFLOW))
             for e in out.events
             if e.type == ev.CALL_FAILED
         }
-        return cls(compacted, sum(1 for e in out.events if e.type == ev.COMPACTION), failed)
+        return cls(frozenset(e.call for e in compactions), len(compactions), failed)
 
     @property
     def first(self) -> int | None:
@@ -147,10 +149,12 @@ def agreement(
     }
 
 
-def run(per_source: int, windows: Sequence[int]) -> dict[str, Any]:
+def run(per_source: int, windows: Sequence[int], strategies: Sequence[str] = ()) -> dict[str, Any]:
     items = corpus(per_source)
     report: dict[str, Any] = {"traces": len(items), "reserved": RESERVED, "strategies": {}}
     for strategy, released, other in PAIRS:
+        if strategies and strategy not in strategies:
+            continue
         by_window: dict[str, Any] = {}
         for window in windows:
             pairs = [
@@ -170,8 +174,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-source", type=int, default=10, help="longest traces per shared file")
     parser.add_argument("--windows", type=int, nargs="*", default=list(WINDOWS))
+    parser.add_argument(
+        "--strategies", nargs="*", default=[], help="a subset of dbgpt, hermes, agentscope"
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.per_source, args.windows), indent=2))
+    print(json.dumps(run(args.per_source, args.windows, args.strategies), indent=2))
 
 
 if __name__ == "__main__":
