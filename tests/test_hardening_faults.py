@@ -366,7 +366,11 @@ def write_pressure_sweep(folder: Path, strategies: list[str], extra: str = "") -
         folder / "traces.jsonl",
         [PRESSURE, tool_trace(30, output="ok " * 300, trace_id="short")],
     )
-    tables = "".join(f'\n[[strategies]]\nname = "{s}"\n' for s in strategies)
+    tables = ""
+    for name in strategies:
+        tables += f'\n[[strategies]]\nname = "{name}"\n'
+        if name in DOCUMENTED_RELEASE:
+            tables += f'params = {{ release = "{DOCUMENTED_RELEASE[name]["release"]}" }}\n'
     path = folder / "sweep.toml"
     path.write_text(
         f'windows = [{WINDOW}]\nreserved = [0]\ncounters = ["chars4"]\n{extra}\n'
