@@ -49,7 +49,7 @@ METRICS: tuple[str, ...] = (
 
 def cell_key(row: Mapping[str, Any]) -> str:
     """The readable key of a row: the same cell under a new id still matches its baseline."""
-    from ctxbench.engine.spec import RunSpec
+    from ctxbench.cell.spec import RunSpec
 
     try:
         spec = RunSpec.from_dict(json.loads(row["spec"]))
@@ -66,8 +66,8 @@ def _clean(value: Any) -> Any:
 
 def make_baseline(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The baseline document of a results table (cells sorted by run_id)."""
-    from ctxbench import __version__
     from ctxbench.engine.result import SCHEMA_VERSION
+    from ctxbench.version import __version__
 
     cells = []
     for row in sorted(rows, key=lambda r: str(r["run_id"])):

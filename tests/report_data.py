@@ -9,13 +9,14 @@ import atexit
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.counting import get_counter
 from ctxbench.engine.events import event_line
-from ctxbench.engine.runner import resolve_spec, run_spec
-from ctxbench.engine.spec import RunSpec
 from ctxbench.formats.canonical import write_traces
 from ctxbench.probes.model import Probe
 from ctxbench.trace import Message, ToolCall, Trace, Usage
@@ -25,7 +26,7 @@ IMG = '"><img src=x onerror="window.__pwned=2">'
 HOSTILE_ID = 'evil"><img src=x onerror="window.__pwned=3">'
 COUNTER = "tiktoken:o200k_base"
 WINDOWS = (5000, 9000)
-CONFIGS: tuple[tuple[str, dict[str, object]], ...] = (
+CONFIGS: tuple[tuple[str, Mapping[str, object]], ...] = (
     ("none", {}),
     ("sliding_window", {"keep_rounds": 2}),
     ("sliding_window", {"keep_rounds": 6}),

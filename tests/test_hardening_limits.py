@@ -6,6 +6,7 @@ expressions quadratic."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,7 +67,7 @@ def test_a_5mb_message_replays_and_the_row_matches_its_events(
 @pytest.mark.parametrize("strategy", ["none", "sliding_window", "dbgpt"])
 def test_2000_rounds_replay_with_pairs_intact(many_rounds: Trace, strategy: str) -> None:
     # dbgpt as designed: 0.8.2's breaker stops compacting by design of its defect
-    params = {"release": "design"} if strategy == "dbgpt" else {}
+    params: dict[str, Any] = {"release": "design"} if strategy == "dbgpt" else {}
     out = run(many_rounds, strategy, 131_072, reserved=4096, **params)
     assert out.result.calls == len(many_rounds.call_indices) == 2_001
     assert out.result.pairing_violations == 0 and pairing_violations(out.final_view) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -48,7 +48,7 @@ from tests.replaying import Recording
 
 HERMES = get_counter("hermes")
 #: the tests below describe the rules of the later commit REFERENCE.md A4 was read at
-LATER = "0000416b"
+LATER: Literal["0000416b"] = "0000416b"
 
 
 def run(

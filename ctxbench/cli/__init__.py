@@ -38,6 +38,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "baseline": ("gating", "baseline", "Record a baseline of a results directory."),
     "check": ("gating", "check", "Compare results with a baseline; exit 1 on regression."),
     "diff": ("gating", "diff", "Show where two replays of the same trace diverge."),
+    "recorded": (
+        "recorded",
+        "recorded",
+        "Compare a strategy's compactions with the ones a recorded session made.",
+    ),
 }
 
 

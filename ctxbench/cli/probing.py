@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import click
 
+from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.cli.progress import ProgressBar
 from ctxbench.formats.canonical import write_traces
-from ctxbench.formats.importing import AUTO, open_source
 from ctxbench.probes.mining import DEFAULT_MAX_PER_TRACE, mine_probes
 from ctxbench.probes.probe_file import with_probes, write_probes
 from ctxbench.trace import Trace
@@ -82,7 +82,7 @@ def mine(
     def mined() -> Iterator[Trace]:
         for done, path in enumerate(traces, start=1):
             tally: Counter[str] = counts.setdefault(path, Counter())
-            for trace in open_source(path, fmt).traces():
+            for trace in open_traces(path, fmt, strict=True).traces():
                 found = mine_probes(trace, max_per_trace)
                 tally["traces"] += 1
                 tally["probes"] += len(found)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
@@ -34,7 +35,7 @@ from ctxbench.errors import ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import score_probes
 from ctxbench.summarizers.base import Summarizer
-from ctxbench.trace import Message, Trace, Usage
+from ctxbench.trace import Message, RecordedCompaction, Trace, Usage
 
 #: Safety valve: no strategy may retry one call more often than this.
 MAX_ATTEMPTS = 16
@@ -42,13 +43,24 @@ MAX_ATTEMPTS = 16
 
 @dataclass(frozen=True)
 class ReplayOutput:
-    """What one replay produced: its events, its row, and the files the edge should write."""
+    """What one replay produced: its events, the files the edge should write, and its row.
+
+    The row is computed from the events once, when first read, so the edge can add the one
+    clock reading (``replay_seconds``, with :func:`dataclasses.replace`) before it exists."""
 
     events: tuple[ev.Event, ...]
-    result: RunResult
+    identity: Identity
     files: Mapping[str, bytes] = field(default_factory=dict)
     #: the strategy's view after the last recorded message (what a next call would build on)
     final_view: tuple[Message, ...] = ()
+    prices: Prices | None = None
+    replay_seconds: float = 0.0
+
+    @cached_property
+    def result(self) -> RunResult:
+        return result_from_events(
+            self.events, self.identity, prices=self.prices, replay_seconds=self.replay_seconds
+        )
 
 
 def _is_tool_result(message: Message) -> bool:
@@ -92,14 +104,19 @@ def replay(
 
     strategy.on_start(ctx)
     position = 0
+    recorded = {c.call: c for c in trace.recorded_compactions}
     for k, index in enumerate(calls):
         ctx.call = k
+        if k in recorded:
+            _recorded_event(ctx, recorded[k])
         _ingest(ctx, strategy, messages[position:index], position)
         _model_call(ctx, strategy, provider, messages[index].usage)
         _score(ctx, asked.get(k, ()))
         ctx.append_recorded(messages[index], index)
         position = index + 1
     ctx.call = n_calls
+    if n_calls in recorded:
+        _recorded_event(ctx, recorded[n_calls])
     _ingest(ctx, strategy, messages[position:], position)
     if asked.get(n_calls):
         ctx.status(None)
@@ -107,10 +124,25 @@ def replay(
             strategy.before_call(ctx)
         _score(ctx, asked[n_calls])
 
-    result = result_from_events(
-        ctx.events, identity or Identity(trace_id=trace.id, strategy=strategy.name), prices=prices
+    return ReplayOutput(
+        tuple(ctx.events),
+        identity or Identity(trace_id=trace.id, strategy=strategy.name),
+        dict(ctx.files),
+        ctx.view.messages,
+        prices,
     )
-    return ReplayOutput(tuple(ctx.events), result, dict(ctx.files), ctx.view.messages)
+
+
+def _recorded_event(ctx: ReplayContext, compaction: RecordedCompaction) -> None:
+    """Where the recorded agent compacted; the replay keeps the uncompacted history."""
+
+    ctx.emit(
+        ev.RECORDED,
+        trigger=compaction.trigger,
+        pre_tokens=compaction.pre_tokens,
+        source=compaction.source,
+        note=ev.UNCOMPACTED_NOTE,
+    )
 
 
 def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], start: int) -> None:

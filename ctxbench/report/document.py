@@ -28,7 +28,7 @@ Classify = Callable[[str], str]
 
 
 def _version() -> str:
-    from ctxbench import __version__
+    from ctxbench.version import __version__
 
     return __version__
 
@@ -55,9 +55,10 @@ def accuracy_results(
     by_model: dict[str, list[Trace]] = {}
     for trace in recorded:
         by_model.setdefault(recorded_model(trace), []).append(trace)
-    measured = [(c, "true counter") for c in counters] + [
-        (b, "estimator") for b in baselines if b.name not in {c.name for c in counters}
-    ]
+    measured = [
+        (c, "true counter (fitted to usage, not exact)" if c.kind == "fitted" else "true counter")
+        for c in counters
+    ] + [(b, "estimator") for b in baselines if b.name not in {c.name for c in counters}]
     out: list[tuple[str, str, str, Any]] = []
     for model, group in sorted(by_model.items()):
         for counter, role in measured:
@@ -261,8 +262,8 @@ def replay_drift(
 ) -> list[DriftCell]:
     """Replay every trace with strategy ``none`` for each window x counter x estimator, and
     compare estimated and true states call by call (pooled over traces)."""
-    from ctxbench.engine.runner import resolve_spec, run_spec
-    from ctxbench.engine.spec import RunSpec
+    from ctxbench.cell.runner import resolve_spec, run_spec
+    from ctxbench.cell.spec import RunSpec
     from ctxbench.report.decisions import decision_drift
     from ctxbench.report.results import digest_events
 

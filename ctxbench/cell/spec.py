@@ -22,7 +22,10 @@ def canonical_json(value: Any) -> str:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything needed to re-run one replay; ``trace_source`` says where to load the trace."""
+    """Everything needed to re-run one replay; ``trace_source`` says where to load the trace.
+
+    Its defaults are one replay's defaults, written once: sweep files and every command read
+    them as ``RunSpec.reserved``, ``RunSpec.counter`` ..."""
 
     trace_id: str
     trace_hash: str
