@@ -202,3 +202,52 @@ def test_0_19_0_stores_tool_calls_with_call_id_and_response_item_id() -> None:
     assert stored_call(call)["response_item_id"] == "fc_abc"
     message = Message("assistant", "x" * 7, tool_calls=(call,))
     assert BudgetCounter().message_tokens(message) == 7 // 4 + 10 + len(str(stored_call(call))) // 4
+
+
+def test_0_19_0_reinserts_the_last_real_user_turn() -> None:
+    from ctxbench.strategies.hermes.strategy import ensure_user_turn
+
+    task = Message("user", "fix the bug")
+    original = [Message("system", "s"), task, Message("assistant", "a"), Message("user", "")]
+    compressed = [
+        Message("system", "s"),
+        Message("assistant", "summary"),
+        Message("assistant", "b"),
+    ]
+    assert ensure_user_turn(original, compressed) == [compressed[0], task, *compressed[1:]]
+    kept = [Message("system", "s"), task, Message("assistant", "b")]
+    assert ensure_user_turn(original, kept) == kept
+
+
+def test_0_19_0_defers_estimate_driven_compaction_until_real_usage() -> None:
+    from ctxbench.strategies.hermes.strategy import AgentLoop
+
+    loop = AgentLoop()
+    assert not loop.defer(90_000, 85_000)
+    loop.compacted(rough_after=60_000)
+    assert loop.defer(90_000, 85_000), "#36718: no second compaction before usage arrives"
+    assert not loop.defer(80_000, 85_000), "under the threshold there is nothing to defer"
+
+
+def test_0_19_0_an_exhausted_overflow_ends_the_turn() -> None:
+    """compression_exhausted: the run returns failed, so the turn's later calls are not made."""
+    from ctxbench.counting import get_counter
+    from ctxbench.engine.provider import SimulatedProvider
+    from ctxbench.engine.replay import replay
+    from ctxbench.summarizers.extractive import ExtractiveSummarizer
+    from ctxbench.synth import generate, load_scenario
+
+    trace = next(generate(load_scenario("coding_agent"), 0))
+    out = replay(
+        trace,
+        compressor(),
+        SimulatedProvider(32_768, 1024),
+        true_counter=get_counter("tiktoken:o200k_base"),
+        estimator=get_counter("hermes"),
+        summarizer=ExtractiveSummarizer(),
+    )
+    failed = [e for e in out.events if e.type == "call.failed"]
+    assert failed and failed[0]["kind"] == "overflow"
+    assert failed[1]["kind"] == "aborted" and failed[1].call == failed[0].call + 1
+    aborted = {e.call for e in failed if e["kind"] == "aborted"}
+    assert not [e for e in out.events if e.type == "provider.call" and e.call in aborted]
