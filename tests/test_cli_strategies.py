@@ -17,9 +17,25 @@ def test_json_lists_every_registered_strategy_with_summary_source_and_knobs() ->
     listing = json.loads(result.output)
     assert [item["name"] for item in listing] == STRATEGIES.names()
     for item in listing:
-        assert set(item) == {"name", "summary", "source", "knobs"}
+        assert set(item) == {"name", "summary", "source", "knobs", "releases"}
         assert item["summary"] and item["source"], item["name"]
         assert item["knobs"] == describe_fields(strategy_class(item["name"]).Config)
+
+
+def test_the_reproductions_list_their_release_values_default_first() -> None:
+    listing = {
+        i["name"]: i for i in json.loads(CliRunner().invoke(cli, ["strategies", "--json"]).output)
+    }
+    for name, values in {
+        "dbgpt": ["0.8.2", "design"],
+        "agentscope": ["2.0.11", "design"],
+        "hermes": ["0.19.0", "0000416b"],
+    }.items():
+        assert list(listing[name]["releases"]) == values, name
+        knob = next(k for k in listing[name]["knobs"] if k["name"] == "release")
+        assert knob["default"] == values[0]
+    text = CliRunner().invoke(cli, ["strategies"]).output
+    assert "    0.8.2: the dbgpt==0.8.2 wheel: Layer 3 always fails" in text
 
 
 def test_json_knobs_carry_name_type_default_and_help() -> None:
@@ -49,7 +65,9 @@ def test_text_listing_has_one_line_per_strategy_then_its_source_and_knobs() -> N
     assert [h.split(":", 1)[0] for h in heads] == STRATEGIES.names()
     at = lines.index(next(h for h in heads if h.startswith("hermes:")))
     assert lines[at + 1] == "  source: NousResearch/hermes-agent agent/context_compressor.py"
-    assert lines[at + 2] == "  knobs:"
+    assert lines[at + 2] == "  releases (--set release=VALUE; the first is the default):"
+    assert lines[at + 3].startswith("    0.19.0: the hermes-agent==0.19.0 wheel")
+    assert lines[at + 5] == "  knobs:"
     assert (
         "    threshold_percent (float, default 0.5): compress at this share of the effective window"
         in lines

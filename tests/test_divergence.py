@@ -42,6 +42,7 @@ def events_for(warning: float, trace: Trace) -> list[dict[str, Any]]:
     strategy = build_strategy(
         "dbgpt",
         {
+            "release": "design",
             "warning_threshold": warning,
             "error_threshold": 0.95,
             "critical_threshold": 0.97,

@@ -249,7 +249,13 @@ def test_a_summarizer_that_crashes_counts_as_a_failed_summary_not_a_crashed_repl
 
     trace = tool_trace(30, output="b" * 400)
     strategy = build_strategy(
-        "dbgpt", {"warning_threshold": 0.5, "error_threshold": 0.5, "critical_threshold": 0.9}
+        "dbgpt",
+        {
+            "release": "design",
+            "warning_threshold": 0.5,
+            "error_threshold": 0.5,
+            "critical_threshold": 0.9,
+        },
     )
     out = replay(
         trace,

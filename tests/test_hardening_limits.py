@@ -6,6 +6,7 @@ expressions quadratic."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,7 +66,9 @@ def test_a_5mb_message_replays_and_the_row_matches_its_events(
 
 @pytest.mark.parametrize("strategy", ["none", "sliding_window", "dbgpt"])
 def test_2000_rounds_replay_with_pairs_intact(many_rounds: Trace, strategy: str) -> None:
-    out = run(many_rounds, strategy, 131_072, reserved=4096)
+    # dbgpt as designed: 0.8.2's breaker stops compacting by design of its defect
+    params: dict[str, Any] = {"release": "design"} if strategy == "dbgpt" else {}
+    out = run(many_rounds, strategy, 131_072, reserved=4096, **params)
     assert out.result.calls == len(many_rounds.call_indices) == 2_001
     assert out.result.pairing_violations == 0 and pairing_violations(out.final_view) == 0
     if strategy != "none":  # compaction keeps every call within the window

@@ -76,9 +76,10 @@ def hostile_trace(trace_id: str, shift: int) -> Trace:
 
 
 TRACES = tuple(hostile_trace(name, i) for i, name in enumerate(HOSTILE))
-#: AgentScope offloads results over ``tool_result_limit`` tokens (default 50,000).
+#: AgentScope offloads results over ``tool_result_limit`` tokens (default 50,000) when an
+#: offloader is attached (2.0.11 has none by default).
 EXTRA_CONFIGS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("agentscope", {"tool_result_limit": 200}),
+    ("agentscope", {"tool_result_limit": 200, "offload": True}),
 )
 
 

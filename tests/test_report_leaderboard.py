@@ -118,3 +118,14 @@ def test_labels_name_only_what_varies_within_a_strategy() -> None:
     assert len(set(labels.values())) == len(keys)
     assert labels[keys[0]] == "dbgpt (warning_threshold=0.6, counter=tiktoken:o200k_base)"
     assert labels[keys[-1]] == "none"
+
+
+def test_labels_say_which_release_a_row_reproduces() -> None:
+    keys = [
+        ConfigKey.of(row("a", "t", params=json.dumps({"release": r, "warning_threshold": 0.7})))
+        for r in ("0.8.2", "design")
+    ] + [ConfigKey.of(row("old", "t", params=json.dumps({"warning_threshold": 0.6})))]
+    labels = config_labels(keys)
+    assert labels[keys[0]] == "dbgpt@0.8.2 (warning_threshold=0.7)"
+    assert labels[keys[1]] == "dbgpt@design (warning_threshold=0.7)"
+    assert labels[keys[2]] == "dbgpt (warning_threshold=0.6)", "a row from before the knob"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ctxbench.counting import get_counter
-from ctxbench.counting.base import TokenCounter
+from ctxbench.counting.base import TokenCounter, tool_schemas
 from ctxbench.engine import events as ev
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
@@ -21,6 +21,7 @@ from ctxbench.strategies.agentscope import (
     SUMMARY_SECTIONS,
     SUMMARY_TEMPLATE,
     TRUNCATED_SUMMARY,
+    AgentScopeConfig,
     AgentScopeStrategy,
     parse_summary_fields,
     split_context,
@@ -56,7 +57,7 @@ def run(
         summarizer=summarizer if summarizer is not None else ExtractiveSummarizer(),
         estimator=AGENTSCOPE,
         counter=AGENTSCOPE,
-        **params,
+        **{"release": "design", **params},
     )
 
 
@@ -79,15 +80,15 @@ def msg(role: str, n_tokens: int, char: str, **kw: Any) -> Message:
 
 
 def test_defaults_match_agentscope_context_config() -> None:
-    cfg = AgentScopeStrategy().cfg
+    cfg = AgentScopeStrategy(AgentScopeConfig(release="design")).cfg
     assert (cfg.trigger_ratio, cfg.reserve_ratio) == (0.8, 0.1)
     assert cfg.tool_result_limit == 50_000
     assert cfg.max_image_num == 5
     assert cfg.context_buffer_ratio == 0.2
     assert cfg.context_size is None  # the run window (AgentScope's model default is 32768)
-    assert cfg.offload and cfg.compression_fallback_to_truncation and cfg.inject_runtime_state
-    assert cfg.compression_prompt.startswith("<system-hint>You have been working on the task")
-    assert "continuation summary" in cfg.compression_prompt
+    assert cfg.offloads and cfg.compression_fallback_to_truncation and cfg.inject_runtime_state
+    assert cfg.prompt.startswith("<system-hint>You have been working on the task")
+    assert "continuation summary" in cfg.prompt
     assert cfg.summary_template.startswith(
         "<system-info>Here is a summary of your previous work\n# Task Overview\n{task_overview}"
     )
@@ -228,7 +229,7 @@ def test_nothing_to_compress_retries_the_split_with_reserve_zero() -> None:
     # AgentScope test_context_compression_without_reserved_context: a one-off config whose
     # reserve exceeds the whole context
     strategy = AgentScopeStrategy(
-        dataclasses.replace(AgentScopeStrategy.Config(), trigger_ratio=0.7)
+        dataclasses.replace(AgentScopeStrategy.Config(), trigger_ratio=0.7, release="design")
     )
     object.__setattr__(strategy.cfg, "reserve_ratio", 0.89)
     trace = Trace("t", (msg("system", 20, "0"), msg("user", 55, "1"), Message("assistant", "ok")))
@@ -542,3 +543,100 @@ def test_runs_on_a_recorded_trace_without_breaking_tool_pairs(shared_traces: Any
     )
     assert layers(out, "compression")
     assert out.result.pairing_violations == 0 and out.result.system_kept
+
+
+# -- agentscope==2.0.11 (RELEASES.md) ------------------------------------------------------------------
+
+
+def run_2_0_11(trace: Trace, window: int, **params: Any) -> ReplayOutput:
+    return replaying.run(
+        trace,
+        "agentscope",
+        window,
+        summarizer=ExtractiveSummarizer(),
+        estimator=AGENTSCOPE,
+        counter=AGENTSCOPE,
+        **params,
+    )
+
+
+def test_2_0_11_counts_the_whole_prompt_once() -> None:
+    """Ten messages of 6 bytes: 2.0.11 gives int(60 / 4 + 0.5) = 15; rounding each (int(1.5 +
+    0.5) = 2) gives 20, so the per-message count triggers earlier."""
+    from ctxbench.strategies.agentscope import PerMessage, WholePrompt
+
+    messages = [Message("user", "abcdef") for _ in range(10)]
+    assert WholePrompt(()).tokens(messages) == 15
+    assert PerMessage(AGENTSCOPE).tokens(messages) == 20
+
+
+def test_2_0_11_dumps_tools_without_ascii_escapes() -> None:
+    from ctxbench.strategies.agentscope import WholePrompt
+    from ctxbench.trace import ToolSpec
+
+    tool = ToolSpec("lookup", "查询数据库", {"type": "object", "properties": {}})
+    assert WholePrompt((tool,)).tools_bytes < len(
+        json.dumps(tool_schemas((tool,))).encode("utf-8")
+    ), "ensure_ascii=False: 3 bytes per CJK character, not a 6-byte \\uXXXX escape"
+
+
+def test_2_0_11_defaults() -> None:
+    cfg = AgentScopeConfig()
+    assert cfg.release == "2.0.11" and not cfg.offloads
+    assert "The current time is 1970-01-01T00:00:00 (UTC)." in cfg.prompt
+    assert cfg.state_template.startswith("<system-reminder>Treat the following as the ground truth")
+
+
+def test_2_0_11_rejects_a_buffer_at_or_over_the_trigger_while_injecting() -> None:
+    with pytest.raises(ConfigError, match="context_buffer_ratio"):
+        build_strategy("agentscope", {"context_buffer_ratio": 0.8})
+    build_strategy("agentscope", {"context_buffer_ratio": 0.8, "inject_runtime_state": False})
+    build_strategy("agentscope", {"context_buffer_ratio": 0.8, "release": "design"})
+
+
+def test_2_0_11_reinjects_the_time_after_every_compression() -> None:
+    turns = [msg("system", 10, "s"), msg("user", 10, "u")]
+    for i in range(12):
+        turns += [msg("assistant", 10, chr(97 + i)), msg("user", 10, chr(65 + i))]
+    turns.append(Message("assistant", "done"))
+    out = run_2_0_11(Trace("t", tuple(turns)), 400)
+    compressions = [e.call for e in layers(out, "compression")]
+    timed = [e.call for e in layers(out, "runtime_state") if "current-time" in e["note"]]
+    assert compressions and timed[0] == 0
+    assert all(any(t >= c for t in timed) for c in compressions), "a time after each compression"
+    hints = [m.content for m in out.final_view if m.meta.get("agentscope") == "runtime_state"]
+    assert any(
+        "<current-time>1970-01-01T00:00:00</current-time>\n<timezone>UTC</timezone>" in h
+        for h in hints
+    )
+    assert not [f for f in out.files if "offload" in f], "no offloader by default"
+
+
+def test_2_0_11_an_empty_context_over_the_threshold_ends_the_reply() -> None:
+    """The system prompt alone is over the threshold: RuntimeError ends the reply, so its
+    later calls fail too; the next user message starts a reply that runs again."""
+    call = ToolCall("c1", "bash", "{}")
+    trace = Trace(
+        "t",
+        (
+            msg("system", 90, "s"),
+            Message("assistant", "", tool_calls=(call,)),
+            Message("tool", "ok", tool_call_id="c1"),
+            Message("assistant", "b"),
+            msg("user", 5, "v"),
+            Message("assistant", "c"),
+        ),
+    )
+    out = replay(
+        trace,
+        build_strategy("agentscope", {"context_size": 100}),
+        SimulatedProvider(10_000),
+        true_counter=AGENTSCOPE,
+        estimator=AGENTSCOPE,
+        summarizer=ExtractiveSummarizer(),
+    )
+    failed = [(e.call, e["kind"]) for e in out.events if e.type == ev.CALL_FAILED]
+    assert failed == [(0, "aborted"), (1, "aborted")]
+    first = next(e for e in out.events if e.type == ev.CALL_FAILED)
+    assert first["error"].startswith("RuntimeError: The system prompt exceed(s) the compression")
+    assert [e.call for e in out.events if e.type == ev.PROVIDER_CALL] == [2]

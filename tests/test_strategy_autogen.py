@@ -86,14 +86,34 @@ def test_nothing_is_popped_within_the_limit() -> None:
     assert pop_middle(units, [100] * 5, 500) == (units, 0)
 
 
-def test_orphan_results_are_removed_and_unanswered_calls_stripped() -> None:
+def _six_parallel_rounds() -> Trace:
     msgs = [Message("system", "sys"), Message("user", "task")]
     for i in range(6):
         msgs += tool_round(i, calls=2, output="x" * 400)
     msgs.append(Message("assistant", "done"))
-    out = run(Trace("t", tuple(msgs)), "autogen_token_limited", 100_000, token_limit=700)
+    return Trace("t", tuple(msgs))
+
+
+def test_with_repair_pairs_orphan_results_are_removed_and_unanswered_calls_stripped() -> None:
+    out = run(
+        _six_parallel_rounds(), "autogen_token_limited", 100_000, token_limit=700, repair_pairs=True
+    )
     assert compactions(out)
     assert pairing_violations(out.final_view) == 0 and out.result.pairing_violations == 0
+
+
+def test_0_7_5_filters_only_a_leading_result_and_the_provider_rejects_mid_list_orphans() -> None:
+    out = run(_six_parallel_rounds(), "autogen_token_limited", 100_000, token_limit=700)
+    assert compactions(out) and out.result.pairing_violations > 0
+    assert all(m.role != "tool" for m in out.final_view[1:2]), "a leading result message goes"
+    kinds = {e["kind"] for e in out.events if e.type == "call.failed"}
+    assert kinds == {"pairing"} and out.result.overflow_errors == 0
+
+
+@pytest.mark.parametrize("head_size", [0, -1])
+def test_head_size_must_be_positive_as_in_0_7_5(head_size: int) -> None:
+    with pytest.raises(ConfigError, match="head_size must be greater than 0"):
+        build_strategy("autogen_head_tail", {"head_size": head_size})
 
 
 def test_token_limit_none_means_the_model_window() -> None:

@@ -54,8 +54,9 @@ def react(n: int, obs_chars: int = 400, trace_id: str = "r") -> Trace:
 
 
 def dbgpt(params: dict[str, Any]) -> DbgptStrategy:
-    """A DB-GPT strategy built by name, typed as what it is."""
-    strategy = build_strategy("dbgpt", params)
+    """A DB-GPT strategy built by name, typed as what it is, as designed (the rules these
+    tests describe; 0.8.2's are tested at the end)."""
+    strategy = build_strategy("dbgpt", {"release": "design", **params})
     assert isinstance(strategy, DbgptStrategy)
     return strategy
 
@@ -71,7 +72,7 @@ def run(
     style: str = "openai",
     **params: Any,
 ) -> ReplayOutput:
-    strategy = build_strategy("dbgpt", params)
+    strategy = build_strategy("dbgpt", {"release": "design", **params})
     return replay(
         trace,
         strategy,
@@ -162,7 +163,9 @@ def test_normal_state_never_compacts() -> None:
 
 
 def test_layer1_truncates_observations_older_than_max_age_only() -> None:
-    strat = DbgptStrategy(build_strategy("dbgpt", {"max_observation_age_rounds": 2}).config)
+    strat = DbgptStrategy(
+        build_strategy("dbgpt", {"release": "design", "max_observation_age_rounds": 2}).config
+    )
     msgs = react(6).messages[:-1]
     out = strat.layer1(msgs, current_round=len(rounds(msgs)))
     segs = rounds(msgs)
@@ -326,7 +329,9 @@ def test_breaker_trips_after_max_compact_failures_and_then_skips_every_layer() -
         c for c in compactions(out) if c["call"] <= last_failure_call and c["layer"] == "layer1"
     ]
     later = [
-        s for s in statuses(out) if s["call"] > last_failure_call and s["compact_layer"] is not None
+        s
+        for s in statuses(out)
+        if s["call"] > last_failure_call and s["compact_layer"] not in (None, "layer4")
     ]
     assert before, "layer 1 ran while the breaker was closed"
     assert later == [], "once tripped, the manager stops before layer 1"
@@ -588,9 +593,8 @@ def test_the_agent_context_toml_section_is_accepted_by_run_config(tmp_path: Path
     assert result.exit_code == 0, result.output
     row = json.loads(result.output.splitlines()[0])
     assert json.loads(row["params"])["max_context_tokens"] == 120000
-    assert (
-        tmp_path / "files" / row["run_id"] / "op_snapshots" / "r" / "step_001_sql_query.json"
-    ).exists()
+    # 0.8.2 (the default) names snapshots {conv_id}/step_NNN_<action>.json
+    assert (tmp_path / "files" / row["run_id"] / "r" / "step_001_sql_query.json").exists()
 
 
 def test_unknown_set_key_lists_valid_keys_with_types_and_defaults(tmp_path: Path) -> None:
@@ -625,8 +629,9 @@ def test_defaults_match_the_agent_context_section() -> None:
     assert (
         cfg.min_keep_recent_rounds,
         cfg.max_observation_age_rounds,
-        cfg.truncated_observation_max_chars,
+        cfg.observation_max_chars,
     ) == (3, 5, 200)
+    assert cfg.release == "0.8.2", "the default is the latest release"
     assert (cfg.min_keep_tokens, cfg.max_compact_failures) == (10_000, 3)
     assert DbgptStrategy.default_estimator == "dbgpt"
 
@@ -670,7 +675,7 @@ def test_chars4_on_cjk_output_causes_real_overflows_and_layer4_recoveries_that_e
     def replay_with(estimator: str) -> ReplayOutput:
         return replay(
             trace,
-            build_strategy("dbgpt"),
+            build_strategy("dbgpt", {"release": "design"}),
             SimulatedProvider(32768, 4096),
             true_counter=true,
             estimator=get_counter(estimator),
@@ -688,3 +693,132 @@ def test_chars4_on_cjk_output_causes_real_overflows_and_layer4_recoveries_that_e
     for e in drifting.events:
         if e.type == ev.PROVIDER_CALL and not e["ok"]:
             assert e["estimated_tokens"] <= e["limit"] < e["true_tokens"]
+
+
+# -- dbgpt==0.8.2 (RELEASES.md) and the Layer-1 snapshot path --------------------------------------
+
+
+def run_release(trace: Trace, window: int, **params: Any) -> ReplayOutput:
+    return replay(
+        trace,
+        build_strategy("dbgpt", {"release": "0.8.2", **params}),
+        SimulatedProvider(window, 0),
+        true_counter=CHARS4,
+        estimator=CHARS4,
+        summarizer=ExtractiveSummarizer(),
+    )
+
+
+def test_0_8_2_layer3_fails_on_model_name_and_the_breaker_stops_all_compaction() -> None:
+    out = run_release(react(60), 4000, min_keep_tokens=100_000)
+    errors = [e for e in out.events if e.type == "strategy.error"]
+    assert len(errors) == 3 and all("model_name" in e["error"] for e in errors)
+    assert not [e for e in out.events if e.type == ev.SUMMARY], "the LLM is never asked"
+    tripped = errors[-1].call
+    assert not [c for c in compactions(out) if c["call"] > tripped], "nothing compacts after"
+    failed = [e for e in out.events if e.type == ev.CALL_FAILED]
+    assert failed and all(e.call > tripped for e in failed)
+
+
+def test_0_8_2_layer4_is_unreachable_so_an_overflow_fails_the_call() -> None:
+    out = run_release(react(40, obs_chars=2000), 3000, max_compact_failures=0)
+    assert out.result.failed_calls > 0 and out.result.reactive_retries == 0
+    assert not [c for c in compactions(out) if c["layer"] == "layer4"]
+
+
+def test_0_8_2_recomputes_compaction_on_the_fresh_history_at_every_call() -> None:
+    """The agent rebuilds its messages from memory: Layer 1 runs again at every call over the
+    warning ratio (a persistent view would cut each observation once)."""
+    kw: dict[str, Any] = {"min_keep_tokens": 100_000, "max_compact_failures": 100}
+    released = run_release(react(40), 5000, **kw)
+    designed = run(react(40), 5000, release="design", **kw)
+    per_call = [c["call"] for c in compactions(released) if c["layer"] == "layer1"]
+    assert (
+        len(per_call)
+        == len(set(per_call))
+        > 2 * len([c for c in compactions(designed) if c["layer"] == "layer1"])
+    )
+    # every call starts again from the full history, so the same old observations are cut
+    # again each time (and one more as a round ages)
+    cut = [c["changed"] for c in compactions(released) if c["layer"] == "layer1"]
+    assert cut == sorted(cut) and cut[-1] > cut[0] > 1
+
+
+def test_0_8_2_rounds_end_only_at_observations_so_native_results_are_one_round() -> None:
+    out = run_release(tool_trace(40, output="o" * 600), 6000, max_compact_failures=100)
+    assert not [c for c in compactions(out) if c["layer"] in ("layer1", "layer2")]
+
+
+def test_0_8_2_an_empty_summary_counts_as_a_success() -> None:
+    """With the defect patched, the client swallows the error and returns "": no breaker step."""
+    strategy = build_strategy(
+        "dbgpt",
+        {"release": "0.8.2", "patch_model_name": True, "max_compact_failures": 1, **ONLY_L3},
+    )
+    failing = Failing()
+    replay(
+        react(30),
+        strategy,
+        SimulatedProvider(4000),
+        true_counter=CHARS4,
+        estimator=CHARS4,
+        summarizer=failing,
+    )
+    assert failing.calls > 1 and strategy.compact_failures == 0  # type: ignore[attr-defined]
+
+
+def test_0_8_2_snapshots_are_named_per_reply_step_in_the_conversation_folder() -> None:
+    out = run_release(react(3), 100_000)
+    assert sorted(out.files) == [f"r/step_00{i}_sql_query.json" for i in (1, 2, 3)]
+    payload = json.loads(out.files["r/step_001_sql_query.json"])
+    assert payload["phase"] == "" and payload["action_intention"] == "" and payload["step"] == 1
+
+
+def test_0_8_2_persistence_has_no_window_scaling_and_no_turn_budget() -> None:
+    big = "Observation: " + "z" * 60_000
+    trace = Trace(
+        "p",
+        (
+            Message("system", "s"),
+            Message("user", "task"),
+            Message("assistant", "Thought: t\nAction: sql_query\nAction Input: q"),
+            Message("user", big),
+            Message("assistant", "done"),
+        ),
+    )
+    released = run_release(trace, 100_000)
+    designed = run(trace, 100_000, release="design")
+    assert not [f for f in released.files if f.startswith("persisted_results/")], "60,000 < 100,000"
+    assert [f for f in designed.files if f.startswith("persisted_results/")], "15% of the window"
+
+
+def test_truncated_observation_max_chars_follows_the_entry_point() -> None:
+    assert DbgptStrategy(build_strategy("dbgpt", {}).config).cfg.observation_max_chars == 200
+    core = build_strategy("dbgpt", {"entry_point": "core"})
+    assert isinstance(core, DbgptStrategy) and core.cfg.observation_max_chars == 500
+    explicit = build_strategy(
+        "dbgpt", {"entry_point": "core", "truncated_observation_max_chars": 80}
+    )
+    assert isinstance(explicit, DbgptStrategy) and explicit.cfg.observation_max_chars == 80
+
+
+@pytest.mark.parametrize("release", ["0.8.2", "design"])
+def test_recutting_an_observation_keeps_its_snapshot_path(release: str) -> None:
+    """Our former Layer-1 bug: a cut observation lost its pointer when cut again."""
+    strategy = build_strategy("dbgpt", {"release": release, "max_observation_age_rounds": 0})
+    assert isinstance(strategy, DbgptStrategy)
+    path = "r/step_001_sql_query.json"
+    first = Message("user", f"Observation: {'x' * 500}\n[Full detail available at: {path}]")
+    msgs = (Message("assistant", "Thought: a"), first, Message("assistant", "Thought: b"))
+    once = strategy.layer1(msgs, current_round=10)
+    cut = once[1].with_text(once[1].content + "y" * 100)  # a longer text still points there
+    twice = strategy.layer1((msgs[0], cut, msgs[2]), current_round=10)
+    assert once[1].content.endswith(f"[truncated, full detail at: {path}]")
+    assert twice[1].content.endswith(f"[truncated, full detail at: {path}]")
+
+
+def test_every_cut_observation_keeps_its_path_on_a_60_round_trace() -> None:
+    out = run(react(60, obs_chars=800), 8000, release="design", min_keep_tokens=100_000)
+    cut = [m for m in out.final_view if m.is_observation and "[truncated" in m.content]
+    assert len(cut) > 30
+    assert all("[truncated, full detail at: " in m.content for m in cut)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -14,6 +14,7 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.errors import ProviderOverflowError, SummarizerError
+from ctxbench.strategies.base import ProviderCall
 from ctxbench.strategies.hermes import (
     COMPRESSION_NOTE,
     DUPLICATE_TOOL_OUTPUT,
@@ -46,6 +47,8 @@ from tests.factories import tool_trace
 from tests.replaying import Recording
 
 HERMES = get_counter("hermes")
+#: the tests below describe the rules of the later commit REFERENCE.md A4 was read at
+LATER: Literal["0000416b"] = "0000416b"
 
 
 def run(
@@ -64,7 +67,7 @@ def run(
         summarizer=summarizer if summarizer is not None else ExtractiveSummarizer(),
         estimator=HERMES,
         counter=HERMES,
-        **params,
+        **{"release": LATER, **params},
     )
 
 
@@ -117,7 +120,7 @@ def conversation(n: int, size: int = 2000, system: str = "You are Hermes.") -> l
 
 
 def test_defaults_match_context_compressor() -> None:
-    cfg = HermesConfig()
+    cfg = HermesConfig(release=LATER)
     assert (cfg.threshold_percent, cfg.protect_first_n, cfg.protect_last_n) == (0.50, 3, 20)
     assert cfg.summary_target_ratio == 0.20 and cfg.abort_on_summary_failure is False
     assert cfg.model_thresholds == {} and cfg.threshold_tokens_cap is None
@@ -141,35 +144,45 @@ def test_defaults_match_context_compressor() -> None:
 def test_threshold_is_a_share_of_the_effective_window_with_the_64k_floor(
     window: int, reserved: int, threshold: int
 ) -> None:
-    assert compute_limits(HermesConfig(), window, reserved).threshold_tokens == threshold
+    assert (
+        compute_limits(HermesConfig(release=LATER), window, reserved).threshold_tokens == threshold
+    )
 
 
 def test_threshold_tokens_cap_lowers_the_threshold_but_never_above_the_window() -> None:
     assert (
-        compute_limits(HermesConfig(threshold_tokens_cap=40_000), 200_000, 0).threshold_tokens
+        compute_limits(
+            HermesConfig(release=LATER, threshold_tokens_cap=40_000), 200_000, 0
+        ).threshold_tokens
         == 40_000
     )
     assert (
-        compute_limits(HermesConfig(threshold_tokens_cap=900_000), 200_000, 0).threshold_tokens
+        compute_limits(
+            HermesConfig(release=LATER, threshold_tokens_cap=900_000), 200_000, 0
+        ).threshold_tokens
         == 150_000
     )
 
 
 def test_model_thresholds_use_the_longest_matching_key() -> None:
-    cfg = HermesConfig(model="glm-5.2-1M", model_thresholds={"glm-5.2": 0.6, "glm-5.2-1M": 0.3})
+    cfg = HermesConfig(
+        release=LATER, model="glm-5.2-1M", model_thresholds={"glm-5.2": 0.6, "glm-5.2-1M": 0.3}
+    )
     assert compute_limits(cfg, 1_000_000, 0).threshold_tokens == 300_000
     with pytest.raises(ValueError, match="model_thresholds"):
-        HermesConfig(model_thresholds={"x": 2.0})
+        HermesConfig(release=LATER, model_thresholds={"x": 2.0})
 
 
 def test_tail_budget_and_summary_ceiling_derive_from_the_threshold() -> None:
-    limits = compute_limits(HermesConfig(), 1_000_000, 0)
+    limits = compute_limits(HermesConfig(release=LATER), 1_000_000, 0)
     assert limits.tail_token_budget == 100_000 and limits.max_summary_tokens == 10_000
     assert (
-        compute_limits(HermesConfig(summary_target_ratio=0.95), 1_000_000, 0).tail_token_budget
+        compute_limits(
+            HermesConfig(release=LATER, summary_target_ratio=0.95), 1_000_000, 0
+        ).tail_token_budget
         == 400_000
     )
-    assert compute_limits(HermesConfig(), 100_000, 0).max_summary_tokens == 5_000
+    assert compute_limits(HermesConfig(release=LATER), 100_000, 0).max_summary_tokens == 5_000
 
 
 # -- the cheap prune ----------------------------------------------------------------------------------
@@ -263,7 +276,7 @@ def test_pressure_pass_demotes_bulky_tail_results_but_keeps_the_last_three_messa
 
 
 def test_head_is_the_system_prompt_plus_protect_first_n_then_decays_after_a_compaction() -> None:
-    strategy = HermesStrategy()
+    strategy = HermesStrategy(HermesConfig(release=LATER))
     msgs = conversation(20)
     assert strategy._head_size(msgs) == 4
     strategy.compression_count = 1
@@ -271,7 +284,7 @@ def test_head_is_the_system_prompt_plus_protect_first_n_then_decays_after_a_comp
 
 
 def test_the_summarised_region_never_starts_on_a_tool_result() -> None:
-    strategy = HermesStrategy()
+    strategy = HermesStrategy(HermesConfig(release=LATER))
     ctx = context(strategy)
     msgs = conversation(20)  # head = system, user, call, result: the start lands after the result
     compressed, layer = strategy.compress(tuple(msgs), ctx)
@@ -403,7 +416,7 @@ def test_the_system_prompt_gets_the_compaction_note_once() -> None:
 
 
 def test_the_summary_role_follows_the_head_and_merges_when_both_roles_collide() -> None:
-    strategy = HermesStrategy()
+    strategy = HermesStrategy(HermesConfig(release=LATER))
     strategy.summary_has_user_turn = True
     head = [Message("system", "s"), Message("user", "task"), Message("assistant", "reply")]
     standalone = strategy._assemble(head[:1], [], "S", [Message("assistant", "a")], 1)
@@ -508,7 +521,7 @@ def test_access_and_network_failures_abort(kind: str) -> None:
 
 
 def test_too_few_messages_is_an_ineffective_no_op() -> None:
-    strategy = HermesStrategy()
+    strategy = HermesStrategy(HermesConfig(release=LATER))
     ctx = context(strategy)
     msgs = tuple(conversation(1))
     assert strategy.compress(msgs, ctx) == (list(msgs), "compress_noop")
@@ -525,7 +538,7 @@ def test_two_ineffective_compactions_block_automatic_triggering() -> None:
 
 
 def test_a_provider_reading_over_the_threshold_after_a_compaction_is_a_strike() -> None:
-    strategy = HermesStrategy()
+    strategy = HermesStrategy(HermesConfig(release=LATER))
     ctx = context(strategy)
     threshold = strategy._limits(ctx).threshold_tokens
     for tokens, pending, expected in (
@@ -535,23 +548,23 @@ def test_a_provider_reading_over_the_threshold_after_a_compaction_is_a_strike() 
         (threshold - 1, False, 0),
     ):
         strategy.verify_pending = pending
-        ctx.emit(
-            ev.PROVIDER_CALL,
+        call = ProviderCall(
+            call=0,
             attempt=0,
-            estimated_tokens=0,
             true_tokens=tokens,
+            estimated_tokens=0,
             limit=10**6,
-            ok=True,
+            accepted=True,
             error=None,
             cached_tokens=0,
-            messages=1,
+            recorded_usage=None,
         )
-        strategy._read_usage(ctx, strategy._limits(ctx))
+        strategy.after_call(call, ctx)
         assert strategy.ineffective_count == expected and not strategy.verify_pending
 
 
 def test_a_provider_reading_under_the_threshold_resets_the_ineffective_count() -> None:
-    strategy = HermesStrategy()
+    strategy = HermesStrategy(HermesConfig(release=LATER))
     strategy.ineffective_count = 1
     out = replay(
         tool_trace(5), strategy, SimulatedProvider(20_000), true_counter=HERMES, estimator=HERMES
@@ -636,7 +649,7 @@ def test_an_overflow_retry_needs_fewer_messages_or_a_5_percent_token_cut() -> No
 
 
 def test_an_overflow_gives_up_after_max_compression_attempts() -> None:
-    strategy = Scripted(HermesConfig(max_compression_attempts=2))
+    strategy = Scripted(HermesConfig(release=LATER, max_compression_attempts=2))
     ctx = context(strategy)
     for m in conversation(5):
         ctx.view.append(m)

@@ -113,10 +113,49 @@ def test_an_unsafe_start_moves_forward_past_tool_results() -> None:
     assert make_pair_safe(cut) == [msgs[0], msgs[-1]]
 
 
-def test_parallel_pairs_stay_whole_in_a_replay() -> None:
-    out = run(tool_trace(12, calls=3, output="x" * 200), "langchain_trim", 2_000)
+def test_with_repair_pairs_parallel_pairs_stay_whole_in_a_replay() -> None:
+    out = run(tool_trace(12, calls=3, output="x" * 200), "langchain_trim", 2_000, repair_pairs=True)
     assert compactions(out)
     assert pairing_violations(out.final_view) == 0 and out.result.pairing_violations == 0
+    assert out.result.failed_calls == 0
+
+
+def test_by_default_a_trim_that_cuts_a_pair_is_rejected_by_the_provider() -> None:
+    """langchain-core 1.8.3 trim_messages sends a cut parallel batch; OpenAI refuses it."""
+    out = run(tool_trace(12, calls=3, output="x" * 200), "langchain_trim", 2_000)
+    rejected = [e for e in out.events if e.type == "call.failed" and e["kind"] == "pairing"]
+    assert rejected and out.result.failed_calls == len(rejected)
+    errors = [e["error"] for e in out.events if e.type == "provider.call" and not e["ok"]]
+    assert all("must be a response to a preceeding message with 'tool_calls'" in t for t in errors)
+    assert out.result.overflow_errors == 0, "a pairing rejection is not an overflow"
+
+
+def test_the_partial_search_counts_candidate_lines_in_reversed_order() -> None:
+    """``_first_max_tokens`` counts ``"".join(reversed_lines[:mid])`` for strategy="last"; a
+    counter that is not additive over lines (here: one token per line break that starts a
+    line with ``x``) keeps a different number of lines than counting them in order."""
+
+    def count(message: Message) -> int:
+        text = message.content
+        return len(text) // 4 + text.count("\nx")
+
+    body = "".join(f"x{i:02d}\n" if i % 2 else f"y{i:02d}\n" for i in range(12))
+    msgs = [Message("assistant", body)]
+    kept = trim_messages(
+        msgs,
+        max_tokens=11,
+        count=count,
+        strategy="last",
+        include_system=False,
+        start_on=(),
+        end_on=(),
+        allow_partial=True,
+    )
+    lines = body.splitlines(keepends=True)
+    assert kept[-1].content == "".join(lines[-8:]), "8 lines fit when counted reversed"
+    room = 11
+    assert count(Message("assistant", "".join(reversed(lines[-8:])))) <= room
+    assert count(Message("assistant", "".join(lines[-8:]))) > room, "in order only 7 would fit"
 
 
 def test_the_prompt_is_trimmed_again_from_the_full_history_every_call() -> None:

@@ -22,7 +22,8 @@ CHARS4 = get_counter("chars4")
 
 
 class Listening(Strategy):
-    """Never compacts; on an overflow drops everything but the system and the last message."""
+    """Never compacts; on an overflow drops everything but the system and the last round (the
+    last assistant turn and its results: the provider refuses a result without its call)."""
 
     name = "listening"
 
@@ -34,7 +35,9 @@ class Listening(Strategy):
         self.heard.append(call)
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
-        kept = [m for m in ctx.view.messages if m.role == "system"] + [ctx.view.messages[-1]]
+        messages = ctx.view.messages
+        last = max(i for i, m in enumerate(messages) if m.role == "assistant")
+        kept = [m for m in messages if m.role == "system"] + list(messages[last:])
         return ctx.apply("cut", kept)
 
 

@@ -228,7 +228,8 @@ def test_prices_give_cost_and_csv_repeats_the_table(tmp_path: Path) -> None:
 
 
 def test_any_row_reruns_alone_from_its_spec(reference: Path, tmp_path: Path) -> None:
-    row = next(r for r in ResultsDir(reference).rows() if r["strategy"] == "dbgpt")
+    rows = ResultsDir(reference).rows()
+    row = next(r for r in rows if r["strategy"] == "dbgpt" and r["window"] == 3000)
     args = ["run", "--from-row", str(reference), "--run-id", row["run_id"], "--json"]
     result = CliRunner().invoke(cli, [*args, "--files-dir", str(tmp_path / "f")])
     assert result.exit_code == 0, result.output

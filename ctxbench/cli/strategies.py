@@ -9,7 +9,8 @@ import click
 
 
 def strategy_listing() -> list[dict[str, Any]]:
-    """``[{name, summary, source, knobs}]`` for every registered strategy, sorted by name."""
+    """``[{name, summary, source, knobs, releases}]`` for every registered strategy, sorted by
+    name; ``releases`` maps each value of a ``release`` knob to what it reproduces."""
     from ctxbench.config import describe_fields
     from ctxbench.strategies import STRATEGIES, strategy_class
 
@@ -22,6 +23,7 @@ def strategy_listing() -> list[dict[str, Any]]:
                 "summary": cls.summary,
                 "source": cls.source,
                 "knobs": describe_fields(cls.Config),
+                "releases": dict(getattr(cls, "releases", {})),
             }
         )
     return out
@@ -59,6 +61,10 @@ def strategies(as_json: bool) -> None:
         click.echo(f"{item['name']}: {item['summary']}")
         if item["source"]:
             click.echo(f"  source: {item['source']}")
+        if item["releases"]:
+            click.echo("  releases (--set release=VALUE; the first is the default):")
+            for value, what in item["releases"].items():
+                click.echo(f"    {value}: {what}")
         if item["knobs"]:
             click.echo("  knobs:")
             for knob in item["knobs"]:

@@ -10,9 +10,12 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
   masked), ``added`` (new messages: summaries, notes), ``dropped_messages`` (trace indices of
   the recorded messages removed, as [first, last] ranges), ``pairing_violations``, ``system_kept``, ``note``.
 - ``provider.call``: ``attempt``, ``estimated_tokens``, ``true_tokens``, ``limit``, ``ok``,
-  ``error`` (the provider's message), ``cached_tokens`` (prefix shared with the last accepted
+  ``error`` (the provider's message), ``error_kind`` (``overflow`` or ``pairing``),
+  ``cached_tokens`` (prefix shared with the last accepted
   prompt), ``messages`` (prompt length).
-- ``call.failed``: ``true_tokens``, ``limit``, ``attempts``.
+- ``call.failed``: ``true_tokens``, ``limit``, ``attempts``, ``kind`` (``overflow``;
+  ``pairing``: the provider rejected a tool result without its call or a call without results;
+  ``aborted``: the system ended the reply before calling, with its ``error``).
 - ``summary``: ``layer``, ``ok``, ``input_tokens``, ``output_tokens``, ``error``.
 - ``snapshot``: ``path``, ``bytes``, ``sha256`` (file contents travel beside the events).
 - ``probe``: ``probe_id``, ``kind``, ``outcome`` (in_context / via_reference / stale / lost).
@@ -44,6 +47,13 @@ UNCOMPACTED_NOTE = (
     "the trace keeps the uncompacted history: the replay sees the messages before each recorded"
     " compaction boundary and decides for itself where to compact"
 )
+
+#: ``kind`` of a ``call.failed`` (and ``error_kind`` of a rejected ``provider.call``): the prompt
+#: was over the window, or the provider refused its tool pairing (a 400 whatever the length)
+OVERFLOW = "overflow"
+PAIRING_REJECTED = "pairing"
+#: the system's own code ended the reply before the call (no provider call; ``error`` says why)
+ABORTED = "aborted"
 
 EVENT_TYPES = (
     CONTEXT_STATUS,

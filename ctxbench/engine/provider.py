@@ -9,10 +9,12 @@ does not match those, exactly as in production).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ctxbench.errors import ConfigError, ProviderOverflowError
+from ctxbench.trace import Message
 
 ErrorStyle = Literal["openai", "anthropic", "vllm"]
 ERROR_STYLES: tuple[str, ...] = ("openai", "anthropic", "vllm")
@@ -53,6 +55,72 @@ def overflow_message(style: str, *, window: int, reserved: int, prompt_tokens: i
         )
     raise ConfigError(
         f"unknown provider error style {style!r}", hint=f"use one of {', '.join(ERROR_STYLES)}"
+    )
+
+
+def pairing_rejection(messages: Sequence[Message], style: str) -> str | None:
+    """The provider's 400 text for a prompt that breaks tool pairing, or None when it is valid.
+
+    Providers reject a tool result that does not follow the assistant turn whose call it
+    answers, and an assistant turn with calls not all answered before the next message. The
+    first defect is reported, as the providers do. Wording: OpenAI's (its own spelling,
+    "preceeding"), Anthropic's ``tool_use``/``tool_result`` messages (indices without the system
+    prompt, which Anthropic takes apart), and vLLM's OpenAI-compatible error object.
+    """
+    open_calls: list[str] = []
+    owner = -1
+    for i, msg in enumerate([*messages, Message("user")]):
+        if msg.role == "tool":
+            if msg.tool_call_id in open_calls:
+                open_calls.remove(msg.tool_call_id)
+                continue
+            return _pairing_text(style, i, messages, orphan=msg.tool_call_id or "")
+        if open_calls:
+            return _pairing_text(style, owner, messages, missing=open_calls)
+        if msg.role == "assistant":
+            open_calls, owner = [c.id for c in msg.tool_calls], i
+    return None
+
+
+def _pairing_text(
+    style: str,
+    index: int,
+    messages: Sequence[Message],
+    *,
+    orphan: str | None = None,
+    missing: Sequence[str] = (),
+) -> str:
+    if style == "anthropic":
+        n = index - sum(1 for m in messages[:index] if m.role == "system")
+        inner = (
+            f"messages.{n}.content.0: unexpected `tool_use_id` found in `tool_result` blocks: "
+            f"{orphan}. Each `tool_result` block must have a corresponding `tool_use` block in "
+            "the previous message."
+            if orphan is not None
+            else f"messages.{n}: `tool_use` ids were found without `tool_result` blocks "
+            f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+            "corresponding `tool_result` block in the next message."
+        )
+        return (
+            "Error code: 400 - {'type': 'error', 'error': {'type': 'invalid_request_error', "
+            f"'message': '{inner}'}}}}"
+        )
+    inner = (
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+        "message with 'tool_calls'."
+        if orphan is not None
+        else "An assistant message with 'tool_calls' must be followed by tool messages "
+        "responding to each 'tool_call_id'. The following tool_call_ids did not have response "
+        f"messages: {', '.join(missing)}"
+    )
+    if style == "vllm":
+        return (
+            f"Error code: 400 - {{'object': 'error', 'message': \"{inner}\", "
+            "'type': 'BadRequestError', 'param': None, 'code': 400}"
+        )
+    return (
+        "Error code: 400 - {'error': {'message': \"" + inner + "\", 'type': "
+        f"'invalid_request_error', 'param': 'messages.[{index}].role', 'code': None}}}}"
     )
 
 
@@ -127,6 +195,10 @@ class SimulatedProvider:
     def limit(self) -> int:
         """Largest accepted prompt, in true tokens."""
         return self.window - self.reserved
+
+    def rejection(self, messages: Sequence[Message]) -> str | None:
+        """The 400 text for a prompt the provider refuses whatever its length (tool pairing)."""
+        return pairing_rejection(messages, self.error_style)
 
     def check(self, true_tokens: int) -> None:
         """Accept the prompt, or raise :class:`ProviderOverflowError` with the provider's text."""

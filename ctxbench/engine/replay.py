@@ -20,6 +20,7 @@ see); no provider call is made for it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,7 +30,7 @@ from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
-from ctxbench.engine.strategy import ProviderCall, Strategy
+from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
 from ctxbench.errors import ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import score_probes
@@ -119,7 +120,8 @@ def replay(
     _ingest(ctx, strategy, messages[position:], position)
     if asked.get(n_calls):
         ctx.status(None)
-        strategy.before_call(ctx)
+        with contextlib.suppress(ReplyAborted):  # probes still read the prompt as it stands
+            strategy.before_call(ctx)
         _score(ctx, asked[n_calls])
 
     return ReplayOutput(
@@ -171,9 +173,33 @@ def _model_call(
     ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvider, usage: Usage | None
 ) -> None:
     ctx.status(None)
-    strategy.before_call(ctx)
+    try:
+        strategy.before_call(ctx)
+    except ReplyAborted as stop:
+        ctx.emit(
+            ev.CALL_FAILED,
+            true_tokens=ctx.view.true_tokens,
+            limit=provider.limit,
+            attempts=0,
+            kind=ev.ABORTED,
+            error=str(stop),
+        )
+        return
     for attempt in range(MAX_ATTEMPTS):
         true_tokens = ctx.view.true_tokens
+        rejected = provider.rejection(ctx.view.messages)
+        if rejected is not None:  # a malformed request: no agent retries it
+            strategy.after_call(
+                _provider_call(ctx, provider, attempt, None, usage, rejected=rejected), ctx
+            )
+            ctx.emit(
+                ev.CALL_FAILED,
+                true_tokens=true_tokens,
+                limit=provider.limit,
+                attempts=attempt + 1,
+                kind=ev.PAIRING_REJECTED,
+            )
+            return
         try:
             provider.check(true_tokens)
         except ProviderOverflowError as error:
@@ -181,7 +207,11 @@ def _model_call(
             if attempt + 1 < MAX_ATTEMPTS and strategy.on_overflow(error, attempt, ctx):
                 continue
             ctx.emit(
-                ev.CALL_FAILED, true_tokens=true_tokens, limit=provider.limit, attempts=attempt + 1
+                ev.CALL_FAILED,
+                true_tokens=true_tokens,
+                limit=provider.limit,
+                attempts=attempt + 1,
+                kind=ev.OVERFLOW,
             )
             return
         call = _provider_call(ctx, provider, attempt, None, usage)
@@ -196,8 +226,11 @@ def _provider_call(
     attempt: int,
     error: ProviderOverflowError | None,
     usage: Usage | None,
+    *,
+    rejected: str | None = None,
 ) -> ProviderCall:
-    """One ``provider.call`` event, accepted (``error`` None) or rejected, and what
+    """One ``provider.call`` event, accepted (``error`` and ``rejected`` None), over the window
+    (``error``) or refused for its tool pairing (``rejected``: the provider's text), and what
     ``after_call`` is told about it."""
     call = ProviderCall(
         call=ctx.call,
@@ -205,12 +238,12 @@ def _provider_call(
         true_tokens=ctx.view.true_tokens,
         estimated_tokens=ctx.view.estimated_tokens,
         limit=provider.limit,
-        accepted=error is None,
+        accepted=error is None and rejected is None,
         error=error,
         cached_tokens=provider.prompt_cache.billed(
             ctx.view.cached_prefix_tokens(with_reply=provider.prompt_cache.includes_reply)
         )
-        if error is None
+        if error is None and rejected is None
         else 0,
         recorded_usage=usage,
     )
@@ -221,7 +254,8 @@ def _provider_call(
         true_tokens=call.true_tokens,
         limit=call.limit,
         ok=call.accepted,
-        error=None if error is None else str(error),
+        error=rejected if rejected is not None else (None if error is None else str(error)),
+        error_kind=None if call.accepted else (ev.PAIRING_REJECTED if rejected else ev.OVERFLOW),
         cached_tokens=call.cached_tokens,
         messages=len(ctx.view),
     )

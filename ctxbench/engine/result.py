@@ -151,7 +151,7 @@ def result_from_events(
             if e["ok"]:
                 input_total += e["true_tokens"]
                 cached_total += e["cached_tokens"]
-            else:
+            elif e.get("error_kind", ev.OVERFLOW) == ev.OVERFLOW:
                 overflow += 1
         elif kind == ev.CALL_FAILED:
             failed += 1

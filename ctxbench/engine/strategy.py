@@ -37,6 +37,12 @@ DEFAULT_STATE_THRESHOLDS: tuple[tuple[float, str], ...] = (
 )
 
 
+class ReplyAborted(Exception):
+    """Raised by ``before_call`` when the system's own code ends the reply before calling the
+    model (AgentScope's ``RuntimeError`` on an empty context over the threshold, Hermes'
+    ``compression_exhausted``). The engine records the call as failed with kind ``aborted``."""
+
+
 @dataclass(frozen=True)
 class NoConfig:
     """A strategy without knobs."""
@@ -114,6 +120,12 @@ class Strategy(Generic[C]):
     def keeps_system(self) -> bool:
         """Whether this configuration promises to keep the system message (checked by the
         invariant tests; a strategy whose documented rule may drop it returns False)."""
+        return True
+
+    def keeps_pairs(self) -> bool:
+        """Whether this configuration promises prompts with intact tool pairs (a faithful
+        reproduction of a system that sends broken pairs returns False; the provider then
+        rejects such a prompt as a failed call of kind ``pairing``)."""
         return True
 
     # -- how status events are labelled ------------------------------------------------------

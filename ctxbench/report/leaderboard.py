@@ -54,9 +54,15 @@ def _canonical_params(value: Any) -> str:
     return json.dumps(value or {}, sort_keys=True, separators=(",", ":"))
 
 
+#: the param naming the release a reproduction follows (dbgpt, agentscope, hermes)
+RELEASE_PARAM = "release"
+
+
 def config_labels(keys: Iterable[ConfigKey]) -> dict[ConfigKey, str]:
-    """Short, unique labels: the strategy, plus only what varies among that strategy's
-    configurations (a swept param, the counter, estimator, summarizer or reservation)."""
+    """Short, unique labels: the strategy (``@release`` when its params name the release it
+    reproduces, e.g. ``dbgpt@0.8.2``), plus only what varies among that strategy's
+    configurations (a swept param, the counter, estimator, summarizer or reservation). Rows
+    written before a strategy had a ``release`` knob keep the bare name."""
     keys = sorted(set(keys))
     labels = {}
     for strategy in sorted({k.strategy for k in keys}):
@@ -64,7 +70,10 @@ def config_labels(keys: Iterable[ConfigKey]) -> dict[ConfigKey, str]:
         params = [k.param_values for k in mine]
         names = sorted({n for p in params for n in p})
         swept = [
-            n for n in names if len({json.dumps(p.get(n), sort_keys=True) for p in params}) > 1
+            n
+            for n in names
+            if n != RELEASE_PARAM
+            and len({json.dumps(p.get(n), sort_keys=True) for p in params}) > 1
         ]
         fields = [
             f
@@ -74,7 +83,10 @@ def config_labels(keys: Iterable[ConfigKey]) -> dict[ConfigKey, str]:
         for k, values in zip(mine, params):
             parts = [f"{n}={_short(values.get(n))}" for n in swept]
             parts += [f"{f}={getattr(k, f)}" for f in fields]
-            labels[k] = strategy + (f" ({', '.join(parts)})" if parts else "")
+            name = strategy
+            if isinstance(values.get(RELEASE_PARAM), str):
+                name += f"@{values[RELEASE_PARAM]}"
+            labels[k] = name + (f" ({', '.join(parts)})" if parts else "")
     return labels
 
 

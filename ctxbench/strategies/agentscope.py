@@ -1,5 +1,19 @@
 """``agentscope``: AgentScope v2 context compression (``ContextConfig``).
 
+Two releases (the ``release`` knob, :data:`RELEASES`): ``"2.0.11"`` (default) reproduces the
+``agentscope==2.0.11`` wheel as RELEASES.md reads it: the request counted whole and rounded once
+(tools as ``json.dumps(tools, ensure_ascii=False)``), the 2.0.11 ``compression_prompt`` (its
+``{current_time}`` filled from the ``current_time``/``timezone`` knobs: a replay has no clock),
+the ground-truth ``<system-reminder>`` template, ``<current-time>``/``<timezone>`` injected
+whenever no injection in the context records a time (the first call, and after a compression
+removed it), no offloader, ``context_buffer_ratio < trigger_ratio`` required while injecting,
+and the empty-context ``RuntimeError`` ending the reply (the replay fails that call and every
+later call of the reply with kind ``aborted``). ``"design"`` is the behaviour below as seeds/002
+and the docs give it (before the knob existed). Remaining divergences from 2.0.11: the
+compression call is one text prompt (``render_compression_prompt``), not AgentScope's message
+list with a forced tool; the time never advances, so the 0.5 h ``time_interval`` re-injection
+never fires; the pre-warning's task fields are absent (no task list in a replay).
+
 Source: agentscope-ai/agentscope ``src/agentscope/agent/_config.py`` (``ContextConfig``,
 ``SummarySchema``), ``src/agentscope/agent/_agent.py`` (``_compress_context_impl``,
 ``_split_context_for_compression``, ``_split_tool_result_for_compression``,
@@ -79,14 +93,17 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar, Literal
 
-from ctxbench.counting.base import TokenCounter
+from ctxbench.counting.base import TokenCounter, replay_text, tool_schemas
+from ctxbench.counting.estimators import AgentScopeCounter
 from ctxbench.engine.context import ReplayContext, safe_component
 from ctxbench.errors import ProviderOverflowError, SummarizerError
-from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.base import ReplyAborted, Strategy
 from ctxbench.strategies.layers import results_after_calls, transcript
+from ctxbench.strategies.releases import check_release, release_field, release_summaries
 from ctxbench.summarizers.base import SummaryRequest
-from ctxbench.trace import Message, Part
+from ctxbench.trace import Message, Part, ToolSpec
 
 COMPRESSION_PROMPT = (
     "<system-hint>You have been working on the task described above "
@@ -174,11 +191,42 @@ IMAGE_OFFLOADED = (
 IMAGE_REMOVED = (
     "<system-reminder>The image {name}is removed to free up context space.</system-reminder>"
 )
-CONTEXT_LENGTH_HINT = (
-    "<context-length>Your current context contains {input_tokens} tokens. When reaching "
-    "{trigger_tokens} tokens, your context will be compressed.</context-length>"
-)
 RUNTIME_STATE_TEMPLATE = "<system-reminder>{runtime_state}</system-reminder>"
+
+#: 2.0.11 ``ContextConfig.compression_prompt`` (agent/_config.py:82-109)
+COMPRESSION_PROMPT_2_0_11 = (
+    "<system-hint>You have been working on the task described above. "
+    "Now write a continuation summary that will allow you to resume "
+    "work efficiently in a future context window where the "
+    "conversation history will be replaced with this summary. "
+    "Your summary should be structured, concise, and actionable.\n"
+    "The current time is {current_time}.\n"
+    "This summary may itself be summarized again later, and the "
+    "conversation history it refers to will be gone, so every "
+    "reference must be self-contained — resolve anything that "
+    "depends on the vanished context into an absolute, "
+    "fully-qualified form:\n"
+    "- Time: convert relative expressions ('today', 'now', "
+    "'yesterday', 'tomorrow', 'recently') to absolute dates using "
+    "the current time above; re-anchor them even if an earlier "
+    "summary already wrote them relatively.\n"
+    "- Names & pointers: use file paths, symbol names, PR/issue "
+    "numbers, IDs, URLs, and exact commands/error strings verbatim "
+    "instead of 'this file', 'the above', 'the second approach', "
+    "'the 5 failing tests'.\n"
+    "- In-flight work: record everything still pending, especially "
+    "tools launched in the background whose results you are still "
+    "waiting on — give each one's id and a short note of what it is "
+    "doing — and mark each item's owner (user request vs your own "
+    "decision) and status (done / pending / blocked).\n"
+    "</system-hint>"
+)
+#: 2.0.11 ``InjectionConfig.template`` (agent/_config.py:288-300)
+RUNTIME_STATE_TEMPLATE_2_0_11 = (
+    "<system-reminder>Treat the following as the ground truth at this point of the "
+    "conversation. Anything stated earlier is outdated, and a later reminder, if any, "
+    "supersedes this one:\n{runtime_state}\n</system-reminder>"
+)
 
 #: ``meta`` marks of the messages this strategy adds to the prompt.
 SUMMARY_MARK = {"agentscope": "summary"}
@@ -188,7 +236,59 @@ IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 
 
 @dataclass(frozen=True)
+class AgentScopeRelease:
+    """What one AgentScope release does where releases differ (RELEASES.md)."""
+
+    name: str
+    #: count the whole request once (model/_base.py:379-465) rather than per message
+    whole_prompt: bool
+    compression_prompt: str
+    runtime_state_template: str
+    #: an offloader is attached by default (2.0.11: ``None``)
+    offload: bool
+    #: ``<current-time>`` is injected when none is in the context (first call, after compression)
+    time_injection: bool
+    #: over the threshold with an empty context, ``RuntimeError`` ends the reply
+    empty_context_aborts: bool
+    summary: str
+
+
+#: The ``release`` knob's values. "design" is seeds/002 and REFERENCE.md A2 (today's rules).
+RELEASES: dict[str, AgentScopeRelease] = {
+    "2.0.11": AgentScopeRelease(
+        name="2.0.11",
+        whole_prompt=True,
+        compression_prompt=COMPRESSION_PROMPT_2_0_11,
+        runtime_state_template=RUNTIME_STATE_TEMPLATE_2_0_11,
+        offload=False,
+        time_injection=True,
+        empty_context_aborts=True,
+        summary=(
+            "the agentscope==2.0.11 wheel: whole-prompt count rounded once, tools "
+            "ensure_ascii=False, the 2.0.11 compression prompt and ground-truth reminder, time "
+            "re-injected after compression, no offloader, an empty-context overflow ends the reply"
+        ),
+    ),
+    "design": AgentScopeRelease(
+        name="design",
+        whole_prompt=False,
+        compression_prompt=COMPRESSION_PROMPT,
+        runtime_state_template=RUNTIME_STATE_TEMPLATE,
+        offload=True,
+        time_injection=False,
+        empty_context_aborts=False,
+        summary=(
+            "seeds/002 and REFERENCE.md A2: per-message counts, the docs' prompt and reminder, "
+            "an offloader, no time injection"
+        ),
+    ),
+}
+LATEST_RELEASE: Literal["2.0.11"] = "2.0.11"
+
+
+@dataclass(frozen=True)
 class AgentScopeConfig:
+    release: Literal["2.0.11", "design"] = release_field(LATEST_RELEASE, RELEASES)
     context_size: int | None = field(
         default=None, metadata={"help": "model.context_size (None = the run window)"}
     )
@@ -205,8 +305,9 @@ class AgentScopeConfig:
     context_buffer_ratio: float = field(
         default=0.2, metadata={"help": "pre-warning band below trigger_ratio"}
     )
-    offload: bool = field(
-        default=True, metadata={"help": "an offloader is attached (compressed context, results)"}
+    offload: bool | None = field(
+        default=None,
+        metadata={"help": "an offloader is attached (None = the release's: 2.0.11 no, design yes)"},
     )
     compression_fallback_to_truncation: bool = field(
         default=True, metadata={"help": "on summary failure, drop the messages anyway"}
@@ -214,16 +315,21 @@ class AgentScopeConfig:
     inject_runtime_state: bool = field(
         default=True, metadata={"help": "inject the context-length pre-warning"}
     )
-    compression_prompt: str = field(
-        default=COMPRESSION_PROMPT, metadata={"help": "the <system-hint> summary instruction"}
+    compression_prompt: str | None = field(
+        default=None,
+        metadata={"help": "the <system-hint> summary instruction (None = the release's)"},
     )
     summary_template: str = field(
         default=SUMMARY_TEMPLATE, metadata={"help": "renders the five summary fields"}
     )
-    runtime_state_template: str = field(
-        default=RUNTIME_STATE_TEMPLATE,
-        metadata={"help": "wraps injected runtime state (not verified in source)"},
+    runtime_state_template: str | None = field(
+        default=None, metadata={"help": "wraps injected runtime state (None = the release's)"}
     )
+    current_time: str = field(
+        default="1970-01-01T00:00:00",
+        metadata={"help": "the replay's fixed clock, in time_format %Y-%m-%dT%H:%M:%S (2.0.11)"},
+    )
+    timezone: str = field(default="UTC", metadata={"help": "InjectionConfig.timezone (2.0.11)"})
 
     def __post_init__(self) -> None:
         if not 0 < self.trigger_ratio <= 0.9:
@@ -251,8 +357,44 @@ class AgentScopeConfig:
             raise ValueError(
                 f"summary_template must only use the fields {', '.join(f for f, _, _ in SUMMARY_FIELDS)}: {exc}"
             ) from None
-        if "{runtime_state}" not in self.runtime_state_template:
+        check_release(self.release, RELEASES)
+        if "{runtime_state}" not in self.state_template:
             raise ValueError("runtime_state_template must contain {runtime_state}")
+        if (
+            self.rules.time_injection
+            and self.inject_runtime_state
+            and self.context_buffer_ratio >= self.trigger_ratio
+        ):
+            raise ValueError(
+                "The 'context_buffer_ratio' of the context config must be smaller than its "
+                "'trigger_ratio', so that the context length is injected and the compression "
+                "tool takes effect before the hard compression, got "
+                f"{self.context_buffer_ratio} and {self.trigger_ratio}."
+            )
+
+    @property
+    def rules(self) -> AgentScopeRelease:
+        return RELEASES[self.release]
+
+    @property
+    def prompt(self) -> str:
+        """The compression prompt, ``{current_time}`` filled with the replay's clock."""
+        text = (
+            self.compression_prompt
+            if self.compression_prompt is not None
+            else self.rules.compression_prompt
+        )
+        return text.replace("{current_time}", f"{self.current_time} ({self.timezone})")
+
+    @property
+    def state_template(self) -> str:
+        if self.runtime_state_template is not None:
+            return self.runtime_state_template
+        return self.rules.runtime_state_template
+
+    @property
+    def offloads(self) -> bool:
+        return self.offload if self.offload is not None else self.rules.offload
 
 
 # -- pure layers ------------------------------------------------------------------------------------
@@ -272,23 +414,77 @@ def _blocks(message: Message) -> list[Part] | None:
     return list(message.parts)
 
 
+class Meter:
+    """How a strategy counts a whole request (the prompt or a candidate part of it)."""
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        raise NotImplementedError
+
+
+class PerMessage(Meter):
+    """The estimator's per-message counts plus the tools' overhead (2.0.6; any estimator)."""
+
+    def __init__(self, counter: TokenCounter, overhead: int = 0) -> None:
+        self.counter, self.overhead = counter, overhead
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        return self.overhead + sum(self.counter.count_message(m) for m in messages)
+
+
+class WholePrompt(Meter):
+    """``ChatModelBase.count_tokens`` of 2.0.11 (model/_base.py:379-465): the UTF-8 bytes of
+    every text, thinking and tool-call input of the request and ``json.dumps(tools,
+    ensure_ascii=False)``, divided by 4 and rounded **once**, plus 2000 per data block."""
+
+    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+        self.tools_bytes = (
+            len(json.dumps(tool_schemas(tools), ensure_ascii=False).encode("utf-8")) if tools else 0
+        )
+        self._cache: dict[str, tuple[int, int]] = {}
+
+    def _of(self, message: Message) -> tuple[int, int]:
+        found = self._cache.get(message.fingerprint)
+        if found is None:
+            pieces = [
+                message.content,
+                replay_text(message),
+                *(c.arguments for c in message.tool_calls),
+            ]
+            found = (
+                sum(len(p.encode("utf-8", "surrogatepass")) for p in pieces),
+                len(message.media_parts),
+            )
+            self._cache[message.fingerprint] = found
+        return found
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        n_bytes, media = self.tools_bytes, 0
+        for message in messages:
+            b, m = self._of(message)
+            n_bytes += b
+            media += m
+        return int(n_bytes / 4 + 0.5) + AgentScopeCounter.MEDIA_TOKENS * media
+
+
 def split_context(
     head: Sequence[Message],
     context: Sequence[Message],
     to_reserve: float,
-    counter: TokenCounter,
+    counter: TokenCounter | Meter,
     overhead: int = 0,
 ) -> tuple[list[Message], list[Message]]:
     """``_split_context_for_compression``: (messages to compress, messages to keep).
 
     ``head`` is the system prompt and the current summary, counted with every candidate suffix;
-    ``overhead`` is the tools' tokens."""
-    head_tokens = overhead + sum(counter.count_message(m) for m in head)
+    ``overhead`` is the tools' tokens (with a plain counter)."""
+    meter = counter if isinstance(counter, Meter) else PerMessage(counter, overhead)
+
+    def tokens(messages: Sequence[Message]) -> int:
+        return meter.tokens([*head, *messages])
+
     index = len(context) - 1
-    suffix = 0
     while index >= 0:
-        suffix += counter.count_message(context[index])
-        if head_tokens + suffix >= to_reserve:
+        if tokens(context[index:]) >= to_reserve:
             break
         index -= 1
     if index < 0:
@@ -296,10 +492,9 @@ def split_context(
     compress = list(context[:index])
     reserve = list(context[index + 1 :])
     boundary = context[index]
-    kept = head_tokens + sum(counter.count_message(m) for m in reserve)
     blocks = _blocks(boundary)
     if blocks is None:
-        if kept + counter.count_message(boundary) > to_reserve:
+        if tokens([boundary, *reserve]) > to_reserve:
             compress.append(boundary)
         else:
             reserve.insert(0, boundary)
@@ -307,7 +502,7 @@ def split_context(
         block_index = len(blocks) - 1
         while block_index >= 0:
             attempt = _with_parts(boundary, blocks[block_index:])
-            if kept + counter.count_message(attempt) > to_reserve:
+            if tokens([attempt, *reserve]) > to_reserve:
                 break
             block_index -= 1
         if blocks[: block_index + 1]:
@@ -472,6 +667,8 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
     source = "agentscope-ai/agentscope src/agentscope/agent/_agent.py, _config.py"
     Config = AgentScopeConfig
     default_estimator = "agentscope"
+    #: the ``release`` knob's values and what each reproduces (``ctxbench strategies``)
+    releases: ClassVar[dict[str, str]] = release_summaries(RELEASES)
 
     def __init__(self, config: AgentScopeConfig | None = None) -> None:
         super().__init__(config)
@@ -480,6 +677,10 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         self.summary_text = ""
         #: every compressed message so far (the session's offloaded context file)
         self.offloaded: list[Message] = []
+        self.rules = self.cfg.rules
+        self._whole: WholePrompt | None = None
+        #: 2.0.11: the reply was ended by the empty-context RuntimeError
+        self._reply_ended = False
 
     # -- budget ---------------------------------------------------------------------------------
     def context_size(self, ctx: ReplayContext) -> int:
@@ -488,13 +689,26 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
     def budget(self, ctx: ReplayContext) -> int:
         return self.context_size(ctx)
 
+    def meter(self, ctx: ReplayContext) -> Meter:
+        """How the model counts a request: 2.0.11's whole-prompt rule when deciding with
+        AgentScope's own estimate, else the estimator per message (any other estimator)."""
+        if self.rules.whole_prompt and isinstance(ctx.estimator, AgentScopeCounter):
+            if self._whole is None:
+                self._whole = WholePrompt(ctx.tools)
+            return self._whole
+        return PerMessage(ctx.estimator, ctx.view.est_overhead)
+
+    def prompt_tokens(self, ctx: ReplayContext) -> int:
+        """``count_tokens(**_prepare_model_input())`` of the current prompt."""
+        return self.meter(ctx).tokens(ctx.view.messages)
+
     # -- hooks ----------------------------------------------------------------------------------
     def on_tool_result(self, message: Message, ctx: ReplayContext) -> Message:
         kept, offloaded = split_tool_result(message, self.cfg.tool_result_limit, ctx.estimator)
         if not offloaded:
             return message
         offload_reminder = ""
-        if self.cfg.offload:
+        if self.cfg.offloads:
             stem = safe_component(message.tool_call_id or f"call{ctx.call}")
             path = ctx.write_file(
                 f"offload/{safe_component(ctx.trace_id)}/tool_result-{stem}.txt",
@@ -506,6 +720,10 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         return kept
 
     def before_call(self, ctx: ReplayContext) -> None:
+        if self._reply_ended:
+            if not _starts_reply(ctx.view.messages):
+                raise ReplyAborted("the reply ended at the RuntimeError above")
+            self._reply_ended = False
         self.limit_images(ctx)
         self.compress(ctx)
         self.inject_runtime_state(ctx)
@@ -538,7 +756,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         name = f"named '{raw_name}' " if isinstance(raw_name, str) and raw_name else ""
         url = _image_url(part)
         if not url.startswith(("http://", "https://")):
-            url = self._offload_data_url(url, ctx) if self.cfg.offload else ""
+            url = self._offload_data_url(url, ctx) if self.cfg.offloads else ""
         if url:
             return IMAGE_OFFLOADED.format(name=name, url=url)
         return IMAGE_REMOVED.format(name=name)
@@ -560,27 +778,27 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         """``_compress_context_impl``."""
         size = self.context_size(ctx)
         threshold = self.cfg.trigger_ratio * size
-        if ctx.view.estimated_tokens < threshold:
+        if self.prompt_tokens(ctx) < threshold:
             return
         system, head, context = self._parts(ctx.view.messages)
         if not context:
-            ctx.emit(
-                "strategy.error",
-                strategy=self.name,
-                error=f"The system prompt {'and the compression summary ' if self.summary_text else ''}"
-                f"exceed(s) the compression threshold ({threshold} tokens), cannot be compressed.",
+            error = (
+                f"The system prompt {'and the compression summary ' if self.summary_text else ''}"
+                f"exceed(s) the compression threshold ({threshold} tokens), cannot be compressed."
             )
+            ctx.emit("strategy.error", strategy=self.name, error=error)
+            if self.rules.empty_context_aborts:  # 2.0.11 raises RuntimeError out of the reply
+                self._reply_ended = True
+                raise ReplyAborted(f"RuntimeError: {error}")
             return
-        overhead = ctx.view.est_overhead
-        compress, reserve = split_context(
-            head, context, self.cfg.reserve_ratio * size, ctx.estimator, overhead
-        )
+        meter = self.meter(ctx)
+        compress, reserve = split_context(head, context, self.cfg.reserve_ratio * size, meter)
         if not compress:
-            compress, reserve = split_context(head, context, 0, ctx.estimator, overhead)
+            compress, reserve = split_context(head, context, 0, meter)
         summary = self._summarize(system, compress, ctx)
         if summary is None:
             return
-        if self.cfg.offload:
+        if self.cfg.offloads:
             self.offloaded.extend(compress)
             path = ctx.write_file(
                 f"offload/{safe_component(ctx.trace_id)}/context.jsonl",
@@ -644,9 +862,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         request = SummaryRequest(
             strategy=self.name,
             layer=layer,
-            prompt=render_compression_prompt(
-                system, self.summary_text, messages, self.cfg.compression_prompt
-            ),
+            prompt=render_compression_prompt(system, self.summary_text, messages, self.cfg.prompt),
             messages=tuple(messages),
             sections=SUMMARY_SECTIONS,
             # the call's room: the band above trigger_ratio that AgentScope reserves for it
@@ -661,26 +877,46 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         self, system: list[Message], messages: list[Message], ctx: ReplayContext
     ) -> int:
         head = [*system, *([Message("user", self.summary_text)] if self.summary_text else [])]
-        prompt = [*head, *messages, Message("user", self.cfg.compression_prompt)]
+        prompt = [*head, *messages, Message("user", self.cfg.prompt)]
         return ctx.estimator.count_prompt(prompt) + ctx.estimator.count(schema_tool_json())
 
     def inject_runtime_state(self, ctx: ReplayContext) -> None:
-        """The context-length pre-warning of ``_inject_runtime_state`` (first iteration only)."""
-        if not self.cfg.inject_runtime_state or not _starts_reply(ctx.view.messages):
+        """``_inject_runtime_state``: the time (2.0.11: when no injection in the context records
+        one, i.e. at the first call and after a compression removed it; the replay's clock never
+        advances, so ``time_interval`` never elapses) and the context-length pre-warning (first
+        iteration of a reply only), as ``<key>value</key>`` lines in the template."""
+        if not self.cfg.inject_runtime_state:
             return
-        size = self.context_size(ctx)
-        tokens = ctx.view.estimated_tokens
-        band = max(0.0, self.cfg.trigger_ratio - self.cfg.context_buffer_ratio)
-        if tokens <= band * size:
+        injections: dict[str, str] = {}
+        if self.rules.time_injection and not any(
+            m.meta.get("agentscope") == "runtime_state" and "<current-time>" in m.content
+            for m in ctx.view.messages
+        ):
+            injections["current-time"] = self.cfg.current_time
+            injections["timezone"] = self.cfg.timezone
+        if _starts_reply(ctx.view.messages):
+            size = self.context_size(ctx)
+            tokens = self.prompt_tokens(ctx)
+            band = max(0.0, self.cfg.trigger_ratio - self.cfg.context_buffer_ratio)
+            if tokens > band * size:
+                injections["context-length"] = (
+                    f"Your current context contains {tokens} tokens. When reaching "
+                    f"{int(self.cfg.trigger_ratio * size)} tokens, your context will be compressed."
+                )
+        if not injections:
             return
-        hint = CONTEXT_LENGTH_HINT.format(
-            input_tokens=tokens, trigger_tokens=int(self.cfg.trigger_ratio * size)
-        )
-        text = self.cfg.runtime_state_template.replace("{runtime_state}", hint)
+        state = "\n".join(f"<{k}>{v}</{k}>" for k, v in injections.items())
         ctx.apply(
             "runtime_state",
-            [*ctx.view.messages, Message("user", text, meta=dict(HINT_MARK))],
-            note="context-length pre-warning",
+            [
+                *ctx.view.messages,
+                Message(
+                    "user",
+                    self.cfg.state_template.replace("{runtime_state}", state),
+                    meta=dict(HINT_MARK),
+                ),
+            ],
+            note=", ".join(injections),
         )
 
 

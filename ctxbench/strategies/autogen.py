@@ -1,8 +1,8 @@
 """AutoGen model contexts: ``autogen_head_tail`` and ``autogen_token_limited``.
 
-Source: microsoft/autogen ``python/packages/autogen-core/src/autogen_core/model_context/``
-``_head_and_tail_chat_completion_context.py`` and ``_token_limited_chat_completion_context.py``
-(experimental, v0.4.10); REFERENCE.md B.
+Release: ``autogen-core==0.7.5`` (the wheel's ``autogen_core/model_context/``
+``_head_and_tail_chat_completion_context.py`` and ``_token_limited_chat_completion_context.py``);
+REFERENCE.md B read the repository at a later commit, which also filters mid-list orphans.
 
 An AutoGen context stores every message and builds the prompt in ``get_messages`` on every call,
 so these strategies rebuild the prompt from the full history before every call. The system
@@ -16,20 +16,22 @@ one message; any other message (an assistant message with calls is AutoGen's fun
 (minus a trailing function-call message), ``UserMessage("Skipped {n} messages.",
 source="System")`` with ``n = len - head_size - tail_size``, and the last ``tail_size`` messages
 (minus a leading function-result message); all messages when ``n <= 0``. Both sizes are required
-in AutoGen (no defaults); ctxbench uses head 3 and tail 20. ``tail_size`` 0 would make AutoGen's
-``messages[-0:]`` return everything, so it must be >= 1 here.
+in AutoGen (no defaults); ctxbench uses head 3 and tail 20. As in 0.7.5's ``__init__``, both must
+be > 0 (``head_size must be greater than 0.``).
 
 ``autogen_token_limited`` (``TokenLimitedChatCompletionContext``): while the context's tokens are
 over ``token_limit`` (None: the model client's ``remaining_tokens`` < 0, i.e. over the whole
 window, with no room left for the output reservation, as AutoGen computes it), pop the
-middle message (``len // 2``); then remove function results whose call is gone. AutoGen's code
-only filters orphan **results**; a call whose results were popped stays and a provider would
-reject it, so ctxbench also strips such calls (dropping an assistant message left empty), as the
-pairing invariant requires. ``count_tokens(messages, tools=tool_schema)`` counts the context
+middle message (``len // 2``); then, as 0.7.5 does, drop the first message if it is a function
+result. Mid-list orphans (a result whose call was popped, a call whose results were popped) stay,
+and the provider rejects that prompt (a failed call of kind ``pairing``). ``repair_pairs=true``
+adds ctxbench's repair instead: every orphan result is removed and calls without results are
+stripped (dropping an assistant message left empty). ``count_tokens(messages, tools=tool_schema)`` counts the context
 messages only (not the system message) plus the tool schemas when ``tool_schema`` is given (None
 by default): ``count_tool_schemas`` False.
 
-Knobs (defaults): head_size 3, tail_size 20; token_limit None, count_tool_schemas False.
+Knobs (defaults): head_size 3, tail_size 20; token_limit None, count_tool_schemas False,
+repair_pairs False.
 """
 
 from __future__ import annotations
@@ -102,10 +104,11 @@ class HeadTailConfig:
     tail_size: int = field(default=20, metadata={"help": "last messages kept"})
 
     def __post_init__(self) -> None:
-        if self.head_size < 0:
-            raise ValueError(f"head_size must be >= 0, not {self.head_size}")
-        if self.tail_size < 1:
-            raise ValueError(f"tail_size must be >= 1, not {self.tail_size}")
+        # the wording of autogen-core 0.7.5's HeadAndTailChatCompletionContext.__init__
+        if self.head_size <= 0:
+            raise ValueError("head_size must be greater than 0.")
+        if self.tail_size <= 0:
+            raise ValueError("tail_size must be greater than 0.")
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,10 @@ class TokenLimitedConfig:
     )
     count_tool_schemas: bool = field(
         default=False, metadata={"help": "count the tool schemas (AutoGen tool_schema given)"}
+    )
+    repair_pairs: bool = field(
+        default=False,
+        metadata={"help": "ctxbench's pair repair (0.7.5 drops only a leading result message)"},
     )
 
     def __post_init__(self) -> None:
@@ -158,6 +165,10 @@ class AutoGenTokenLimited(Strategy[TokenLimitedConfig]):
         super().__init__(config)
         self.history = FullHistory()
 
+    def keeps_pairs(self) -> bool:
+        """Only ``repair_pairs=true`` promises prompts a provider accepts."""
+        return bool(self.config.repair_pairs)
+
     def budget(self, ctx: ReplayContext) -> int:
         cfg = self.config
         return cfg.token_limit if cfg.token_limit is not None else ctx.window
@@ -169,7 +180,11 @@ class AutoGenTokenLimited(Strategy[TokenLimitedConfig]):
         overhead = ctx.view.est_overhead if cfg.count_tool_schemas else 0
         sizes = [sum(ctx.estimator.count_message(m) for m in unit) for unit in units]
         units, popped = pop_middle(units, sizes, self.budget(ctx) - overhead)
-        out = [*system, *drop_unpaired(flatten(units))]
+        if cfg.repair_pairs:
+            kept = drop_unpaired(flatten(units))
+        else:
+            kept = flatten(units[1:] if units and is_result_message(units[0]) else units)
+        out = [*system, *kept]
         if out != list(ctx.view.messages):
             ctx.apply("autogen_token_limited", out, note=f"popped={popped}")
         self.history.sent(ctx.view.messages)

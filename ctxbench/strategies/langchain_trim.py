@@ -1,5 +1,6 @@
 """``langchain_trim``: LangChain ``trim_messages`` applied to the history before every model call.
 
+Release: ``langchain-core==1.8.3`` (read again in the 1.8.4 wheel: the same code).
 Source: langchain-ai/langchain ``libs/core/langchain_core/messages/utils.py`` (``trim_messages``,
 ``_first_max_tokens``, ``_last_max_tokens``, ``_default_text_splitter``) and the reference page
 reference.langchain.com ``trim_messages``; the tool-pair rule follows PR #34195 ("if the cutoff
@@ -20,19 +21,23 @@ Rules reproduced:
   combining them with ``"first"`` is an error.
 - ``allow_partial``: the message at the boundary may be cut by ``text_splitter`` (LangChain's
   default splits at newlines, keeping them), keeping its last pieces (``"last"``) or first pieces
-  (``"first"``) that fit.
+  (``"first"``) that fit. The binary search of ``_first_max_tokens`` counts each candidate with
+  its pieces in the searched order (for ``"last"``: reversed lines) and only the kept text is
+  put back in order, so a counter that is not additive over lines may keep a different count.
 - Message types are LangChain's: ``human`` (user messages, observations included), ``ai``,
   ``tool``, ``system``.
-- Tool pairs: ``trim_messages`` itself does not look at pairs. As in LangChain's summarization
-  cutoff (PR #34195), a kept suffix that starts on tool results moves forward past them (drops
-  more); a kept part that ends on calls without results loses those calls
-  (:func:`drop_unpaired`).
+- Tool pairs: ``trim_messages`` itself does not look at pairs, so a trim can send a tool result
+  whose call was cut, which a provider rejects (a failed call of kind ``pairing``). That is the
+  default. ``repair_pairs=true`` adds ctxbench's repair, modelled on LangChain's summarization
+  cutoff (PR #34195): a kept suffix that starts on tool results moves forward past them (drops
+  more), and calls whose results were cut are stripped (:func:`drop_unpaired`).
 
 The token counter is the strategy's estimator summed over the messages (LangChain's
 ``count_tokens_approximately`` counts messages, not tool schemas; chars4 is the default).
 
 Knobs (defaults): max_tokens None (= window - reserved; ``trim_messages`` has no default),
-strategy "last", include_system False, start_on (), end_on (), allow_partial False.
+strategy "last", include_system False, start_on (), end_on (), allow_partial False,
+repair_pairs False.
 ``include_system`` defaults to False as in ``trim_messages``, so by LangChain's own rule a "last"
 trim may drop the system prompt; every LangChain example sets it to True, so set
 ``include_system=true`` to compare with that usage. ``keeps_system()`` tells the invariant
@@ -88,15 +93,18 @@ def first_max_tokens(
         pieces = default_text_splitter(messages[idx].content)
         if partial == "last":
             pieces.reverse()
-        best = 0
-        for n in range(1, len(pieces) + 1):
-            chosen = pieces[:n] if partial == "first" else list(reversed(pieces[:n]))
-            if total + count(messages[idx].with_text("".join(chosen))) <= max_tokens:
-                best = n
-            else:
+        # LangChain's binary search; each candidate is counted in the searched order
+        left, right = 0, len(pieces)
+        for _ in range(len(pieces).bit_length()):
+            if left >= right:
                 break
-        if best:
-            chosen = pieces[:best] if partial == "first" else list(reversed(pieces[:best]))
+            mid = (left + right + 1) // 2
+            if total + count(messages[idx].with_text("".join(pieces[:mid]))) <= max_tokens:
+                left = mid
+            else:
+                right = mid - 1
+        if left:
+            chosen = pieces[:left] if partial == "first" else list(reversed(pieces[:left]))
             messages = [*messages[:idx], messages[idx].with_text("".join(chosen))]
             idx += 1
     if end_on:
@@ -157,6 +165,12 @@ class LangChainTrimConfig:
         default=(), metadata={"help": "message types the kept part must end on"}
     )
     allow_partial: bool = field(default=False, metadata={"help": "cut the boundary message"})
+    repair_pairs: bool = field(
+        default=False,
+        metadata={
+            "help": "ctxbench's tool-pair repair (not in LangChain: off sends what it sends)"
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.max_tokens is not None and self.max_tokens < 0:
@@ -179,6 +193,10 @@ class LangChainTrim(Strategy[LangChainTrimConfig]):
     def keeps_system(self) -> bool:
         """Only ``include_system=true`` promises to keep the system message."""
         return bool(self.config.include_system)
+
+    def keeps_pairs(self) -> bool:
+        """Only ``repair_pairs=true`` promises prompts a provider accepts."""
+        return bool(self.config.repair_pairs)
 
     summary = "LangChain trim_messages before every call: last/first N tokens, type boundaries."
     source = "langchain-ai/langchain libs/core/langchain_core/messages/utils.py trim_messages"
@@ -209,7 +227,7 @@ class LangChainTrim(Strategy[LangChainTrimConfig]):
             end_on=cfg.end_on,
             allow_partial=cfg.allow_partial,
         )
-        out = make_pair_safe(trimmed)
+        out = make_pair_safe(trimmed) if cfg.repair_pairs else trimmed
         if out != list(ctx.view.messages):
             ctx.apply("langchain_trim", out)
         self.history.sent(ctx.view.messages)

@@ -1,0 +1,365 @@
+"""Hermes' knobs, its releases, the token limits it derives from the window
+(``ContextCompressor.__init__``, ``_compute_threshold_tokens``, ``update_model``) and how the
+0.19.0 agent loop measures a request against them (``estimate_messages_tokens_rough``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ctxbench.counting.base import TokenCounter, tool_schemas
+from ctxbench.strategies.releases import check_release, release_field
+from ctxbench.trace import Message, ToolCall, ToolSpec
+
+MINIMUM_CONTEXT_LENGTH = 64_000
+
+
+MIN_CTX_TRIGGER_RATIO = 0.85
+
+
+SMALL_CTX_WINDOW_LIMIT = 512_000
+
+
+SMALL_CTX_THRESHOLD_PERCENT = 0.75
+
+
+SUMMARY_TOKENS_CEILING = 10_000
+
+
+@dataclass(frozen=True)
+class HermesRelease:
+    """What one Hermes version does where they differ (RELEASES.md, line numbers of the wheel)."""
+
+    name: str
+    #: the agent loop's triggers: the rough ``len(str(msg))`` estimate before every API call,
+    #: the provider's ``prompt_tokens`` after each tool-calling response, the deferral until
+    #: real usage after a compaction (#36718), 3 attempts per user turn shared with overflow
+    #: compaction, the anti-thrash guard on overflow too, the re-inserted user turn
+    agent_loop: bool
+    #: ``max_tokens`` None reserves nothing (else None = the run's --reserved)
+    none_reserves_nothing: bool
+    #: the 8-message cap on the prune floor (0.19.0: ``min(protect_tail_count, n)``)
+    prune_floor_cap: int | None
+    #: the prune pressure pass inside the protected tail (#61932)
+    pressure_pass: bool
+    #: the 160K-char summary input cap
+    summary_input_cap: bool
+    #: the summary goes in as a user message when the window starts at 0
+    user_summary_at_start: bool
+    #: the compaction note appended to the system prompt (0.19.0: gateway ``/compress`` only)
+    system_note: bool
+    #: handoffs in the window are stripped and re-summarised (0.19.0: only turns after the
+    #: latest handoff are summarised; without one the previous summary is discarded)
+    strip_handoffs: bool
+    #: ``content_len / 4`` rounded up in the budget walks (0.19.0: ``// 4``)
+    ceil_rounding: bool
+    #: model_thresholds, threshold_tokens_cap, proactive prune, min_tail_user_messages exist
+    later_knobs: bool
+    summary: str
+
+
+#: The ``release`` knob's values: the wheel, and the later commit REFERENCE.md A4 was read at.
+RELEASES: dict[str, HermesRelease] = {
+    "0.19.0": HermesRelease(
+        name="0.19.0",
+        agent_loop=True,
+        none_reserves_nothing=True,
+        prune_floor_cap=None,
+        pressure_pass=False,
+        summary_input_cap=False,
+        user_summary_at_start=False,
+        system_note=False,
+        strip_handoffs=False,
+        ceil_rounding=False,
+        later_knobs=False,
+        summary=(
+            "the hermes-agent==0.19.0 wheel with its agent loop: rough len(str(msg)) estimate "
+            "before each call and real prompt_tokens after each tool-calling response, deferral "
+            "until real usage, 3 attempts per user turn shared with overflow, anti-thrash on "
+            "overflow, re-inserted user turn, max_tokens None = no reservation, prune floor "
+            "min(protect_last_n, n), no system-prompt note, floor rounding"
+        ),
+    ),
+    "0000416b": HermesRelease(
+        name="0000416b",
+        agent_loop=False,
+        none_reserves_nothing=False,
+        prune_floor_cap=8,
+        pressure_pass=True,
+        summary_input_cap=True,
+        user_summary_at_start=True,
+        system_note=True,
+        strip_handoffs=True,
+        ceil_rounding=True,
+        later_knobs=True,
+        summary=(
+            "context_compressor.py at 0000416b34a3dad10c39446ab62c6626c609c30f (REFERENCE.md "
+            "A4), compress() triggered by the estimate before each call: model_thresholds, "
+            "threshold_tokens_cap, proactive prune, min_tail_user_messages, the pressure pass, "
+            "the 8-message prune floor, the 160K summary-input cap, ceiling rounding"
+        ),
+    ),
+}
+LATEST_RELEASE: Literal["0.19.0"] = "0.19.0"
+
+
+@dataclass(frozen=True)
+class HermesConfig:
+    release: Literal["0.19.0", "0000416b"] = release_field(LATEST_RELEASE, RELEASES)
+    context_length: int | None = field(
+        default=None, metadata={"help": "model window (None = the run window)"}
+    )
+    max_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "output reservation subtracted from the window (None: 0.19.0 none, "
+            "0000416b the run's --reserved)"
+        },
+    )
+    threshold_percent: float = field(
+        default=0.50, metadata={"help": "compress at this share of the effective window"}
+    )
+    protect_first_n: int = field(
+        default=3, metadata={"help": "messages after the system prompt kept (first compaction)"}
+    )
+    protect_last_n: int = field(default=20, metadata={"help": "tail message floor (capped at 8)"})
+    summary_target_ratio: float = field(
+        default=0.20, metadata={"help": "tail budget as a share of the threshold (0.10-0.80)"}
+    )
+    abort_on_summary_failure: bool = field(
+        default=False, metadata={"help": "no change (instead of a fallback) when summarising fails"}
+    )
+    model: str = field(default="", metadata={"help": "model name matched by model_thresholds"})
+    model_thresholds: dict[str, float] = field(
+        default_factory=dict,
+        metadata={"help": "threshold_percent by model substring (longest key wins)"},
+    )
+    threshold_tokens_cap: int | None = field(
+        default=None, metadata={"help": "absolute cap on the threshold (tokens)"}
+    )
+    proactive_prune_tokens: int = field(
+        default=0, metadata={"help": "prune-only pass from this many tokens (0 = off)"}
+    )
+    proactive_prune_min_result_chars: int = field(
+        default=8000, metadata={"help": "proactive prune: results longer than this"}
+    )
+    proactive_prune_min_reclaim_tokens: int = field(
+        default=4096, metadata={"help": "proactive prune commits only if it saves this much"}
+    )
+    min_tail_user_messages: int = field(
+        default=1, metadata={"help": "user messages always kept in the tail"}
+    )
+    max_compression_attempts: int = field(
+        default=3, metadata={"help": "compression passes per call (proactive and on overflow)"}
+    )
+    minimum_context_length: int = field(
+        default=MINIMUM_CONTEXT_LENGTH, metadata={"help": "threshold floor (model_metadata.py)"}
+    )
+
+    def __post_init__(self) -> None:
+        if not 0 < self.threshold_percent <= 1:
+            raise ValueError(
+                f"threshold_percent must be within (0, 1], not {self.threshold_percent}"
+            )
+        for name in (
+            "protect_first_n",
+            "protect_last_n",
+            "proactive_prune_tokens",
+            "proactive_prune_min_result_chars",
+            "proactive_prune_min_reclaim_tokens",
+            "min_tail_user_messages",
+            "minimum_context_length",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
+        if self.max_compression_attempts < 1:
+            raise ValueError(
+                f"max_compression_attempts must be >= 1, not {self.max_compression_attempts}"
+            )
+        for name in ("context_length", "threshold_tokens_cap"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive, not {value}")
+        if self.max_tokens is not None and self.max_tokens < 0:
+            raise ValueError(f"max_tokens must be >= 0, not {self.max_tokens}")
+        thresholds: dict[str, float] = {}
+        for key, value in dict(self.model_thresholds).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+                raise ValueError(f"model_thresholds[{key!r}] must be a number in (0, 1]")
+            thresholds[str(key)] = float(value)
+        object.__setattr__(self, "model_thresholds", thresholds)
+        check_release(self.release, RELEASES)
+        if not self.rules.later_knobs:
+            later = [
+                name
+                for name, unset in (
+                    ("model_thresholds", not thresholds),
+                    ("threshold_tokens_cap", self.threshold_tokens_cap is None),
+                    ("proactive_prune_tokens", self.proactive_prune_tokens == 0),
+                    ("min_tail_user_messages", self.min_tail_user_messages == 1),
+                )
+                if not unset
+            ]
+            if later:
+                raise ValueError(
+                    f"{', '.join(later)} not in hermes-agent {self.release}: "
+                    "set release=0000416b to use them"
+                )
+
+    @property
+    def rules(self) -> HermesRelease:
+        return RELEASES[self.release]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The token limits Hermes derives from the window (``__init__`` / ``update_model``)."""
+
+    context_length: int
+    max_tokens: int
+    threshold_percent: float
+    threshold_tokens: int
+    tail_token_budget: int
+    max_summary_tokens: int
+
+
+def resolve_model_threshold(model: str, overrides: dict[str, float], default: float) -> float:
+    """The threshold of the longest ``overrides`` key contained in ``model``."""
+    best = max((k for k in overrides if k and k in model), key=len, default="")
+    return overrides[best] if best else default
+
+
+def compute_limits(config: HermesConfig, window: int, reserved: int) -> Limits:
+    """Threshold, tail budget and summary ceiling for a window, as ``ContextCompressor`` does."""
+    ctx_len = config.context_length or window
+    if config.max_tokens is not None:
+        max_tokens = config.max_tokens
+    else:
+        max_tokens = 0 if config.rules.none_reserves_nothing else reserved
+    pct = resolve_model_threshold(config.model, config.model_thresholds, config.threshold_percent)
+    if ctx_len < SMALL_CTX_WINDOW_LIMIT:
+        pct = max(pct, SMALL_CTX_THRESHOLD_PERCENT)
+    effective = ctx_len - max_tokens
+    if effective <= 0:
+        effective = ctx_len
+    floored = max(int(effective * pct), config.minimum_context_length)
+    if floored >= effective:
+        threshold = max(1, min(int(effective * MIN_CTX_TRIGGER_RATIO), effective - 1))
+    else:
+        threshold = floored
+    if config.threshold_tokens_cap is not None:
+        threshold = min(threshold, min(config.threshold_tokens_cap, ctx_len))
+    ratio = max(0.10, min(config.summary_target_ratio, 0.80))
+    return Limits(
+        context_length=ctx_len,
+        max_tokens=max_tokens,
+        threshold_percent=pct,
+        threshold_tokens=threshold,
+        tail_token_budget=int(threshold * ratio),
+        max_summary_tokens=min(int(ctx_len * 0.05), SUMMARY_TOKENS_CEILING),
+    )
+
+
+# -- how the 0.19.0 agent loop measures (model_metadata.py:2600-2790) ------------------------------
+
+ROUGH_IMAGE_TOKENS = 1500
+BUDGET_IMAGE_TOKENS = 1600
+_IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+
+
+def response_item_id(call_id: str) -> str:
+    """``_derive_responses_function_call_id(call_id, None)`` (codex_responses_adapter.py:211)."""
+    source = call_id.strip()
+    if source.startswith("fc_"):
+        return source
+    if source.startswith("call_") and len(source) > len("call_"):
+        return f"fc_{source[len('call_') :]}"
+    sanitized = re.sub(r"[^A-Za-z0-9_-]", "", source)
+    if sanitized.startswith("fc_"):
+        return sanitized
+    if sanitized.startswith("call_") and len(sanitized) > len("call_"):
+        return f"fc_{sanitized[len('call_') :]}"
+    if sanitized:
+        return f"fc_{sanitized[:48]}"
+    return f"fc_{hashlib.sha1(source.encode('utf-8')).hexdigest()[:24]}"
+
+
+def stored_call(call: ToolCall) -> dict[str, Any]:
+    """A tool call as the agent stores it (chat_completion_helpers.py:1436-1446)."""
+    return {
+        "id": call.id,
+        "call_id": call.id,
+        "response_item_id": response_item_id(call.id),
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+
+
+def stored_message(message: Message) -> dict[str, Any]:
+    """A message as the agent keeps it in ``messages`` (images stripped, as the estimate does)."""
+    content: Any = message.content
+    if message.parts is not None:
+        content = [
+            {"type": p.type, "image": "[stripped]"} if p.type in _IMAGE_TYPES else p.to_dict()
+            for p in message.parts
+        ]
+    if message.role == "tool":
+        name = message.name or ""
+        return {
+            "role": "tool",
+            "name": name,
+            "tool_name": name,
+            "content": content,
+            "tool_call_id": message.tool_call_id or "",
+        }
+    out: dict[str, Any] = {"role": message.role, "content": content}
+    if message.tool_calls:
+        out["tool_calls"] = [stored_call(c) for c in message.tool_calls]
+    out.update(message.replay)
+    return out
+
+
+def rough_request_tokens(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+    """``estimate_messages_tokens_rough`` of the API messages (system prompt included) plus
+    ``_estimate_tools_tokens_rough``: ``(sum of len(str(msg)) + 3) // 4``, 1500 per image, and
+    the tools' name + description + compact parameters JSON."""
+    chars = sum(len(str(stored_message(m))) for m in messages)
+    images = sum(1 for m in messages for p in m.parts or () if p.type in _IMAGE_TYPES)
+    tool_chars = 0
+    for schema in tool_schemas(tools):
+        fn = schema.get("function", schema)
+        tool_chars += len(fn.get("name") or "") + len(fn.get("description") or "")
+        tool_chars += len(
+            json.dumps(fn.get("parameters") or {}, ensure_ascii=False, separators=(",", ":"))
+        )
+    tools_tokens = (tool_chars + 3) // 4 if tools else 0
+    return (chars + 3) // 4 + ROUGH_IMAGE_TOKENS * images + tools_tokens
+
+
+class BudgetCounter(TokenCounter):
+    """0.19.0 ``_estimate_msg_budget_tokens`` (context_compressor.py:419): ``content_len // 4 +
+    10``, ``len(str(tc)) // 4`` of each tool call as stored, replay keys, 1600 per image."""
+
+    kind = "estimator"
+
+    def __init__(self) -> None:
+        super().__init__("hermes@0.19.0", "hermes-agent 0.19.0 _estimate_msg_budget_tokens")
+
+    def count(self, text: str) -> int:
+        return len(text) // 4
+
+    def message_tokens(self, message: Message) -> int:
+        tokens = len(message.content) // 4 + 10
+        tokens += BUDGET_IMAGE_TOKENS * len(message.media_parts)
+        tokens += sum(len(str(stored_call(c))) // 4 for c in message.tool_calls)
+        for value in message.replay.values():
+            serialised = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            tokens += len(serialised) // 4
+        return tokens
+
+    def prompt_overhead(self, tools: Sequence[ToolSpec] = ()) -> int:
+        return 0
