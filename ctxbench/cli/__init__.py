@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "baseline": ("gating", "baseline", "Record a baseline of a results directory."),
     "check": ("gating", "check", "Compare results with a baseline; exit 1 on regression."),
     "diff": ("gating", "diff", "Show where two replays of the same trace diverge."),
+    "shipped": ("shipped", "shipped", "Install, list and remove released framework environments."),
+    "parity": ("parity", "parity", "Compare a reproduction with the released code, call by call."),
 }
 
 

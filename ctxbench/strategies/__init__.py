@@ -95,6 +95,12 @@ STRATEGIES.add(
     "Claude Code auto-compact: 9-section summary at effective window - 13K (2nd-hand).",
 )
 
+# Released framework code run in its own environment (ctxbench/shipped/, `ctxbench shipped`).
+STRATEGIES.add(
+    "shipped:dbgpt@0.8.2",
+    "ctxbench.shipped.dbgpt:ShippedDbgpt",
+    "DB-GPT 0.8.2's own ContextManager and thinking(), rebuilt from memory every call.",
+)
 
 #: What the engine calls on a strategy that does not subclass :class:`Strategy`.
 PROTOCOL: tuple[str, ...] = (
