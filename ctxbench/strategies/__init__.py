@@ -95,8 +95,11 @@ STRATEGIES.add(
     "Claude Code auto-compact: 9-section summary at effective window - 13K (2nd-hand).",
 )
 
-# Released framework code run in its own environment (ctxbench/shipped/, `ctxbench shipped`).
-STRATEGIES.add(
+#: Released framework code run in its own environment (ctxbench/shipped/): kept apart from
+#: STRATEGIES, whose every entry replays in-process, and listed by `ctxbench shipped list`.
+SHIPPED_PREFIX = "shipped:"
+SHIPPED_STRATEGIES = Registry("shipped strategy", list_command="ctxbench shipped list")
+SHIPPED_STRATEGIES.add(
     "shipped:dbgpt@0.8.2",
     "ctxbench.shipped.dbgpt:ShippedDbgpt",
     "DB-GPT 0.8.2's own ContextManager and thinking(), rebuilt from memory every call.",
@@ -122,7 +125,7 @@ def strategy_class(name: str) -> type[Strategy]:
 
     from ctxbench.errors import UnknownNameError
 
-    cls = STRATEGIES.load(name)
+    cls = (SHIPPED_STRATEGIES if name.startswith(SHIPPED_PREFIX) else STRATEGIES).load(name)
     hint = "subclass ctxbench.strategies.base.Strategy (see docs/plugins.md)"
     if not isinstance(cls, type):
         raise UnknownNameError(
@@ -151,4 +154,4 @@ def build_strategy(
     return cls(cfg)
 
 
-__all__ = ["STRATEGIES", "Strategy", "build_strategy", "strategy_class"]
+__all__ = ["SHIPPED_STRATEGIES", "STRATEGIES", "Strategy", "build_strategy", "strategy_class"]
