@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext, _ranges
-from ctxbench.strategies.base import Strategy
+from ctxbench.engine.strategy import ProviderCall, Strategy
 from ctxbench.trace import Message, Trace
 
 if TYPE_CHECKING:
@@ -28,7 +28,8 @@ DEFAULT_TOLERANCE = 0.05
 
 
 class Observed(Strategy):
-    """A strategy wrapped so that each call's final prompt is recorded (trace indices)."""
+    """A strategy wrapped so that the prompt of each call's last attempt is recorded (as trace
+    indices), from ``after_call``."""
 
     def __init__(self, inner: Strategy) -> None:
         super().__init__(inner.config)
@@ -47,12 +48,13 @@ class Observed(Strategy):
 
     def before_call(self, ctx: ReplayContext) -> None:
         self.inner.before_call(ctx)
-        self._observe(ctx)
+
+    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
+        self.inner.after_call(call, ctx)
+        self._observe(ctx)  # the prompt just sent; a retry's prompt replaces it
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
-        retry = self.inner.on_overflow(error, attempt, ctx)
-        self._observe(ctx)
-        return retry
+        return self.inner.on_overflow(error, attempt, ctx)
 
     def keeps_system(self) -> bool:
         return self.inner.keeps_system()

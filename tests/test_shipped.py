@@ -125,7 +125,7 @@ def test_a_manifest_for_other_requirements_is_not_the_environment(
 
 
 def test_unknown_release_suggests_the_known_one() -> None:
-    with pytest.raises(Exception, match="did you mean 'dbgpt==0.8.2'"):
+    with pytest.raises(Exception, match=r"did you mean 'dbgpt==0\.8\.2'"):
         find_release("dbgpt==0.8.1")
 
 
@@ -185,13 +185,18 @@ def test_a_sweep_goes_on_after_a_crashed_driver_and_reuses_live_ones(
 ) -> None:
     source = tmp_path / "t.jsonl"
     write_traces(source, [trace])
+    modes: list[dict[str, Any]] = [
+        {"mode": "keep"},
+        {"mode": "crash", "at": 1},
+        {"mode": "keep", "at": 3},
+        {"mode": "keep", "at": 4},
+    ]
+    name = "tests.test_shipped:Scripted"
     cells = tuple(
         resolve_spec(
-            RunSpec(trace.id, trace.content_hash, "tests.test_shipped:Scripted", params, 16_384,
-                    trace_source=f"{source}#0")  # fmt: skip
+            RunSpec(trace.id, trace.content_hash, name, p, 16_384, trace_source=f"{source}#0")
         )
-        for params in ({"mode": "keep"}, {"mode": "crash", "at": 1}, {"mode": "keep", "at": 3},
-                       {"mode": "keep", "at": 4})  # fmt: skip
+        for p in modes
     )
     outcomes = run_task(Task(cells))
     rows = [json.loads(o.record)["row"] for o in outcomes]

@@ -5,6 +5,7 @@ every embedded scenario and a recorded trace of every shared source."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,7 @@ def test_the_model_name_defect_trips_the_breaker_and_all_compaction_stops(
     assert not [e for e in breaker_run if e["type"] == "summary"]
     compactions = [e["call"] for e in breaker_run if e["type"] == "compaction"]
     assert compactions and max(compactions) <= tripped_at
-    over = [
-        e for e in breaker_run if e["type"] == "provider.call" and e["call"] > tripped_at
-    ]
+    over = [e for e in breaker_run if e["type"] == "provider.call" and e["call"] > tripped_at]
     assert over and all(not e["ok"] for e in over[-10:])
 
 
@@ -83,7 +82,7 @@ def test_compaction_is_recomputed_on_the_fresh_history_every_call(
     layer1 = sorted({e["call"] for e in breaker_run if e["type"] == "compaction"
                      and e["layer"] == "layer1"})  # fmt: skip
     # Layer 1 runs again at consecutive calls: last call's truncation did not persist
-    assert any(b == a + 1 for a, b in zip(layer1, layer1[1:]))
+    assert any(b == a + 1 for a, b in itertools.pairwise(layer1))
     per_call = [e for e in breaker_run if e["type"] == "compaction" and e["layer"] == "layer1"]
     assert all(e["changed"] >= 1 for e in per_call)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ctxbench.engine import events as ev
+from ctxbench.engine.strategy import ProviderCall
 from ctxbench.errors import SummarizerError
 from ctxbench.shipped import environment
 from ctxbench.shipped.process import DRIVERS_DIR, DriverProcess, acquire
@@ -55,6 +56,7 @@ class ShippedStrategy(Strategy):
         self._sent = 0
         self._driver: DriverProcess | None = None
         self._ctx: ReplayContext | None = None
+        self._last_call: dict[str, Any] | None = None
 
     # -- where the framework lives (tests of the fault paths override these) --------------------------
     def environment(self) -> environment.Environment:
@@ -98,7 +100,7 @@ class ShippedStrategy(Strategy):
         new = [encode_message(m, i) for i, m in enumerate(history[self._sent :], self._sent)]
         self._sent = len(history)
         reply = self._request(
-            ctx, {"op": "call", "call": ctx.call, "append": new, "last_call": _last_call(ctx)}
+            ctx, {"op": "call", "call": ctx.call, "append": new, "last_call": self._last_call}
         )
         self._apply(ctx, reply, history)
         if reply.get("exception"):  # the framework raised inside the call: the reply fails
@@ -109,6 +111,10 @@ class ShippedStrategy(Strategy):
                 attempts=0,
                 exception=str(reply["exception"]),
             )
+
+    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
+        """Remember the verdict: the next ``call`` request carries it (post-response usage)."""
+        self._last_call = {"ok": call.accepted, "prompt_tokens": call.true_tokens}
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
         reply = self._request(ctx, {"op": "overflow", "error": str(error), "attempt": attempt})
@@ -162,11 +168,3 @@ class ShippedStrategy(Strategy):
             info=dict(reply.get("info") or {}),
             exception=reply.get("exception"),
         )
-
-
-def _last_call(ctx: ReplayContext) -> dict[str, Any] | None:
-    """The provider's verdict on the previous call (what an agent loop reads from usage)."""
-    for event in reversed(ctx.events):
-        if event.type == ev.PROVIDER_CALL and event.call < ctx.call:
-            return {"ok": bool(event["ok"]), "prompt_tokens": int(event["true_tokens"])}
-    return None

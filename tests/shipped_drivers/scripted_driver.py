@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.environ["CTXBENCH_WIRE_DIR"])
 
-import wire  # noqa: E402
+import wire
 
 STATE: dict = {"ids": [], "cfg": {}}
 
@@ -46,7 +46,11 @@ def call(request: dict) -> dict:
             reply = wire.ask_summary("scripted", "Summarise.", messages=STATE["ids"][1:-1])
             text = reply["text"] if reply["ok"] else f"failed: {reply.get('error')}"
             step = [refs[0], {"role": "user", "content": text}, refs[-1]]
-            return {"op": "prompt", "base": refs, "steps": [{"layer": "scripted", "messages": step}]}
+            return {
+                "op": "prompt",
+                "base": refs,
+                "steps": [{"layer": "scripted", "messages": step}],
+            }
     return {"op": "prompt", "base": refs, "steps": [], "info": {"pid": os.getpid()}}
 
 

@@ -40,11 +40,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import types
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
+import dbgpt
 import wire
-
-import dbgpt  # noqa: F401  (version below)
 from dbgpt.agent.core import base_agent
 from dbgpt.agent.core.agent import AgentMessage
 from dbgpt.agent.core.base_agent import ConversableAgent
@@ -72,7 +71,7 @@ class _NoSleepAsyncio(types.ModuleType):
         return result
 
 
-base_agent.asyncio = _NoSleepAsyncio("asyncio")  # type: ignore[attr-defined]
+base_agent.asyncio = _NoSleepAsyncio("asyncio")
 
 
 class _Layer3Log(logging.Handler):
@@ -80,7 +79,7 @@ class _Layer3Log(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.ERROR)
-        self.failures: List[str] = []
+        self.failures: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.exc_info and record.exc_info[1] is not None:
@@ -96,7 +95,7 @@ class SummaryClient:
     client it swallows a failed call and returns "" (RELEASES.md: an empty summary counts as
     a success)."""
 
-    async def generate_text(self, prompt: str, llm_model: Optional[str] = None, **kw: Any) -> str:
+    async def generate_text(self, prompt: str, llm_model: str | None = None, **kw: Any) -> str:
         reply = wire.ask_summary("layer3", prompt, max_tokens=kw.get("max_new_tokens"))
         return str(reply.get("text") or "") if reply.get("ok") else ""
 
@@ -113,7 +112,7 @@ class OverflowingClient:
         raise LLMChatError(self.error)
 
 
-def _react_text(message: Dict[str, Any]) -> str:
+def _react_text(message: dict[str, Any]) -> str:
     """An assistant turn with native tool calls as the ReAct agent stores it."""
     lines = []
     if message.get("content"):
@@ -127,34 +126,34 @@ def _react_text(message: Dict[str, Any]) -> str:
 class Replay:
     """One trace: the memory, the manager and the ReAct loop counter."""
 
-    def __init__(self, request: Dict[str, Any]) -> None:
+    def __init__(self, request: dict[str, Any]) -> None:
         cfg = dict(request["config"])
         window, reserved = int(request["window"]), int(request["reserved"])
         max_context = cfg.pop("max_context_tokens")
         reserved_tokens = cfg.pop("reserved_tokens")
-        self.model_name: Optional[str] = cfg.pop("model_name")
+        self.model_name: str | None = cfg.pop("model_name")
         self.budget_config = ContextBudgetConfig(
             max_context_tokens=window if max_context is None else max_context,
             reserved_tokens=reserved if reserved_tokens is None else reserved_tokens,
             **cfg,
         )
-        self.statuses: List[Dict[str, Any]] = []
+        self.statuses: list[dict[str, Any]] = []
         self.manager = ContextManager(
             config=self.budget_config,
             model_name=self.model_name,
-            llm_client=SummaryClient(),  # type: ignore[arg-type]
+            llm_client=SummaryClient(),
             on_status_event=self._on_status,
         )
-        self.memory: List[Tuple[int, str, str, bool]] = []  # (id, dbgpt role, text, native tool)
+        self.memory: list[tuple[int, str, str, bool]] = []  # (id, dbgpt role, text, native tool)
         self.retry_counter = 0
         self.react_converted = False
-        self.prompt: List[AgentMessage] = []
-        self.ids: Dict[int, Tuple[int, bool]] = {}
+        self.prompt: list[AgentMessage] = []
+        self.ids: dict[int, tuple[int, bool]] = {}
 
-    async def _on_status(self, status: Dict[str, Any]) -> None:
+    async def _on_status(self, status: dict[str, Any]) -> None:
         self.statuses.append(status)
 
-    def remember(self, messages: List[Dict[str, Any]]) -> None:
+    def remember(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:
             role, text = message["role"], message.get("content") or ""
             if role == "assistant" and message.get("tool_calls"):
@@ -167,7 +166,7 @@ class Replay:
                 self.retry_counter = 0  # a new user turn: generate_reply starts counting again
             self.memory.append((message["id"], _ROLE[role], text, role == "tool"))
 
-    def rebuild(self) -> Tuple[List[AgentMessage], List[AgentMessage]]:
+    def rebuild(self) -> tuple[list[AgentMessage], list[AgentMessage]]:
         """Fresh AgentMessages from memory: (what the manager sees, appended after it)."""
         self.ids = {}
         fresh = []
@@ -175,16 +174,16 @@ class Replay:
             msg = AgentMessage(content=text, role=role)
             self.ids[id(msg)] = (ident, native_tool)
             fresh.append(msg)
-        tail: List[AgentMessage] = []
+        tail: list[AgentMessage] = []
         if fresh and fresh[-1].role == ModelMessageRoleType.HUMAN:
             last = fresh[-1].content or ""
             if not last.lstrip().startswith("Observation:"):
                 tail = [fresh.pop()]
         return fresh, tail
 
-    def items(self, messages: List[AgentMessage]) -> List[Dict[str, Any]]:
+    def items(self, messages: list[AgentMessage]) -> list[dict[str, Any]]:
         """Messages as protocol items: history references (rewritten ones with their text)."""
-        out: List[Dict[str, Any]] = []
+        out: list[dict[str, Any]] = []
         for msg in messages:
             ident = self.ids.get(id(msg))
             if ident is None:
@@ -201,7 +200,7 @@ class Replay:
                 out.append({"ref": ident[0], "content": content})
         return out
 
-    def info(self, **extra: Any) -> Dict[str, Any]:
+    def info(self, **extra: Any) -> dict[str, Any]:
         tracker = self.manager.tracker
         out = {
             "statuses": self.statuses,
@@ -213,13 +212,13 @@ class Replay:
         out.update(extra)
         return out
 
-    async def call(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    async def call(self, request: dict[str, Any]) -> dict[str, Any]:
         self.remember(request["append"])
         self.statuses = []
         _LAYER3_LOG.failures = []
         managed, tail = self.rebuild()
         base = self.items(managed + tail)
-        steps: List[Dict[str, Any]] = []
+        steps: list[dict[str, Any]] = []
         for layer in ("layer1", "layer2", "layer3"):
             self._record_layer(layer, steps, tail)
         managed = await self.manager.manage_context(
@@ -229,7 +228,7 @@ class Replay:
         self.retry_counter += 1
         return {"op": "prompt", "base": base, "steps": steps, "info": self.info()}
 
-    def _record_layer(self, layer: str, steps: List[Dict[str, Any]], tail: List[Any]) -> None:
+    def _record_layer(self, layer: str, steps: list[dict[str, Any]], tail: list[Any]) -> None:
         """Wrap a layer's ``compact`` so each layer's output becomes a step (no behaviour
         change: the wrapper returns what the layer returned)."""
         obj = getattr(self.manager, f"_{layer}")
@@ -252,14 +251,14 @@ class Replay:
 
             obj.compact = compact
 
-    async def overflow(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    async def overflow(self, request: dict[str, Any]) -> dict[str, Any]:
         client = OverflowingClient(str(request["error"]))
         agent = _ThinkingSelf(client)
         messages = self.prompt
-        steps: List[Dict[str, Any]] = []
+        steps: list[dict[str, Any]] = []
         try:
             try:
-                await ConversableAgent.thinking(agent, messages)  # type: ignore[arg-type]
+                await ConversableAgent.thinking(agent, messages)
             except LLMChatError as e:  # generate_reply's Layer-4 clause, base_agent.py:608
                 err_str = str(e).lower()
                 if (
@@ -305,10 +304,10 @@ class _ThinkingSelf:
 
 class Driver:
     def __init__(self) -> None:
-        self.replay: Optional[Replay] = None
+        self.replay: Replay | None = None
         self.loop = asyncio.new_event_loop()
 
-    def start(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    def start(self, request: dict[str, Any]) -> dict[str, Any]:
         self.replay = Replay(request)
         return {
             "op": "ready",
@@ -317,13 +316,13 @@ class Driver:
             "notes": ["native tool calls are given as ReAct text (Thought/Action/Observation)"],
         }
 
-    def call(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.replay is not None
         reply = self.loop.run_until_complete(self.replay.call(request))
         reply["info"]["react_text"] = self.replay.react_converted
         return reply
 
-    def overflow(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    def overflow(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.replay is not None
         return self.loop.run_until_complete(self.replay.overflow(request))
 

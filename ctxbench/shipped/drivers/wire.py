@@ -11,25 +11,26 @@ import json
 import os
 import sys
 import traceback
-from typing import Any, Callable, Dict, Optional
+from collections.abc import Callable
+from typing import Any
 
 _OUT = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="surrogatepass")
 os.dup2(2, 1)
 sys.stdout = sys.stderr
 
-Handler = Callable[[Dict[str, Any]], Dict[str, Any]]
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def send(payload: Dict[str, Any]) -> None:
+def send(payload: dict[str, Any]) -> None:
     _OUT.write(json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n")
     _OUT.flush()
 
 
-def receive() -> Optional[Dict[str, Any]]:
+def receive() -> dict[str, Any] | None:
     line = sys.stdin.readline()
     if not line:
         return None
-    data: Dict[str, Any] = json.loads(line)
+    data: dict[str, Any] = json.loads(line)
     return data
 
 
@@ -37,12 +38,12 @@ def ask_summary(
     layer: str,
     prompt: str,
     *,
-    messages: Optional[list] = None,
-    max_tokens: Optional[int] = None,
-    sections: Optional[list] = None,
-    previous_summary: Optional[str] = None,
+    messages: list | None = None,
+    max_tokens: int | None = None,
+    sections: list | None = None,
+    previous_summary: str | None = None,
     send_max_tokens: bool = True,
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     """Ask ctxbench for a summary (the run's summarizer answers): {ok, text, error}."""
     send(
         {
@@ -66,7 +67,7 @@ def exception_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def serve(handlers: Dict[str, Handler]) -> None:
+def serve(handlers: dict[str, Handler]) -> None:
     """Answer requests until stdin closes; a handler's bug is an ``error`` line, then exit."""
     while True:
         request = receive()
