@@ -41,7 +41,9 @@ SOURCES = (
 
 def traces(per_source: int | None) -> list[tuple[str, Trace]]:
     """(source, trace) for every embedded scenario and every shared recorded trace."""
-    out = [(f"scenario:{name}", next(generate(load_scenario(name), 0))) for name in scenario_names()]
+    out = [
+        (f"scenario:{name}", next(generate(load_scenario(name), 0))) for name in scenario_names()
+    ]
     root = Path(os.environ.get("CTXBENCH_TRACES", Path(__file__).parents[2] / "shared" / "traces"))
     for source in SOURCES:
         files = sorted(p for p in (root / source).rglob("*") if p.is_file())
@@ -52,7 +54,10 @@ def traces(per_source: int | None) -> list[tuple[str, Trace]]:
     return out
 
 
-def table(pairs: list[str], windows: list[int], per_source: int | None) -> dict[str, Any]:
+def table(
+    pairs: list[str], windows: list[int], per_source: int | None, out: Path | None = None
+) -> dict[str, Any]:
+    """The table; with ``out``, the file is rewritten after every (pair, window) done."""
     loaded = traces(per_source)
     result: dict[str, Any] = {"traces": len(loaded), "pairs": {}}
     for pair in pairs:
@@ -75,7 +80,9 @@ def table(pairs: list[str], windows: list[int], per_source: int | None) -> dict[
                 "seconds": round(time.perf_counter() - started, 1),
             }
             print(json.dumps({pair: {window: per_window[str(window)]["overall"]}}), file=sys.stderr)
-        result["pairs"][pair] = per_window
+            result["pairs"][pair] = per_window
+            if out is not None:
+                out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
 
 
@@ -86,13 +93,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--per-source", type=int, default=None, help="traces per source (all)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    out = Path(args.out) if args.out else None
     result = table(
-        args.pairs.split(","), [int(w) for w in args.windows.split(",")], args.per_source
+        args.pairs.split(","), [int(w) for w in args.windows.split(",")], args.per_source, out
     )
-    text = json.dumps(result, indent=2)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
-    print(text)
+    print(json.dumps(result, indent=2))
     return 0
 
 

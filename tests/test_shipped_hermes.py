@@ -42,7 +42,12 @@ def test_the_attempt_budget_of_a_user_turn_runs_out_and_overflows_fail(
 ) -> None:
     infos = [e for e in single_task_run if e["type"] == "shipped.call"]
     compactions = [e for e in single_task_run if e["type"] == "compaction"]
-    assert {e["layer"] for e in compactions} <= {"preflight", "post_response", "pre_api", "overflow"}
+    assert {e["layer"] for e in compactions} <= {
+        "preflight",
+        "post_response",
+        "pre_api",
+        "overflow",
+    }
     assert 1 <= len(compactions) <= 3  # three attempts per user turn, shared by both sites
     exhausted = [e for e in infos if (e["exception"] or "").startswith("compression_exhausted")]
     assert exhausted

@@ -40,8 +40,12 @@ class HermesReleaseConfig:
 
 class ShippedHermes(ShippedStrategy):
     name = "shipped:hermes@0.19.0"
-    summary = "Hermes 0.19.0's own ContextCompressor at the loop's prologue, pre-API and usage checks."
-    source = "PyPI hermes-agent==0.19.0 agent/context_compressor.py, agent/conversation_compression.py"
+    summary = (
+        "Hermes 0.19.0's own ContextCompressor at the loop's prologue, pre-API and usage checks."
+    )
+    source = (
+        "PyPI hermes-agent==0.19.0 agent/context_compressor.py, agent/conversation_compression.py"
+    )
     Config = HermesReleaseConfig
     default_estimator = "hermes"
     release = HERMES

@@ -82,7 +82,7 @@ HERMES = Release(
 LANGCHAIN_CORE = Release(
     framework="langchain_trim",
     distribution="langchain-core",
-    version="1.8.4",
+    version="1.8.3",
     driver="langchain_driver.py",
 )
 AUTOGEN_HEAD_TAIL = Release(

@@ -46,15 +46,15 @@ import wire
 
 os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="ctxbench-hermes-"))
 
-import agent.context_compressor as compressor_module  # noqa: E402
-from agent import conversation_compression  # noqa: E402
-from agent.context_compressor import ContextCompressor  # noqa: E402
-from agent.model_metadata import (  # noqa: E402
+import agent.context_compressor as compressor_module
+from agent import conversation_compression
+from agent.context_compressor import ContextCompressor
+from agent.model_metadata import (
     _estimate_tools_tokens_rough,
     estimate_messages_tokens_rough,
     estimate_request_tokens_rough,
 )
-from agent.turn_context import _should_run_preflight_estimate  # noqa: E402
+from agent.turn_context import _should_run_preflight_estimate
 
 try:
     from importlib.metadata import version
@@ -117,7 +117,6 @@ class LoopAgent:
 
     def _emit_warning(self, text: str) -> None:
         self.statuses.append(text)
-
 
 
 def _hermes_message(message: dict) -> dict:
@@ -205,7 +204,8 @@ class Replay:
                     (
                         i
                         for i, o in self.originals.items()
-                        if o.get("role") == msg.get("role") and o.get("content") == msg.get("content")
+                        if o.get("role") == msg.get("role")
+                        and o.get("content") == msg.get("content")
                         and o.get("tool_calls") == msg.get("tool_calls")
                     ),
                     None,
@@ -228,7 +228,9 @@ class Replay:
         self.messages, _ = conversation_compression.compress_context(
             self.agent, self.messages, self.system, approx_tokens=approx, task_id="ctxbench"
         )
-        steps.append({"layer": where, "messages": self.items(), "note": f"{before}->{len(self.messages)}"})
+        steps.append(
+            {"layer": where, "messages": self.items(), "note": f"{before}->{len(self.messages)}"}
+        )
 
     def _api_tokens(self) -> int:
         api = ([{"role": "system", "content": self.system}] if self.system else []) + self.messages
