@@ -55,7 +55,8 @@ class DriverProcess:
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
 
     def _read_stdout(self) -> None:
         assert self._proc.stdout is not None
@@ -117,6 +118,7 @@ class DriverProcess:
 
     def _failure(self, what: str) -> DriverError:
         self.kill()
+        self._stderr_reader.join(timeout=5)  # the pipe closed: read what the driver last said
         tail = self.stderr_tail()
         return DriverError(
             f"{self.program.name}: {what}" + (f"; stderr tail:\n{tail}" if tail else "")

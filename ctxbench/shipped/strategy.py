@@ -103,6 +103,7 @@ class ShippedStrategy(Strategy):
             ctx, {"op": "call", "call": ctx.call, "append": new, "last_call": self._last_call}
         )
         self._apply(ctx, reply, history)
+        self._record(ctx, reply)
         if reply.get("exception"):  # the framework raised inside the call: the reply fails
             ctx.emit(
                 ev.CALL_FAILED,
@@ -119,6 +120,7 @@ class ShippedStrategy(Strategy):
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
         reply = self._request(ctx, {"op": "overflow", "error": str(error), "attempt": attempt})
         self._apply(ctx, reply, self.history.messages)
+        self._record(ctx, reply)
         return bool(reply.get("retry")) and not reply.get("exception")
 
     # -- the exchange -------------------------------------------------------------------------------------
@@ -153,18 +155,32 @@ class ShippedStrategy(Strategy):
             return {"op": "summary", "ok": False, "text": "", "error": exc.message}
 
     def _apply(self, ctx: ReplayContext, reply: Mapping[str, Any], history: list[Message]) -> None:
-        if reply.get("base") is not None:
-            base = decode_prompt(reply["base"], history)
-            if base != list(ctx.view.messages):
-                ctx.view.replace(base)
-        for step in reply.get("steps") or ():
-            if not isinstance(step, Mapping):
-                raise ProtocolError(f"a step must be an object, not {step!r:.80}")
-            messages = decode_prompt(step.get("messages"), history)
-            ctx.apply(str(step.get("layer", "shipped")), messages, note=str(step.get("note", "")))
+        """Make the view the framework's prompt. When it is what the model saw last plus what
+        was appended (a stateless trim giving the same cut, a layer redoing last call's work),
+        nothing is recorded: the prompt did not change. Otherwise the framework's re-assembly
+        from memory replaces the view silently and each layer that ran is a ``ctx.apply``."""
+        steps = [s for s in reply.get("steps") or () if isinstance(s, Mapping)]
+        if len(steps) != len(reply.get("steps") or ()):
+            raise ProtocolError("every step must be an object with a layer and messages")
+        decoded = [(str(s.get("layer", "shipped")), decode_prompt(s.get("messages"), history),
+                    str(s.get("note", ""))) for s in steps]  # fmt: skip
+        base = decode_prompt(reply["base"], history) if reply.get("base") is not None else None
+        final = decoded[-1][1] if decoded else base
+        if final is None or final == list(ctx.view.messages):
+            return
+        if base is not None and base != list(ctx.view.messages):
+            ctx.view.replace(base)
+        for layer, messages, note in decoded:
+            ctx.apply(layer, messages, note=note)
+
+    def _record(self, ctx: ReplayContext, reply: Mapping[str, Any]) -> None:
+        """The framework's own account of the call: layers that ran, counts, exception."""
         self.history.sent(ctx.view.messages)
         ctx.emit(
             SHIPPED_CALL,
+            layers=[
+                str(s.get("layer")) for s in reply.get("steps") or () if isinstance(s, Mapping)
+            ],
             info=dict(reply.get("info") or {}),
             exception=reply.get("exception"),
         )
