@@ -87,3 +87,7 @@ class ShippedAutoGenTokenLimited(ShippedStrategy):
 
     def driver_config(self, ctx: ReplayContext) -> dict[str, Any]:
         return {"context": "token_limited", **asdict(self.config)}
+
+    def budget(self, ctx: ReplayContext) -> int:
+        limit: int | None = self.config.token_limit
+        return limit if limit is not None else ctx.window
