@@ -21,6 +21,7 @@ from ctxbench import parity
 from ctxbench.formats.importing import import_file
 from ctxbench.shipped import environment
 from ctxbench.shipped.releases import AGENTSCOPE, DBGPT, HERMES, Release
+from ctxbench.strategies import SHIPPED_STRATEGIES
 from ctxbench.synth import generate, load_scenario, scenario_names
 from ctxbench.trace import Trace
 
@@ -62,6 +63,9 @@ def table(
     result: dict[str, Any] = {"traces": len(loaded), "pairs": {}}
     for pair in pairs:
         shipped, release = PAIRS[pair]
+        if shipped not in SHIPPED_STRATEGIES:
+            result["pairs"][pair] = {"error": f"{shipped} has no driver yet"}
+            continue
         if environment.installed(release) is None:
             result["pairs"][pair] = {"error": f"not installed: {release.install_command}"}
             continue
