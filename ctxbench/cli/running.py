@@ -13,13 +13,21 @@ import click
 
 from ctxbench import config as configuration
 from ctxbench.atomic_file import AtomicFile
-from ctxbench.cli.output import print_table, write_rows
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import (
+    DEFAULT_COUNTER,
+    DEFAULT_ERROR_STYLE,
+    DEFAULT_RESERVED,
+    DEFAULT_SEED,
+    DEFAULT_SUMMARIZER,
+    RunSpec,
+)
+from ctxbench.cell.traces import open_traces
+from ctxbench.cli.output import print_table
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
-from ctxbench.engine.runner import resolve_spec, run_spec, write_files
-from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError
-from ctxbench.formats.canonical import read_traces
+from ctxbench.results import write_files, write_rows
 
 ROW_COLUMNS = (
     "trace_id",
@@ -106,21 +114,21 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--reserved",
     type=int,
-    default=4096,
+    default=DEFAULT_RESERVED,
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",
 )
 @click.option(
     "--counter",
     "-c",
-    default="tiktoken:o200k_base",
+    default=DEFAULT_COUNTER,
     show_default=True,
     help="The provider's TRUE counter.",
 )
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
     "--summarizer",
-    default="extractive",
+    default=DEFAULT_SUMMARIZER,
     show_default=True,
     help="Summarizer for strategies that summarise.",
 )
@@ -134,12 +142,16 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--error-style",
     type=click.Choice(ERROR_STYLES),
-    default="openai",
+    default=DEFAULT_ERROR_STYLE,
     show_default=True,
     help="Provider error wording.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed for randomised summarizers."
+    "--seed",
+    type=int,
+    default=DEFAULT_SEED,
+    show_default=True,
+    help="Seed for randomised summarizers.",
 )
 @click.option(
     "--probes",
@@ -225,7 +237,8 @@ def run(
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         for path in traces:
-            for trace in read_traces(path):
+            source = open_traces(path)
+            for trace in source.traces():
                 if trace.id in external:
                     trace = dataclasses.replace(trace, probes=external[trace.id])
                 spec = resolve_spec(
@@ -243,7 +256,7 @@ def run(
                         error_style=error_style,
                         seed=seed,
                         mine_probes=mine_probes,
-                        trace_source=str(path),
+                        trace_source=str(path) if source.canonical else source.address,
                     )
                 )
                 output = run_spec(spec, trace)
@@ -268,9 +281,9 @@ def rerun_row(
     """Re-run the cell a result row describes (its ``spec`` column) and compare the rows.
 
     Exits 1 when a metric differs from the recorded row (timing columns aside)."""
+    from ctxbench.cell.traces import load_trace
     from ctxbench.engine.result import TIMING_COLUMNS, Prices
-    from ctxbench.sweep.sources import load_trace
-    from ctxbench.sweep.store import ResultsDir, read_row, spec_of_row
+    from ctxbench.results import ResultsDir, read_row, spec_of_row
 
     row = read_row(source, run_id)
     spec = spec_of_row(row)
