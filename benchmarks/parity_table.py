@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench import parity
-from ctxbench.formats.importing import import_file
+from ctxbench.cell.traces import open_traces
 from ctxbench.shipped import environment
 from ctxbench.shipped.releases import AGENTSCOPE, DBGPT, HERMES, Release
 from ctxbench.strategies import SHIPPED_STRATEGIES
@@ -50,7 +50,7 @@ def traces(per_source: int | None) -> list[tuple[str, Trace]]:
         files = sorted(p for p in (root / source).rglob("*") if p.is_file())
         found: list[Trace] = []
         for path in files:
-            found += [t for t in import_file(path)[0] if t.call_indices]
+            found += [t for t in open_traces(path).traces() if t.call_indices]
         out += [(source, t) for t in found[:per_source]]
     return out
 

@@ -220,24 +220,25 @@ def replay_side(
     summarizer: str = "extractive",
     params: Mapping[str, Any] | None = None,
 ) -> Side:
-    """Replay ``trace`` through ``strategy`` with its prompts observed; a strategy that raises
-    (a driver crash, a missing environment) gives a side with the error."""
-    from ctxbench.counting import get_counter
-    from ctxbench.engine.provider import SimulatedProvider
+    """Replay ``trace`` through ``strategy`` with its prompts observed. A strategy that cannot
+    be built (unknown, no environment) raises; one that raises while replaying (a driver that
+    crashed or hung) gives a side with the error, and the other traces go on."""
+    from ctxbench.cell.runner import build_parts
+    from ctxbench.cell.spec import RunSpec
     from ctxbench.engine.replay import replay
-    from ctxbench.strategies import build_strategy
-    from ctxbench.summarizers import build_summarizer
 
-    inner = build_strategy(strategy, params)
-    observed = Observed(inner)
+    spec = RunSpec(trace.id, trace.content_hash, strategy, dict(params or {}), window,
+                   reserved=reserved, counter=counter, summarizer=summarizer)  # fmt: skip
+    parts = build_parts(spec)
+    observed = Observed(parts.strategy)
     try:
         output = replay(
             trace,
             observed,
-            SimulatedProvider(window, reserved),
-            true_counter=get_counter(counter),
-            estimator=get_counter(type(inner).default_estimator),
-            summarizer=build_summarizer(summarizer),
+            parts.provider,
+            true_counter=parts.true_counter,
+            estimator=parts.estimator,
+            summarizer=parts.summarizer,
         )
     except Exception as exc:  # a side that fails is reported, the other traces go on
         return Side(strategy, (), error=f"{type(exc).__name__}: {exc}")

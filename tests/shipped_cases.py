@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from ctxbench.engine.runner import resolve_spec, run_spec
-from ctxbench.engine.spec import RunSpec
-from ctxbench.formats.importing import import_file
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
+from ctxbench.cell.traces import open_traces
 from ctxbench.shipped import environment
 from ctxbench.shipped.releases import Release
 from ctxbench.synth import generate, load_scenario
@@ -55,7 +55,7 @@ def scenario_trace(name: str, n_rounds: int = 24, seed: int = 0) -> Trace:
 
 
 def recorded_trace(shared: Path, source: str, n_rounds: int = 24) -> Trace:
-    traces = [t for t in import_file(shared / source)[0] if len(t.call_indices) >= 4]
+    traces = [t for t in open_traces(shared / source).traces() if len(t.call_indices) >= 4]
     longest = max(traces[:10], key=lambda t: sum(len(m.content) for m in t.messages))
     return first_rounds(longest, n_rounds)
 

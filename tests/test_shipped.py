@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
+from ctxbench.cell.runner import error_result, resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cli import cli
-from ctxbench.engine.runner import error_result, resolve_spec, run_spec
-from ctxbench.engine.spec import RunSpec
 from ctxbench.formats.canonical import write_traces
 from ctxbench.shipped import environment, process
 from ctxbench.shipped.environment import Environment, Manifest

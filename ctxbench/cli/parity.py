@@ -50,11 +50,11 @@ def parity_command(
       ctxbench parity dbgpt shipped:dbgpt@0.8.2 traces.jsonl -w 16384
       ctxbench parity hermes shipped:hermes@0.19.0 run.traj -w 32768 --json
     """
-    from ctxbench.formats.importing import open_source
+    from ctxbench.cell.traces import open_traces
     from ctxbench.strategies import strategy_class
 
     strategy_class(reproduction), strategy_class(shipped)  # unknown names fail before replaying
-    loaded = [t for path in traces for t in open_source(path, fmt).traces()]
+    loaded = [t for path in traces for t in open_traces(path, fmt).traces()]
     results = comparison.parity(
         loaded,
         reproduction,
