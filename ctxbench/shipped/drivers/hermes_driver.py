@@ -325,21 +325,5 @@ class Replay:
         }
 
 
-class Driver:
-    def __init__(self) -> None:
-        self.replay: Any = None
-
-    def start(self, request: dict) -> dict:
-        self.replay = Replay(request)
-        return {"op": "ready", "framework": "hermes", "version": VERSION, "notes": []}
-
-    def call(self, request: dict) -> dict:
-        return self.replay.call(request)
-
-    def overflow(self, request: dict) -> dict:
-        return self.replay.overflow(request)
-
-
 if __name__ == "__main__":
-    driver = Driver()
-    wire.serve({"start": driver.start, "call": driver.call, "overflow": driver.overflow})
+    wire.serve_replays(Replay, "hermes", VERSION)

@@ -80,20 +80,5 @@ class Replay:
         return {"op": "prompt", "base": base, "steps": step, "info": {"history_tokens": tokens}}
 
 
-class Driver:
-    replay: Any = None
-
-    def start(self, request: dict) -> dict:
-        self.replay = Replay(request)
-        return {"op": "ready", "framework": "langchain-core", "version": VERSION, "notes": []}
-
-    def call(self, request: dict) -> dict:
-        return self.replay.call(request)
-
-    def overflow(self, request: dict) -> dict:
-        return {"op": "prompt", "steps": [], "retry": False, "info": {}}
-
-
 if __name__ == "__main__":
-    driver = Driver()
-    wire.serve({"start": driver.start, "call": driver.call, "overflow": driver.overflow})
+    wire.serve_replays(Replay, "langchain-core", VERSION)

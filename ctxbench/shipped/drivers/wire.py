@@ -67,6 +67,29 @@ def exception_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def serve_replays(make: Callable[[dict[str, Any]], Any], framework: str, version: str) -> None:
+    """Serve one replay object per ``start``: its ``call`` answers calls and its ``overflow``
+    (when it has one) overflows; without one, the framework does not react to an overflow."""
+    state: dict[str, Any] = {}
+
+    def start(request: dict[str, Any]) -> dict[str, Any]:
+        state["replay"] = make(request)
+        return {"op": "ready", "framework": framework, "version": version, "notes": []}
+
+    def call(request: dict[str, Any]) -> dict[str, Any]:
+        reply: dict[str, Any] = state["replay"].call(request)
+        return reply
+
+    def overflow(request: dict[str, Any]) -> dict[str, Any]:
+        react = getattr(state["replay"], "overflow", None)
+        if react is None:
+            return {"op": "prompt", "steps": [], "retry": False, "info": {}}
+        reply: dict[str, Any] = react(request)
+        return reply
+
+    serve({"start": start, "call": call, "overflow": overflow})
+
+
 def serve(handlers: dict[str, Handler]) -> None:
     """Answer requests until stdin closes; a handler's bug is an ``error`` line, then exit."""
     while True:
