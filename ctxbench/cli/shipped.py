@@ -42,12 +42,15 @@ def install(releases: tuple[str, ...], force: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the environments as JSON.")
 def list_(as_json: bool) -> None:
     """The known releases, whether each is installed, its hash and install time."""
+    from ctxbench.strategies import SHIPPED_STRATEGIES
+
     rows = []
     for release, env in environment.listing():
+        name = f"shipped:{release.framework}@{release.version}"
         rows.append(
             {
                 "release": release.key,
-                "strategy": f"shipped:{release.framework}@{release.version}",
+                "strategy": name if name in SHIPPED_STRATEGIES else None,
                 "installed": env is not None,
                 "env_hash": env.manifest.env_hash if env else None,
                 "install_seconds": env.manifest.install_seconds if env else None,
@@ -63,7 +66,8 @@ def list_(as_json: bool) -> None:
             if row["installed"]
             else f"not installed  (`ctxbench shipped install {row['release']}`)"
         )
-        click.echo(f"{row['release']:<32} {state}")
+        strategy = row["strategy"] or "(no driver yet)"
+        click.echo(f"{row['release']:<28} {strategy:<38} {state}")
 
 
 @shipped.command("remove")
