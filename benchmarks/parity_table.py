@@ -90,13 +90,37 @@ def table(
     return result
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """Pair x window rows: agreement and its four criteria, identical traces, seconds."""
+    lines = [
+        "| pair | window | traces | calls | agree | compacted | kept | tokens | failed | identical |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for pair, per_window in result["pairs"].items():
+        if "error" in per_window:
+            lines.append(f"| {pair} | - | {per_window['error']} |||||||")
+            continue
+        for window, cell in per_window.items():
+            o = cell["overall"]
+            lines.append(
+                f"| {pair} | {window} | {o['traces']} | {o['calls']} | {o['agreement']} | "
+                f"{o['same_compacted']} | {o['same_kept']} | {o['tokens_within']} | "
+                f"{o['same_failed']} | {o['identical_traces']} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.parity_table")
     parser.add_argument("--pairs", default=",".join(PAIRS))
     parser.add_argument("--windows", default=",".join(map(str, WINDOWS)))
     parser.add_argument("--per-source", type=int, default=None, help="traces per source (all)")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--markdown", default=None, help="a table file from a previous --out")
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text(encoding="utf-8"))))
+        return 0
     out = Path(args.out) if args.out else None
     result = table(
         args.pairs.split(","), [int(w) for w in args.windows.split(",")], args.per_source, out
