@@ -1,14 +1,17 @@
 """Token accuracy: a counter's prompt counts against the usage providers recorded.
 
 For every assistant message that recorded ``usage.prompt_tokens`` (a model call), the prompt
-is the messages before it plus the trace's tools; the counter counts it (chat framing, tool
+is the messages before it (after a recorded compaction: its summary and the messages since,
+what the agent really sent) plus the trace's tools; the counter counts it (chat framing, tool
 schemas, replay fields) and the difference from the provider's figure is the error.
 
 A trace cannot show everything the provider counted: tool schemas that were not stored,
 hidden system framing. Those are the same on every call of a trace, so a per-trace constant
 (the median difference) is fitted and errors are reported with and without it. The constant is
 fitted on the calls it is scored on, so "with constant" measures how well the counter tracks
-the *growth* of the prompt, which is what compaction decisions depend on.
+the *growth* of the prompt, which is what compaction decisions depend on; it is reported only
+where it lowers p90 (:attr:`Accuracy.constant_helps`). :func:`cross_validate` scores fitted
+framings (profiles) on calls their fit never saw.
 
 Pure: no I/O. ``ctxbench calibrate`` reads traces and prints these figures.
 """
@@ -17,12 +20,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.counting.base import TokenCounter
-from ctxbench.trace import Trace
+from ctxbench.trace import Trace, recorded_prompt
 
 #: The estimators frameworks use, measured next to the counter on the same calls.
 BASELINES: tuple[str, ...] = ("chars4", "dbgpt", "agentscope", "hermes")
@@ -46,18 +49,24 @@ class CallSample:
 
 
 def samples(trace: Trace, counter: TokenCounter) -> list[CallSample]:
-    """The calls of ``trace`` with recorded prompt tokens, counted with ``counter``."""
+    """The calls of ``trace`` with recorded prompt tokens, counted with ``counter``. The
+    prompt is what the recorded agent sent (:func:`ctxbench.trace.recorded_prompt`: after a
+    recorded compaction, its summary and the messages since)."""
     out: list[CallSample] = []
-    tool_calls = 0
     call = -1
     for i, msg in enumerate(trace.messages):
-        if msg.role == "assistant":
-            call += 1
-            usage = msg.usage
-            if usage is not None and usage.prompt_tokens:
-                counted = counter.count_prompt(trace.messages[:i], trace.tools)
-                out.append(CallSample(trace.id, call, usage.prompt_tokens, counted, i, tool_calls))
-        tool_calls += len(msg.tool_calls)
+        if msg.role != "assistant":
+            continue
+        call += 1
+        usage = msg.usage
+        if usage is None or not usage.prompt_tokens:
+            continue
+        prompt = recorded_prompt(trace, i)
+        counted = counter.count_prompt(prompt, trace.tools)
+        tool_calls = sum(len(m.tool_calls) for m in prompt)
+        out.append(
+            CallSample(trace.id, call, usage.prompt_tokens, counted, len(prompt), tool_calls)
+        )
     return out
 
 
@@ -126,10 +135,17 @@ class Accuracy:
         fitted = [(constants[s.trace_id] - s.difference) / s.recorded for s in calls]
         return cls(name, Errors.of(raw), Errors.of(fitted))
 
+    @property
+    def constant_helps(self) -> bool:
+        """The per-trace constant lowers p90: only then is it worth reporting. A constant
+        cannot fix an error that grows with the prompt, and then it makes p90 worse."""
+        return self.with_constant.p90_abs_rel_error < self.raw.p90_abs_rel_error
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             **self.raw.to_dict(),
+            "constant_helps": self.constant_helps,
             "with_constant": self.with_constant.to_dict(),
         }
 
@@ -179,18 +195,25 @@ def calibrate(
     traces: Iterable[Trace],
     counter: TokenCounter,
     baselines: Mapping[str, TokenCounter] | None = None,
+    *,
+    on_trace: Callable[[int, int], None] | None = None,
 ) -> Calibration:
-    """Measure ``counter`` (and each baseline) on every call with recorded prompt tokens."""
+    """Measure ``counter`` (and each baseline) on every call with recorded prompt tokens;
+    ``on_trace(done, total)`` is told after each trace (a progress bar)."""
     traces = list(traces)
-    calls = [s for t in traces for s in samples(t, counter)]
+    calls: list[CallSample] = []
+    others: dict[str, list[CallSample]] = {name: [] for name in baselines or {}}
+    for done, trace in enumerate(traces, 1):
+        calls.extend(samples(trace, counter))
+        for name, base in (baselines or {}).items():
+            others[name].extend(samples(trace, base))
+        if on_trace is not None:
+            on_trace(done, len(traces))
     per_trace = []
     for tid in dict.fromkeys(s.trace_id for s in calls):
         mine = [s for s in calls if s.trace_id == tid]
         per_trace.append(TraceAccuracy(tid, trace_constants(mine)[tid], Accuracy.of(tid, mine)))
-    measured = {
-        name: Accuracy.of(name, [s for t in traces for s in samples(t, base)])
-        for name, base in (baselines or {}).items()
-    }
+    measured = {name: Accuracy.of(name, found) for name, found in others.items()}
     return Calibration(Accuracy.of(counter.name, calls), measured, tuple(per_trace), tuple(calls))
 
 
@@ -198,17 +221,23 @@ def calibrate(
 
 #: Integer search ranges for the fitted framing (tokens per message / per tool call).
 PER_MESSAGE_RANGE = range(-8, 17)
-PER_TOOL_CALL_RANGE = range(-16, 65)
+PER_TOOL_CALL_RANGE = range(-16, 129)
+#: Scales tried when the base tokenizer only stands in for the provider's: a coarse pass, then
+#: a fine one around the best coarse value.
+COARSE_SCALES = tuple(round(0.80 + 0.01 * i, 2) for i in range(81))
+FINE_STEP = 0.001
 
 
 @dataclass(frozen=True)
 class Framing:
-    """Fitted framing on top of a base counter: per message, per tool call, per request."""
+    """Fitted framing on top of a base counter: per message, per tool call, per request, and
+    the scale of the base count (1 for the provider's own tokenizer)."""
 
     per_message: int
     per_tool_call: int
     constant: int
     errors: Errors
+    scale: float = 1.0
 
     @property
     def at_range_edge(self) -> bool:
@@ -222,36 +251,154 @@ class Framing:
         )
 
     def predict(self, s: CallSample) -> int:
+        counted = s.counted if self.scale == 1.0 else round(self.scale * s.counted)
         return (
-            s.counted
+            counted
             + self.per_message * s.messages
             + self.per_tool_call * s.tool_calls
             + self.constant
         )
 
+    def relative_errors(self, calls: Iterable[CallSample]) -> list[float]:
+        return [(self.predict(s) - s.recorded) / s.recorded for s in calls]
 
-def fit_framing(calls: Sequence[CallSample]) -> Framing:
-    """The integer framing that minimises the mean absolute relative error over ``calls``.
+
+def _best_at_scale(
+    calls: Sequence[CallSample], scale: float
+) -> tuple[float, int, int, int, int, int]:
+    """(loss, |per_message|, |per_call|, per_message, per_call, constant) of the best integer
+    framing at ``scale``: a vectorised grid search over both ranges."""
+    import numpy as np
+
+    recorded = np.array([s.recorded for s in calls], dtype=np.float64)
+    counted = np.array([s.counted for s in calls], dtype=np.float64)
+    if scale != 1.0:
+        counted = np.round(scale * counted)
+    messages = np.array([s.messages for s in calls], dtype=np.float64)
+    tool_calls = np.array([s.tool_calls for s in calls], dtype=np.float64)
+    pm, pc = np.meshgrid(PER_MESSAGE_RANGE, PER_TOOL_CALL_RANGE, indexing="ij")
+    left = (recorded - counted) - pm[..., None] * messages - pc[..., None] * tool_calls
+    constant = np.round(np.median(left, axis=2))
+    loss: Any = np.round(np.mean(np.abs(left - constant[..., None]) / recorded, axis=2), 12)
+    # the smallest loss, then the smallest corrections, then the smallest values (deterministic)
+    keys = (pc.ravel(), pm.ravel(), np.abs(pc).ravel(), np.abs(pm).ravel(), loss.ravel())
+    best = int(np.lexsort(keys)[0])
+    i, j = divmod(best, pc.shape[1])
+    return (
+        float(loss[i, j]),
+        abs(int(pm[i, j])),
+        abs(int(pc[i, j])),
+        int(pm[i, j]),
+        int(pc[i, j]),
+        int(constant[i, j]),
+    )
+
+
+def fit_framing(calls: Sequence[CallSample], *, fit_scale: bool = False) -> Framing:
+    """The framing that minimises the mean absolute relative error over ``calls``.
 
     A grid search, not least squares: in many agents every tool call comes with one assistant
     and one tool message, so per-message and per-call framing are collinear; among equally good
     fits the one with the smallest corrections wins, which keeps the profile readable.
     The constant is the median remaining difference (tool schemas, hidden system framing).
+    ``fit_scale`` also searches the scale of the base count (a stand-in tokenizer).
     """
     if not calls:
         raise ValueError("no calls with recorded usage to fit")
-    candidates = []
-    for per_message in PER_MESSAGE_RANGE:
-        for per_call in PER_TOOL_CALL_RANGE:
-            left = [
-                s.difference - per_message * s.messages - per_call * s.tool_calls for s in calls
-            ]
-            constant = round(statistics.median(left))
-            loss = statistics.fmean(abs(r - constant) / s.recorded for r, s in zip(left, calls))
-            candidates.append(
-                (round(loss, 12), abs(per_message), abs(per_call), per_message, per_call, constant)
-            )
-    *_, per_message, per_call, constant = min(candidates)
-    unscored = Framing(per_message, per_call, constant, Errors.of([]))
-    relative = [(unscored.predict(s) - s.recorded) / s.recorded for s in calls]
-    return Framing(per_message, per_call, constant, Errors.of(relative))
+    scale = 1.0
+    *_, per_message, per_call, constant = _best_at_scale(calls, scale)
+    if fit_scale:
+        # coordinate descent: the scale with the framing held, then the framing at that scale
+        for grid in (COARSE_SCALES, None):
+            if grid is None:
+                grid = tuple(round(scale + FINE_STEP * k, 3) for k in range(-10, 11))
+            scale = min(grid, key=lambda sc: (_loss_at(calls, sc, per_message, per_call), sc))
+            *_, per_message, per_call, constant = _best_at_scale(calls, scale)
+    unscored = Framing(per_message, per_call, constant, Errors.of([]), scale)
+    return Framing(
+        per_message, per_call, constant, Errors.of(unscored.relative_errors(calls)), scale
+    )
+
+
+def _loss_at(calls: Sequence[CallSample], scale: float, per_message: int, per_call: int) -> float:
+    """The fit loss at ``scale`` with the framing held (the constant refitted)."""
+    left = [
+        s.recorded - round(scale * s.counted) - per_message * s.messages - per_call * s.tool_calls
+        for s in calls
+    ]
+    constant = round(statistics.median(left))
+    return round(statistics.fmean(abs(r - constant) / s.recorded for r, s in zip(left, calls)), 12)
+
+
+# -- cross-validation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """Errors of framings fitted on K-1 folds and scored on the held-back fold, pooled.
+
+    Folds hold whole traces when there are at least K traces; with fewer (one long run),
+    each trace is cut into K contiguous blocks of calls, so a fold is scored on calls its fit
+    never saw (``by``: ``trace`` or ``call block``)."""
+
+    k: int
+    by: str
+    errors: Errors
+    folds: tuple[Framing, ...]
+    held_back: tuple[tuple[tuple[str, int], ...], ...] = field(repr=False, default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "folds_by": self.by,
+            "calls": self.errors.calls,
+            **self.errors.to_dict(),
+            "fold_framings": [
+                {
+                    "per_message": f.per_message,
+                    "per_tool_call": f.per_tool_call,
+                    "constant": f.constant,
+                    "scale": f.scale,
+                }
+                for f in self.folds
+            ],
+        }
+
+
+def folds(calls: Sequence[CallSample], k: int) -> tuple[str, list[int]]:
+    """The fold of each call: by trace (round robin in first-seen order) when there are at
+    least ``k`` traces, else by contiguous block of calls within each trace."""
+    traces = list(dict.fromkeys(s.trace_id for s in calls))
+    if len(traces) >= k:
+        index = {tid: i % k for i, tid in enumerate(traces)}
+        return "trace", [index[s.trace_id] for s in calls]
+    sizes = {tid: sum(1 for s in calls if s.trace_id == tid) for tid in traces}
+    seen: dict[str, int] = {}
+    out = []
+    for s in calls:
+        pos = seen.get(s.trace_id, 0)
+        seen[s.trace_id] = pos + 1
+        out.append(pos * k // sizes[s.trace_id])
+    return "call block", out
+
+
+def cross_validate(
+    calls: Sequence[CallSample], k: int, *, fit_scale: bool = False
+) -> CrossValidation:
+    """Fit on every fold but one and score on that one, for each fold (``k >= 2``)."""
+    if k < 2:
+        raise ValueError("cross-validation needs k >= 2")
+    by, assignment = folds(calls, k)
+    relative: list[float] = []
+    fitted: list[Framing] = []
+    held: list[tuple[tuple[str, int], ...]] = []
+    for fold in range(k):
+        train = [s for s, f in zip(calls, assignment) if f != fold]
+        test = [s for s, f in zip(calls, assignment) if f == fold]
+        if not train or not test:
+            continue
+        framing = fit_framing(train, fit_scale=fit_scale)
+        fitted.append(framing)
+        held.append(tuple((s.trace_id, s.call) for s in test))
+        relative.extend(framing.relative_errors(test))
+    return CrossValidation(k, by, Errors.of(relative), tuple(fitted), tuple(held))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +92,21 @@ def _replace_surrogates(value: Any) -> Any:
     if isinstance(value, dict):
         return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
     return value
+
+
+def text_lines(
+    path: str | Path, *, error: type[CtxbenchError] = ConfigError, hint: str
+) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a UTF-8 text file (a byte-order mark skipped), streamed; a file that
+    is missing, unreadable or not UTF-8 raises ``error`` naming it, with ``hint``."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            yield from enumerate(fh, 1)
+    except FileNotFoundError:
+        raise error("no such file", path=path, hint=hint) from None
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path, hint=hint
+        ) from None
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", path=path, hint=hint) from None

@@ -13,7 +13,7 @@ import pytest
 
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter, tool_schemas
-from ctxbench.counting.chat_template import ChatTemplateCounter, openai_message
+from ctxbench.counting.chat_template import ChatTemplateCounter, load, openai_message
 from ctxbench.counting.hf_counter import llama3_tool_call
 from ctxbench.counting.tiktoken_counter import o200k_base
 from ctxbench.trace import Message, ToolCall, ToolSpec
@@ -67,10 +67,34 @@ def test_the_golden_file_covers_every_exact_counter_and_script() -> None:
 )
 @pytest.mark.parametrize("name", ["plain", "tool_rounds"])
 def test_count_prompt_equals_the_reference_chat_encoding(spec: str, name: str) -> None:
+    """The golden file renders the vendored templates; DeepSeek V3 counts with DeepSeek's
+    revision of its template, so the vendored rendering is checked on its own counter."""
     messages, tools = conversation(name)
+    counter = load(spec, as_vendored=True) if spec == "hf:deepseek-v3" else get_counter(spec)
+    assert counter.count_prompt(messages, tools) == GOLDEN["chat_counts"][spec][name]["count"]
+
+
+def test_deepseek_v3_revision_renders_the_calls_that_come_with_text() -> None:
+    """The vendored V3 template drops the call of an assistant message with text; the revision
+    writes the text and then the call, and closes the call block."""
+    call = ToolCall("c1", "bash", '{"command": "ls"}')
+    messages = [
+        Message("system", "Be brief."),
+        Message("user", "List files."),
+        Message("assistant", "Listing them.", tool_calls=(call,)),
+        Message("tool", "a.txt", tool_call_id="c1"),
+    ]
+    counter = get_counter("hf:deepseek-v3")
+    assert isinstance(counter, ChatTemplateCounter)
+    vendored = load("hf:deepseek-v3", as_vendored=True)
+    text = counter.render(messages)
     assert (
-        get_counter(spec).count_prompt(messages, tools)
-        == GOLDEN["chat_counts"][spec][name]["count"]
+        "Listing them.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>bash" in text
+    )
+    assert '{"command": "ls"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>' in text
+    assert "bash" not in vendored.render(messages)
+    assert counter.count_prompt(messages) - vendored.count_prompt(messages) >= counter.count(
+        call.arguments
     )
 
 
@@ -130,7 +154,8 @@ def test_count_prompt_equals_transformers_apply_chat_template(spec: str) -> None
             tokenize=True,
             add_generation_prompt=True,
         )
-        n = len(ids["input_ids"]) if hasattr(ids, "keys") else len(ids)
+        encoded: Any = ids
+        n = len(encoded["input_ids"]) if hasattr(encoded, "keys") else len(encoded)
         assert counter.count_prompt(messages, tools) == n
 
 

@@ -11,7 +11,7 @@ from ctxbench import config as configuration
 from ctxbench.cell.spec import RunSpec, canonical_json
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter
-from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.provider import SimulatedProvider, prompt_cache_for
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.strategy import Strategy
@@ -59,12 +59,18 @@ class Parts:
 def build_parts(spec: RunSpec) -> Parts:
     """A fresh strategy instance and the counters, summarizer and provider ``spec`` names."""
     strategy = build_strategy(spec.strategy, spec.params)
+    true_counter = get_counter(spec.counter)
     return Parts(
         strategy,
-        get_counter(spec.counter),
+        true_counter,
         get_counter(spec.estimator or type(strategy).default_estimator),
         build_summarizer(spec.summarizer, spec.summarizer_params),
-        SimulatedProvider(spec.window, spec.reserved, spec.error_style),
+        SimulatedProvider(
+            spec.window,
+            spec.reserved,
+            spec.error_style,
+            prompt_cache_for(true_counter.tokenizer_name),
+        ),
     )
 
 

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ctxbench.calibration import BASELINES, Accuracy, Calibration, fit_framing
+from ctxbench.calibration import (
+    BASELINES,
+    Accuracy,
+    Calibration,
+    CrossValidation,
+    cross_validate,
+    fit_framing,
+)
 from ctxbench.calibration import calibrate as measure
+from ctxbench.cell.traces import open_traces
 from ctxbench.cli.output import print_table
 from ctxbench.counting import get_counter
+from ctxbench.counting.auto import AUTO, Choice, choose, choose_for, pooling_warning
 from ctxbench.counting.base import TokenCounter
-from ctxbench.counting.profile import Profile, save_profile
+from ctxbench.counting.profile import PREFIX, Profile, save_profile
+from ctxbench.counting.reasoning import REASONING_RULES, with_reasoning
 from ctxbench.errors import ConfigError, CtxbenchError
-from ctxbench.formats.importing import open_source
 from ctxbench.trace import Trace
 
 
@@ -24,25 +37,61 @@ def _pct(value: float) -> str:
 
 def _row(acc: Accuracy) -> dict[str, str]:
     raw, fit = acc.raw, acc.with_constant
+    helps = acc.constant_helps
     return {
         "counter": acc.name,
         "median_abs": _pct(raw.median_abs_rel_error),
         "p90_abs": _pct(raw.p90_abs_rel_error),
         "bias": f"{raw.bias:+.2%}",
         "|": "|",
-        "median_abs+c": _pct(fit.median_abs_rel_error),
-        "p90_abs+c": _pct(fit.p90_abs_rel_error),
-        "bias+c": f"{fit.bias:+.2%}",
+        "median_abs+c": _pct(fit.median_abs_rel_error) if helps else "-",
+        "p90_abs+c": _pct(fit.p90_abs_rel_error) if helps else "-",
+        "bias+c": f"{fit.bias:+.2%}" if helps else "-",
     }
 
 
-def _print(result: Calibration, traces: int) -> None:
+@dataclass(frozen=True)
+class Group:
+    """The calibration of one set of traces (one model with ``--by-model``)."""
+
+    model: str
+    counter_spec: str
+    reasoning: str | None
+    result: Calibration
+    traces: int
+    cv: CrossValidation | None
+    fit_scale: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.model,
+            "counter_spec": self.counter_spec,
+            "reasoning": self.reasoning,
+            **self.result.to_dict(),
+        }
+        if self.cv is not None:
+            out["cv"] = self.cv.to_dict()
+        return out
+
+
+def _print(group: Group) -> None:
+    result = group.result
     click.echo(
-        f"{result.calls} calls with recorded prompt tokens in {len(result.per_trace)} of {traces} traces"
+        f"{result.calls} calls with recorded prompt tokens in {len(result.per_trace)} of {group.traces} traces"
     )
-    click.echo("errors are (counted - recorded) / recorded; +c: after the per-trace constant\n")
+    click.echo(
+        "errors are (counted - recorded) / recorded; +c: after the per-trace constant, shown "
+        "only where it lowers p90\n"
+    )
     rows = [_row(result.counter)] + [_row(acc) for acc in result.baselines.values()]
     print_table(rows, rows[0].keys())
+    if group.cv is not None:
+        cv = group.cv
+        click.echo(
+            f"\ncross-validated profile ({cv.k} folds by {cv.by}; fitted and scored on disjoint "
+            f"calls): median |err| {cv.errors.median_abs_rel_error:.2%}, "
+            f"p90 {cv.errors.p90_abs_rel_error:.2%}, bias {cv.errors.bias:+.2%} on {cv.errors.calls} calls"
+        )
     click.echo(f"\nper trace ({result.counter.name}; constant = tokens the trace does not show):")
     per_trace = [
         {
@@ -73,6 +122,107 @@ def _family(traces: list[Trace]) -> str:
     return ",".join(models)
 
 
+def _progress(quiet: bool, label: str) -> Callable[[int, int], None] | None:
+    """A progress bar on a terminal; nothing under --quiet or when stderr is not a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    from ctxbench.cli.progress import ProgressBar
+
+    bar = ProgressBar(label)
+
+    def update(done: int, total: int) -> None:
+        bar.update(done, total, final=done == total)
+        if done == total:
+            sys.stderr.write("\n")
+
+    return update
+
+
+def _counter_for(
+    spec: str, choice: Choice, reasoning: str | None
+) -> tuple[str, str | None, TokenCounter]:
+    """(counter spec, reasoning rule, counter) for one group of traces."""
+    if spec.startswith(PREFIX):
+        if reasoning is not None:
+            raise ConfigError(
+                "a profile holds its own reasoning rule",
+                key="--reasoning",
+                hint="drop --reasoning, or refit the profile with it",
+            )
+        return spec, None, get_counter(spec)
+    name = choice.counter if spec == AUTO else spec
+    rule = reasoning or choice.reasoning
+    return name, rule, with_reasoning(get_counter(name), rule)
+
+
+def _calibrate_group(
+    model: str,
+    traces: list[Trace],
+    spec: str,
+    reasoning: str | None,
+    cv: int | None,
+    fit_scale: bool | None,
+    quiet: bool,
+) -> Group:
+    choice = choose(model or None)
+    name, rule, counter = _counter_for(spec, choice, reasoning)
+    if spec == AUTO and not quiet:
+        click.echo(f"auto: {choice.describe()}", err=True)
+    result = measure(traces, counter, _baselines(name), on_trace=_progress(quiet, "calibrate"))
+    if not result.calls:
+        raise ConfigError(
+            f"no call with recorded prompt tokens in the traces{f' of {model}' if model else ''}",
+            hint="calibration needs usage.prompt_tokens on assistant messages (tau2-bench, mini-swe-agent files)",
+        )
+    # a stand-in tokenizer (not the model's own) needs a scale; the model's own does not
+    scale = fit_scale if fit_scale is not None else not (choice.exact and name == choice.counter)
+    folds = cross_validate(result.samples, cv, fit_scale=scale) if cv else None
+    return Group(model, name, rule, result, len(traces), folds, scale)
+
+
+def _save(group: Group, path: Path, family: str | None, all_traces: list[Trace]) -> None:
+    result = group.result
+    framing = fit_framing(result.samples, fit_scale=group.fit_scale)
+    fitted_on: dict[str, Any] = {
+        "calls": result.calls,
+        "traces": len(result.per_trace),
+        **framing.errors.to_dict(),
+    }
+    if group.cv is not None:
+        fitted_on["cv"] = {"k": group.cv.k, "folds_by": group.cv.by, **group.cv.errors.to_dict()}
+    profile = Profile(
+        base=group.counter_spec,
+        family=family if family is not None else (group.model or _family(all_traces)),
+        per_message=framing.per_message,
+        per_tool_call=framing.per_tool_call,
+        constant=framing.constant,
+        fitted_on=fitted_on,
+        scale=framing.scale,
+        reasoning=group.reasoning,
+    )
+    save_profile(path, profile)
+    scale = f", scale {framing.scale:g}" if framing.scale != 1.0 else ""
+    click.echo(
+        f"wrote {path}: per message {framing.per_message:+d}, per tool call {framing.per_tool_call:+d}, "
+        f"constant {framing.constant:+d}{scale}; median |err| {framing.errors.median_abs_rel_error:.2%}, "
+        f"p90 {framing.errors.p90_abs_rel_error:.2%} on the {result.calls} calls it was fitted on",
+        err=True,
+    )
+    if framing.at_range_edge:
+        click.echo(
+            f"note: the fit stopped at the edge of its search range; {group.counter_spec} is far from this "
+            "provider's framing, so prefer an exact counter of the model family as the base",
+            err=True,
+        )
+
+
+def _profile_path(base: Path, model: str, several: bool) -> Path:
+    if not several:
+        return base
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model or "unknown")
+    return base.with_name(f"{base.stem}.{safe}{base.suffix or '.json'}")
+
+
 @click.command("calibrate")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
@@ -80,7 +230,27 @@ def _family(traces: list[Trace]) -> str:
     "-c",
     "counter_spec",
     required=True,
-    help="Counter to measure (see `ctxbench counters`), e.g. tiktoken:o200k_base.",
+    help="Counter to measure (see `ctxbench counters`), e.g. tiktoken:o200k_base; "
+    "`auto` picks it from each trace's meta.model.",
+)
+@click.option(
+    "--reasoning",
+    type=click.Choice(REASONING_RULES),
+    default=None,
+    help="Which earlier reasoning the provider counts (default: the model family's rule).",
+)
+@click.option("--by-model", is_flag=True, help="Calibrate the traces of each meta.model apart.")
+@click.option(
+    "--cv",
+    "cv",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Cross-validate a fitted profile in K folds (fit and score on disjoint calls).",
+)
+@click.option(
+    "--fit-scale/--no-fit-scale",
+    default=None,
+    help="Fit a scale on the base count (default: only for a stand-in tokenizer, e.g. Claude).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object.")
 @click.option(
@@ -88,74 +258,72 @@ def _family(traces: list[Trace]) -> str:
     "profile_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Fit the framing the provider adds (per message, per tool call, constant) and write it here.",
+    help="Fit the framing the provider adds (per message, per tool call, constant) and write it "
+    "here (with --by-model: one file per model, FILE.<model>.json).",
 )
 @click.option(
     "--family",
     default=None,
     help="Model family stored in the profile (default: the traces' meta.model).",
 )
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or notes on stderr.")
 def calibrate(
     traces: tuple[str, ...],
     counter_spec: str,
+    reasoning: str | None,
+    by_model: bool,
+    cv: int | None,
+    fit_scale: bool | None,
     as_json: bool,
     profile_file: str | None,
     family: str | None,
+    quiet: bool,
 ) -> None:
     """Compare COUNTER's prompt counts with the prompt tokens providers recorded in TRACES.
 
     Every assistant message with recorded usage is a call: the counter counts the messages
-    before it (chat framing, tool schemas when the trace has them, replay fields) and is
-    compared with the provider's prompt_tokens. Prints the median and p90 absolute relative
-    error and the signed bias, raw and after a per-trace constant (tool schemas or hidden
-    framing the trace does not store), for COUNTER and for chars4 and the framework estimators
-    on the same calls. TRACES may be canonical or any importable recorded file.
+    before it (chat framing, tool schemas when the trace has them, replay fields under the
+    provider's reasoning rule) and is compared with the provider's prompt_tokens. Prints the
+    median and p90 absolute relative error and the signed bias for COUNTER and for chars4 and
+    the framework estimators on the same calls, and, where it lowers p90, the figures after a
+    per-trace constant (tool schemas or hidden framing the trace does not store).
 
-    --save-profile fits the framing for the model family; `--counter profile:FILE` then counts
-    with it (e.g. `ctxbench run --counter profile:FILE` for the simulated provider).
+    --cv K fits a profile on K-1 folds and scores it on the held-back one (whole traces per
+    fold, or blocks of calls when there are fewer than K traces). --save-profile fits the
+    framing for the model family; `--counter profile:FILE` then counts with it.
 
     \b
     Examples:
       ctxbench calibrate tau2.json --counter tiktoken:o200k_base
+      ctxbench calibrate *.json --counter auto --by-model --cv 5
       ctxbench calibrate tau2.json -c tiktoken:o200k_base --json --save-profile gpt-4o.json
       ctxbench run traces.jsonl -s dbgpt -w 32768 --counter profile:gpt-4o.json
     """
-    counter = get_counter(counter_spec)
-    loaded = [t for path in traces for t in open_source(path).traces()]
-    result = measure(loaded, counter, _baselines(counter_spec))
-    if not result.calls:
-        raise ConfigError(
-            "no call with recorded prompt tokens in the traces",
-            hint="calibration needs usage.prompt_tokens on assistant messages (tau2-bench, mini-swe-agent files)",
-        )
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+    loaded = [t for path in traces for t in open_traces(path, strict=True).traces()]
+    choices = choose_for(loaded)
+    warning = pooling_warning(choices)
+    if warning and not by_model and not quiet:
+        click.echo(f"warning: {warning}", err=True)
+    groups_in: list[tuple[str, list[Trace]]]
+    if by_model:
+        groups_in = [
+            (model, [t for t in loaded if (t.meta.get("model") or "") == model])
+            for model in choices
+        ]
     else:
-        _print(result, len(loaded))
+        groups_in = [(next(iter(choices), ""), loaded)]
+    groups = [
+        _calibrate_group(model, group, counter_spec, reasoning, cv, fit_scale, quiet)
+        for model, group in groups_in
+    ]
+    if as_json:
+        payload = {"models": [g.to_dict() for g in groups]} if by_model else groups[0].to_dict()
+        click.echo(json.dumps(payload, ensure_ascii=False))
+    else:
+        for i, group in enumerate(groups):
+            if by_model:
+                click.echo(("\n" if i else "") + f"== {group.model or '(no meta.model)'}")
+            _print(group)
     if profile_file:
-        framing = fit_framing(result.samples)
-        profile = Profile(
-            base=counter_spec,
-            family=family if family is not None else _family(loaded),
-            per_message=framing.per_message,
-            per_tool_call=framing.per_tool_call,
-            constant=framing.constant,
-            fitted_on={
-                "calls": result.calls,
-                "traces": len(result.per_trace),
-                **framing.errors.to_dict(),
-            },
-        )
-        save_profile(Path(profile_file), profile)
-        click.echo(
-            f"wrote {profile_file}: per message {framing.per_message:+d}, per tool call {framing.per_tool_call:+d}, "
-            f"constant {framing.constant:+d}; median |err| {framing.errors.median_abs_rel_error:.2%}, "
-            f"p90 {framing.errors.p90_abs_rel_error:.2%} on {result.calls} calls",
-            err=as_json,
-        )
-        if framing.at_range_edge:
-            click.echo(
-                f"note: the fit stopped at the edge of its search range; {counter_spec} is far from this "
-                "provider's framing, so prefer an exact counter of the model family as the base",
-                err=True,
-            )
+        for group in groups:
+            _save(group, _profile_path(Path(profile_file), group.model, by_model), family, loaded)

@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ctxbench.cell.spec import DEFAULT_COUNTER
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cli.output import print_table
+from ctxbench.counting.auto import AUTO
+from ctxbench.counting.reasoning import REASONING_RULES
 
 if TYPE_CHECKING:
     from ctxbench.trace import Trace
 
-DEFAULT_COUNTERS = (DEFAULT_COUNTER,)
+DEFAULT_COUNTERS = (RunSpec.counter,)
 
 
 @click.command("counters")
@@ -51,11 +53,25 @@ def counters(as_json: bool) -> None:
     "specs",
     multiple=True,
     metavar="SPEC",
-    help=f"Counter name (see `ctxbench counters`); repeat for several. Default: {DEFAULT_COUNTERS[0]}.",
+    help=f"Counter name (see `ctxbench counters`; `auto`: the traces' recorded model's); "
+    f"repeat for several. Default: {DEFAULT_COUNTERS[0]}.",
 )
 @click.option("--text", "text", default=None, help="Count this text instead of trace files.")
+@click.option(
+    "--reasoning",
+    type=click.Choice(REASONING_RULES),
+    default=None,
+    help="Which earlier reasoning the provider counts (default: as each counter renders it; "
+    "with `auto`, the model family's rule).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def count(traces: tuple[str, ...], specs: tuple[str, ...], text: str | None, as_json: bool) -> None:
+def count(
+    traces: tuple[str, ...],
+    specs: tuple[str, ...],
+    text: str | None,
+    reasoning: str | None,
+    as_json: bool,
+) -> None:
     """Count tokens of TEXT or of canonical TRACES with one or more counters.
 
     With --text, prints the count (one number for one counter, a table for several). With
@@ -73,13 +89,46 @@ def count(traces: tuple[str, ...], specs: tuple[str, ...], text: str | None, as_
     if (text is None) == (not traces):
         raise click.UsageError("give either --text TEXT or one or more TRACE files")
     from ctxbench.counting import get_counter
+    from ctxbench.counting.reasoning import with_reasoning
 
     names = list(dict.fromkeys(specs or DEFAULT_COUNTERS))
-    counters_ = [get_counter(name) for name in names]
+    rules: dict[str, str | None] = dict.fromkeys(names, reasoning)
+    if AUTO in names:
+        if text is not None:
+            raise click.UsageError("--counter auto picks from traces' meta.model, not from --text")
+        rules = _auto(names, rules, traces, reasoning)
+        names = list(rules)
+    counters_ = [with_reasoning(get_counter(name), rules[name]) for name in names]
     if text is not None:
         _count_text(text, names, [c.count(text) for c in counters_], as_json)
     else:
         _count_traces(traces, names, counters_, as_json)
+
+
+def _auto(
+    names: Sequence[str],
+    rules: dict[str, str | None],
+    paths: Sequence[str],
+    reasoning: str | None,
+) -> dict[str, str | None]:
+    """``auto`` replaced by the counter (and reasoning rule) of the traces' recorded models."""
+    from ctxbench.cell.traces import open_traces
+    from ctxbench.counting.auto import choose_for, pooling_warning
+
+    choices = choose_for(t for path in paths for t in open_traces(path).traces())
+    for choice in choices.values():
+        click.echo(f"auto: {choice.describe()}", err=True)
+    warning = pooling_warning(choices)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
+    out: dict[str, str | None] = {}
+    for name in names:
+        if name != AUTO:
+            out[name] = rules[name]
+            continue
+        for choice in choices.values():
+            out.setdefault(choice.counter, reasoning or choice.reasoning)
+    return out
 
 
 def _count_text(text: str, names: Sequence[str], counts: Sequence[int], as_json: bool) -> None:

@@ -14,19 +14,14 @@ import click
 from ctxbench import config as configuration
 from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.runner import resolve_spec, run_spec
-from ctxbench.cell.spec import (
-    DEFAULT_COUNTER,
-    DEFAULT_ERROR_STYLE,
-    DEFAULT_RESERVED,
-    DEFAULT_SEED,
-    DEFAULT_SUMMARIZER,
-    RunSpec,
-)
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
 from ctxbench.cli.output import print_table
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
+from ctxbench.engine.replay import ReplayOutput
 from ctxbench.errors import ConfigError
+from ctxbench.recorded import strategy_params as session_params
 from ctxbench.results import write_files, write_rows
 
 ROW_COLUMNS = (
@@ -83,17 +78,6 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     return params
 
 
-def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
-    """``--summarizer-set`` values, JSON-decoded when they parse as JSON (numbers, booleans)."""
-    out: dict[str, Any] = {}
-    for key, text in configuration.parse_set(sets).items():
-        try:
-            out[key] = json.loads(text)
-        except (ValueError, RecursionError):  # not JSON (or unreadable as JSON): the text
-            out[key] = text
-    return out
-
-
 @click.command("run")
 @click.argument("traces", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
@@ -114,21 +98,21 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--reserved",
     type=int,
-    default=DEFAULT_RESERVED,
+    default=RunSpec.reserved,
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",
 )
 @click.option(
     "--counter",
     "-c",
-    default=DEFAULT_COUNTER,
+    default=RunSpec.counter,
     show_default=True,
-    help="The provider's TRUE counter.",
+    help="The provider's TRUE counter (`auto`: picked from each trace's meta.model).",
 )
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
     "--summarizer",
-    default=DEFAULT_SUMMARIZER,
+    default=RunSpec.summarizer,
     show_default=True,
     help="Summarizer for strategies that summarise.",
 )
@@ -142,14 +126,14 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--error-style",
     type=click.Choice(ERROR_STYLES),
-    default=DEFAULT_ERROR_STYLE,
+    default=RunSpec.error_style,
     show_default=True,
     help="Provider error wording.",
 )
 @click.option(
     "--seed",
     type=int,
-    default=DEFAULT_SEED,
+    default=RunSpec.seed,
     show_default=True,
     help="Seed for randomised summarizers.",
 )
@@ -227,29 +211,38 @@ def run(
     if not traces or not strategy or window is None:
         raise click.UsageError("give TRACES, --strategy and --window (or --from-row)")
     params = strategy_params(strategy, config_file, sets)
-    summarizer_params = summarizer_parameters(summarizer_sets)
+    from ctxbench.summarizers import summarizer_params as typed_params
+
+    summarizer_params = typed_params(
+        summarizer, configuration.parse_set(summarizer_sets), source="--summarizer-set"
+    )
     external = {}
     if probes_file:
         from ctxbench.probes.probe_file import load_probes
 
         external = load_probes(probes_file)
+    from ctxbench.counting.auto import AUTO
+
     rows: list[dict[str, Any]] = []
+    parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
+        auto_choices: dict[str, str] = {}
         for path in traces:
             source = open_traces(path)
             for trace in source.traces():
                 if trace.id in external:
                     trace = dataclasses.replace(trace, probes=external[trace.id])
+                true_counter = _auto_counter(trace, auto_choices) if counter == AUTO else counter
                 spec = resolve_spec(
                     RunSpec(
                         trace_id=trace.id,
                         trace_hash=trace.content_hash,
                         strategy=strategy,
-                        params=params,
+                        params=session_params(trace, strategy, params),
                         window=window,
                         reserved=reserved,
-                        counter=counter,
+                        counter=true_counter,
                         estimator=estimator,
                         summarizer=summarizer,
                         summarizer_params=summarizer_params,
@@ -260,19 +253,55 @@ def run(
                     )
                 )
                 output = run_spec(spec, trace)
-                if output.files:
-                    write_files(Path(files_dir) / spec.run_id, output.files)
-                if events_out is not None:
-                    for event in output.events:
-                        events_out.write(event_line(event, run_id=spec.run_id) + "\n")
-                row = output.result.to_row()
-                rows.append(row)
-                if as_json:
-                    click.echo(json.dumps(row, ensure_ascii=False))
+                rows.append(_emit(output, spec.run_id, events_out, files_dir, as_json))
+                if trace.recorded_compactions:
+                    from ctxbench.recorded import compare_recorded
+
+                    parities.append(compare_recorded(trace, output.events, strategy=strategy))
     if out_file:
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS)
+    if parities:  # recorded compactions next to the strategy's own (stderr under --json)
+        from ctxbench.recorded import render
+
+        click.echo(render(parities), err=as_json)
+
+
+def _emit(
+    output: ReplayOutput, run_id: str, events: AtomicFile | None, files_dir: str, as_json: bool
+) -> dict[str, Any]:
+    """Write one replay's files and events (echo its row as JSON when asked); its row."""
+    if output.files:
+        write_files(Path(files_dir) / run_id, output.files)
+    if events is not None:
+        events.write("".join(event_line(e, run_id=run_id) + "\n" for e in output.events))
+    row = output.result.to_row()
+    if as_json:
+        click.echo(json.dumps(row, ensure_ascii=False))
+    return row
+
+
+def _auto_counter(trace: Any, seen: dict[str, str]) -> str:
+    """``--counter auto``: the counter of the trace's recorded model (said once per model;
+    a warning when the run pools several models)."""
+    from ctxbench.counting.auto import choose, trace_model
+
+    model = trace_model(trace) or ""
+    if model not in seen:
+        choice = choose(model)
+        seen[model] = choice.counter
+        click.echo(
+            f"auto: {choice.describe()}; the reasoning rule applies through a profile "
+            "(calibrate --save-profile)",
+            err=True,
+        )
+        if len(seen) == 2:
+            click.echo(
+                "warning: this run pools traces of several models; compare rows per model",
+                err=True,
+            )
+    return seen[model]
 
 
 def rerun_row(
@@ -292,18 +321,13 @@ def rerun_row(
         recorded = ResultsDir(source).spec().get("spec", {}).get("prices", {})
         if spec.counter in recorded:
             prices = configuration.build(Prices, recorded[spec.counter], source=source)
-    trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
-    output = run_spec(spec, trace, prices=prices)
-    if output.files:
-        write_files(Path(files_dir) / spec.run_id, output.files)
-    if events_file:
-        with AtomicFile(events_file) as fh:
-            for event in output.events:
-                fh.write(event_line(event, run_id=spec.run_id) + "\n")
-    new = output.result.to_row()
-    if as_json:
-        click.echo(json.dumps(new, ensure_ascii=False))
-    else:
+    output = run_spec(
+        spec, load_trace(spec.trace_source, spec.trace_id, spec.trace_hash), prices=prices
+    )
+    with contextlib.ExitStack() as stack:
+        events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
+        new = _emit(output, spec.run_id, events_out, files_dir, as_json)
+    if not as_json:
         print_table([new], ROW_COLUMNS)
     differ = [k for k in new if k not in TIMING_COLUMNS and k in row and row[k] != new[k]]
     if differ:

@@ -99,6 +99,17 @@ def get_counter(spec: str) -> TokenCounter:
     return counter
 
 
+def check_counter(spec: str) -> None:
+    """Raise the error ``get_counter(spec)`` would, without loading a tokenizer: a registered
+    name, or a ``profile:FILE`` whose file is valid and whose base is registered."""
+    if spec.startswith("profile:"):
+        from ctxbench.counting.profile import check_profile_spec
+
+        check_profile_spec(spec)
+    else:
+        COUNTERS.load(spec)
+
+
 def counter_kind(spec: str) -> str:
     """``exact`` or ``estimator`` for a registered counter, without loading its tokenizer.
 
@@ -110,4 +121,4 @@ def counter_kind(spec: str) -> str:
     return str(kind) if kind is not None else get_counter(spec).kind
 
 
-__all__ = ["COUNTERS", "Framing", "TokenCounter", "counter_kind", "get_counter"]
+__all__ = ["COUNTERS", "Framing", "TokenCounter", "check_counter", "counter_kind", "get_counter"]

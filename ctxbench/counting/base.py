@@ -25,7 +25,9 @@ from typing import Any, ClassVar, Literal
 
 from ctxbench.trace import Message, ToolSpec
 
-CounterKind = Literal["exact", "estimator"]
+#: ``fitted``: a tokenizer plus framing fitted to provider usage (``profile:``); for models
+#: without a public tokenizer (Claude) the tokenizer is a proxy, so the count is fitted, not exact.
+CounterKind = Literal["exact", "estimator", "fitted"]
 
 #: Messages whose count is cached per counter; past this the cache is cleared (bounded memory).
 MESSAGE_CACHE_LIMIT = 1_000_000
@@ -45,6 +47,11 @@ class TokenCounter(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+    @property
+    def tokenizer_name(self) -> str:
+        """The registered counter whose tokenizer this one counts with (a profile's base)."""
+        return self.name
 
     @abstractmethod
     def count(self, text: str) -> int:

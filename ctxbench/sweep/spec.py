@@ -46,20 +46,13 @@ from __future__ import annotations
 import glob
 import itertools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxbench import config as configuration
-from ctxbench.cell.spec import (
-    DEFAULT_COUNTER,
-    DEFAULT_ERROR_STYLE,
-    DEFAULT_RESERVED,
-    DEFAULT_SEED,
-    DEFAULT_SUMMARIZER,
-    RunSpec,
-)
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, CANONICAL
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.result import Prices
@@ -132,13 +125,13 @@ class SweepSettings:
     defaults are one replay's (:mod:`ctxbench.cell.spec`)."""
 
     windows: tuple[int, ...] = ()
-    reserved: tuple[int, ...] = (DEFAULT_RESERVED,)
-    counters: tuple[str, ...] = (DEFAULT_COUNTER,)
+    reserved: tuple[int, ...] = (RunSpec.reserved,)
+    counters: tuple[str, ...] = (RunSpec.counter,)
     estimators: tuple[str, ...] = ("",)
-    summarizer: str = DEFAULT_SUMMARIZER
+    summarizer: str = RunSpec.summarizer
     summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = DEFAULT_ERROR_STYLE
-    seed: int = DEFAULT_SEED
+    error_style: str = RunSpec.error_style
+    seed: int = RunSpec.seed
     mine_probes: bool = False
     name: str = ""
     description: str = ""
@@ -227,22 +220,12 @@ class SweepSpec(SweepSettings):
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved spec as plain JSON (what ``sweep.json`` records)."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "traces": [configuration.to_params(t) for t in self.traces],
-            "strategies": [{"name": g.name, "params": dict(g.params)} for g in self.strategies],
-            "windows": list(self.windows),
-            "reserved": list(self.reserved),
-            "counters": list(self.counters),
-            "estimators": list(self.estimators),
-            "summarizer": self.summarizer,
-            "summarizer_params": dict(self.summarizer_params),
-            "error_style": self.error_style,
-            "seed": self.seed,
-            "mine_probes": self.mine_probes,
-            "prices": {k: configuration.to_params(v) for k, v in sorted(self.prices.items())},
-        }
+        out = configuration.to_params(self)
+        out["summarizer_params"] = dict(self.summarizer_params)
+        out["traces"] = [configuration.to_params(t) for t in self.traces]
+        out["strategies"] = [{"name": g.name, "params": dict(g.params)} for g in self.strategies]
+        out["prices"] = {k: configuration.to_params(v) for k, v in sorted(self.prices.items())}
+        return out
 
 
 #: Top-level keys that hold tables and are built separately.
@@ -326,15 +309,17 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
 
 def _check_names(top: SweepSettings, source: Path) -> None:
     """Counters, estimators and the summarizer must exist (checked now, not in a worker)."""
-    from ctxbench.counting import COUNTERS
+    from ctxbench.counting import check_counter
     from ctxbench.summarizers import SUMMARIZERS
 
-    names = [("counters", COUNTERS, c) for c in top.counters]
-    names += [("estimators", COUNTERS, e) for e in top.estimators if e]
-    names.append(("summarizer", SUMMARIZERS, top.summarizer))
-    for key, registry, name in names:
+    names: list[tuple[str, Callable[[str], object], str]] = [
+        ("counters", check_counter, c) for c in top.counters
+    ]
+    names += [("estimators", check_counter, e) for e in top.estimators if e]
+    names.append(("summarizer", SUMMARIZERS.load, top.summarizer))
+    for key, check, name in names:
         try:
-            registry.load(name)
+            check(name)
         except CtxbenchError as exc:
             raise ConfigError(exc.message, path=source, key=key, hint=exc.hint) from None
 

@@ -1,0 +1,125 @@
+"""``--counter auto``: the counter and reasoning rule of the model that recorded a trace.
+
+:func:`choose` is a pure function of a trace's ``meta.model`` (the name the provider or the
+framework recorded, with any ``litellm_proxy/``, ``openai/``, ``deepseek/`` prefix), so any
+runner can wire it in. Families without a public tokenizer (Claude) get a stand-in counter and
+``exact=False``: fit a profile (``ctxbench calibrate --save-profile``) before trusting counts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ctxbench.counting.reasoning import ReasoningRule
+from ctxbench.trace import Trace
+
+AUTO = "auto"
+
+#: The counter used when the model is unknown or missing.
+FALLBACK_COUNTER = "tiktoken:o200k_base"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What ``auto`` picked for one model name."""
+
+    model: str
+    family: str
+    counter: str
+    reasoning: ReasoningRule
+    exact: bool
+    note: str = ""
+
+    def describe(self) -> str:
+        text = f"{self.model or '(no meta.model)'} -> {self.counter}, reasoning {self.reasoning}"
+        return f"{text} ({self.note})" if self.note else text
+
+
+@dataclass(frozen=True)
+class _Family:
+    family: str
+    pattern: str
+    counter: str
+    reasoning: ReasoningRule
+    exact: bool = True
+    note: str = ""
+
+
+# First match wins; patterns match the bare model name (prefixes removed, lower case).
+_FAMILIES: tuple[_Family, ...] = (
+    _Family("deepseek-r1", r"deepseek-(reasoner|r1)", "hf:deepseek-v3.1", "none"),
+    _Family("deepseek-v3", r"deepseek-v3(-0324)?$", "hf:deepseek-v3", "tool_turns"),
+    # deepseek-chat / -v3.1 / -v3.2 / -v4-* / -flash / -pro share the V3 vocabulary; V3.1's
+    # template is the newest one shipped (V3.2 and V4 ship none)
+    _Family("deepseek", r"deepseek", "hf:deepseek-v3.1", "tool_turns"),
+    _Family("openai-reasoning", r"^(o\d|gpt-5|codex)", "tiktoken:o200k_base", "current_turn"),
+    _Family("openai", r"^(gpt-4o|gpt-4\.1|chatgpt-4o|gpt-oss)", "tiktoken:o200k_base", "none"),
+    _Family("openai-legacy", r"^gpt-(4|3\.5)", "tiktoken:cl100k_base", "none"),
+    # Opus 4.5+, Sonnet 4.6+ (and later majors) keep every prior thinking block
+    _Family(
+        "anthropic-preserved-thinking",
+        r"claude-(opus-(4-[5-9]|[5-9])|sonnet-(4-[6-9]|[5-9])|mythos)",
+        "tiktoken:o200k_base",
+        "all",
+        exact=False,
+        note="no public Claude tokenizer: o200k_base stands in, fit a profile",
+    ),
+    _Family(
+        "anthropic",
+        r"claude",
+        "tiktoken:o200k_base",
+        "current_turn",
+        exact=False,
+        note="no public Claude tokenizer: o200k_base stands in, fit a profile",
+    ),
+    _Family("qwen3", r"^(qwen3|qwq)", "hf:qwen2.5", "current_turn", note="Qwen2.5 vocabulary"),
+    _Family("qwen", r"^qwen", "hf:qwen2.5", "none"),
+    _Family("llama", r"llama", "hf:llama3", "none"),
+    _Family(
+        "mistral", r"^(mistral|mixtral|codestral|devstral|ministral)", "mistral:tekken", "none"
+    ),
+)
+
+
+def bare_model(model: str) -> str:
+    """``model`` without provider prefixes, in lower case (``litellm_proxy/anthropic/x`` -> ``x``)."""
+    return model.strip().lower().rsplit("/", 1)[-1]
+
+
+def choose(model: str | None) -> Choice:
+    """The counter and reasoning rule for a recorded model name (``None``: unknown)."""
+    name = bare_model(model or "")
+    for fam in _FAMILIES:
+        if name and re.search(fam.pattern, name):
+            return Choice(model or "", fam.family, fam.counter, fam.reasoning, fam.exact, fam.note)
+    note = "unknown model" if name else "the trace records no model"
+    return Choice(model or "", "unknown", FALLBACK_COUNTER, "all", False, f"{note}: fallback")
+
+
+def trace_model(trace: Trace) -> str | None:
+    """The model a trace records in ``meta.model`` (``None`` when absent)."""
+    model = trace.meta.get("model")
+    return str(model) if model else None
+
+
+def choose_for(traces: Iterable[Trace]) -> dict[str, Choice]:
+    """One choice per distinct recorded model, in first-seen order (``""`` = no model)."""
+    out: dict[str, Choice] = {}
+    for trace in traces:
+        model = trace_model(trace) or ""
+        if model not in out:
+            out[model] = choose(model)
+    return out
+
+
+def pooling_warning(choices: dict[str, Choice]) -> str | None:
+    """A warning when one run pools traces of different models (one number hides several)."""
+    if len(choices) <= 1:
+        return None
+    names = ", ".join(m or "(none)" for m in choices)
+    return (
+        f"these traces come from {len(choices)} models ({names}); counts pool them, "
+        "so split the run per model (calibrate --by-model) to read each one"
+    )
