@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.probes",
             "ctxbench.synth",
             "ctxbench.formats",
+            "ctxbench.shipped",
         ),
     ),
     ("single replay", ("ctxbench.cell",)),
@@ -65,6 +66,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.calibration",
             "ctxbench.recorded",
             "ctxbench.view",
+            "ctxbench.parity",
         ),
     ),
     # answers drawn from the analyses: recommendations with their uncertainty, and the gate

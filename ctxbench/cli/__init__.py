@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "view": ("viewing", "view", "Write (or serve) a viewer of runs: the prompt at every call."),
     "init": ("initializing", "init", "Write a commented starter sweep for your traces."),
+    "shipped": ("shipped", "shipped", "Install, list and remove released framework environments."),
+    "parity": ("parity", "parity", "Compare a reproduction with the released code, call by call."),
 }
 
 

@@ -162,6 +162,10 @@ class ReplayContext:
         texts = [m.content for m in self.view if m.role == "system"]
         return all(any(t.startswith(orig) or orig in t for t in texts) for orig in self._system)
 
+    def trace_index(self, message: Message) -> int | None:
+        """The trace index of a recorded message (or of its rewrite), None for new messages."""
+        return self._recorded.get(message.fingerprint)
+
     def append_recorded(self, message: Message, index: int | None) -> None:
         """Append a recorded message (or the strategy's version of a recorded tool result)."""
         if index is not None:

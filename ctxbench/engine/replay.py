@@ -187,7 +187,7 @@ def _model_call(
         return
     for attempt in range(MAX_ATTEMPTS):
         true_tokens = ctx.view.true_tokens
-        rejected = provider.rejection(ctx.view.messages)
+        rejected = provider.rejection(ctx.view.messages) if strategy.sends_tool_roles() else None
         if rejected is not None:  # a malformed request: no agent retries it
             strategy.after_call(
                 _provider_call(ctx, provider, attempt, None, usage, rejected=rejected), ctx

@@ -122,6 +122,13 @@ class Strategy(Generic[C]):
         invariant tests; a strategy whose documented rule may drop it returns False)."""
         return True
 
+    def sends_tool_roles(self) -> bool:
+        """Whether the prompt reaches the provider as native tool calls and tool results. A
+        framework that renders rounds as text (DB-GPT's ReAct agent: Thought / Action /
+        Observation in user and assistant turns) sends no tool roles, so its prompt cannot break
+        tool pairing and the provider does not check it."""
+        return True
+
     def keeps_pairs(self) -> bool:
         """Whether this configuration promises prompts with intact tool pairs (a faithful
         reproduction of a system that sends broken pairs returns False; the provider then

@@ -32,6 +32,22 @@ STRATEGIES.add("autogen_token_limited", "ctxbench.strategies.autogen:AutoGenToke
 STRATEGIES.add("langchain_trim", "ctxbench.strategies.langchain_trim:LangChainTrim")
 STRATEGIES.add("claude_code", "ctxbench.strategies.claude_code:ClaudeCode")
 
+#: Released framework code run in its own environment (ctxbench/shipped/): kept apart from
+#: STRATEGIES, whose every entry replays in-process, and listed by `ctxbench shipped list`.
+SHIPPED_PREFIX = "shipped:"
+SHIPPED_STRATEGIES = Registry("shipped strategy", list_command="ctxbench shipped list")
+SHIPPED_STRATEGIES.add("shipped:dbgpt@0.8.2", "ctxbench.shipped.dbgpt:ShippedDbgpt")
+SHIPPED_STRATEGIES.add("shipped:hermes@0.19.0", "ctxbench.shipped.hermes:ShippedHermes")
+SHIPPED_STRATEGIES.add(
+    "shipped:langchain_trim@1.8.3", "ctxbench.shipped.peers:ShippedLangChainTrim"
+)
+SHIPPED_STRATEGIES.add(
+    "shipped:autogen_head_tail@0.7.5", "ctxbench.shipped.peers:ShippedAutoGenHeadTail"
+)
+SHIPPED_STRATEGIES.add(
+    "shipped:autogen_token_limited@0.7.5", "ctxbench.shipped.peers:ShippedAutoGenTokenLimited"
+)
+
 
 def strategy_class(name: str) -> type[Strategy]:
     """The strategy class registered as ``name`` (or a plug-in ``module:Class``)."""
@@ -39,7 +55,7 @@ def strategy_class(name: str) -> type[Strategy]:
 
     from ctxbench.errors import UnknownNameError
 
-    cls = STRATEGIES.load(name)
+    cls = (SHIPPED_STRATEGIES if name.startswith(SHIPPED_PREFIX) else STRATEGIES).load(name)
     hint = "subclass ctxbench.Strategy (see `ctxbench strategies` for examples)"
     if not isinstance(cls, type):
         raise UnknownNameError(
@@ -68,4 +84,4 @@ def build_strategy(
     return cls(cfg)
 
 
-__all__ = ["STRATEGIES", "Strategy", "build_strategy", "strategy_class"]
+__all__ = ["SHIPPED_STRATEGIES", "STRATEGIES", "Strategy", "build_strategy", "strategy_class"]

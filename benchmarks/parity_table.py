@@ -1,0 +1,133 @@
+"""The parity table: each reproduction against its release, on every embedded scenario and
+every shared recorded trace, at 8k, 16k, 32k and 64k windows.
+
+``python -m benchmarks.parity_table [--pairs dbgpt,hermes] [--windows 8192,16384]
+[--per-source N] [--out parity.json]`` prints one JSON object: per pair and window the overall
+agreement (``ctxbench.parity.overall``) and per trace source the agreeing calls; a release whose
+environment is not installed is reported as such. Recorded traces come from ``CTXBENCH_TRACES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ctxbench import parity
+from ctxbench.cell.traces import open_traces
+from ctxbench.shipped import environment
+from ctxbench.shipped.releases import AGENTSCOPE, DBGPT, HERMES, Release
+from ctxbench.strategies import SHIPPED_STRATEGIES
+from ctxbench.synth import generate, load_scenario, scenario_names
+from ctxbench.trace import Trace
+
+PAIRS: dict[str, tuple[str, Release]] = {
+    "dbgpt": ("shipped:dbgpt@0.8.2", DBGPT),
+    "agentscope": ("shipped:agentscope@2.0.11", AGENTSCOPE),
+    "hermes": ("shipped:hermes@0.19.0", HERMES),
+}
+WINDOWS = (8_192, 16_384, 32_768, 65_536)
+SOURCES = (
+    "tau-bench",
+    "tau2-bench",
+    "mini-swe-agent",
+    "openhands-benchmarks",
+    "swe-agent",
+)
+
+
+def traces(per_source: int | None) -> list[tuple[str, Trace]]:
+    """(source, trace) for every embedded scenario and every shared recorded trace."""
+    out = [
+        (f"scenario:{name}", next(generate(load_scenario(name), 0))) for name in scenario_names()
+    ]
+    root = Path(os.environ.get("CTXBENCH_TRACES", Path(__file__).parents[2] / "shared" / "traces"))
+    for source in SOURCES:
+        files = sorted(p for p in (root / source).rglob("*") if p.is_file())
+        found: list[Trace] = []
+        for path in files:
+            found += [t for t in open_traces(path).traces() if t.call_indices]
+        out += [(source, t) for t in found[:per_source]]
+    return out
+
+
+def table(
+    pairs: list[str], windows: list[int], per_source: int | None, out: Path | None = None
+) -> dict[str, Any]:
+    """The table; with ``out``, the file is rewritten after every (pair, window) done."""
+    loaded = traces(per_source)
+    result: dict[str, Any] = {"traces": len(loaded), "pairs": {}}
+    for pair in pairs:
+        shipped, release = PAIRS[pair]
+        if shipped not in SHIPPED_STRATEGIES:
+            result["pairs"][pair] = {"error": f"{shipped} has no driver yet"}
+            continue
+        if environment.installed(release) is None:
+            result["pairs"][pair] = {"error": f"not installed: {release.install_command}"}
+            continue
+        per_window: dict[str, Any] = {}
+        for window in windows:
+            started = time.perf_counter()
+            rows = []
+            by_source: dict[str, list[parity.TraceParity]] = {}
+            for source, trace in loaded:
+                row = parity.parity([trace], pair, shipped, window=window, reserved=1024)[0]
+                rows.append(row)
+                by_source.setdefault(source, []).append(row)
+            per_window[str(window)] = {
+                "overall": parity.overall(rows),
+                "by_source": {s: parity.overall(r) for s, r in by_source.items()},
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+            print(json.dumps({pair: {window: per_window[str(window)]["overall"]}}), file=sys.stderr)
+            result["pairs"][pair] = per_window
+            if out is not None:
+                out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """Pair x window rows: agreement and its four criteria, identical traces, seconds."""
+    lines = [
+        "| pair | window | traces | calls | agree | compacted | kept | tokens | failed | identical |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for pair, per_window in result["pairs"].items():
+        if "error" in per_window:
+            lines.append(f"| {pair} | - | {per_window['error']} |||||||")
+            continue
+        for window, cell in per_window.items():
+            o = cell["overall"]
+            lines.append(
+                f"| {pair} | {window} | {o['traces']} | {o['calls']} | {o['agreement']} | "
+                f"{o['same_compacted']} | {o['same_kept']} | {o['tokens_within']} | "
+                f"{o['same_failed']} | {o['identical_traces']} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.parity_table")
+    parser.add_argument("--pairs", default=",".join(PAIRS))
+    parser.add_argument("--windows", default=",".join(map(str, WINDOWS)))
+    parser.add_argument("--per-source", type=int, default=None, help="traces per source (all)")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--markdown", default=None, help="a table file from a previous --out")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text(encoding="utf-8"))))
+        return 0
+    out = Path(args.out) if args.out else None
+    result = table(
+        args.pairs.split(","), [int(w) for w in args.windows.split(",")], args.per_source, out
+    )
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,237 @@
+"""One virtual environment per framework release, under ctxbench's cache directory.
+
+``install`` is the one step that uses the package registry: it builds
+``$CTXBENCH_CACHE/shipped/<distribution>-<version>/`` with the environment's own pip, fills the
+environment's tiktoken cache from ctxbench's vendored files (so counting never downloads), and
+records what was installed (``pip freeze``, its hash, the python version and how long the
+install took) in ``ctxbench-env.json``. Replays only read that manifest and start the
+environment's python; nothing from the release ever enters ctxbench's own environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ctxbench.errors import CtxbenchError
+from ctxbench.shipped.releases import RELEASES, Release, environment_key
+
+CACHE_ENV_VAR = "CTXBENCH_CACHE"
+MANIFEST_NAME = "ctxbench-env.json"
+MANIFEST_SCHEMA = "ctxbench.shipped-env/1"
+#: where tiktoken looks a file up in its cache: sha1 of the URL it would download it from
+_TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+
+
+class EnvironmentMissingError(CtxbenchError):
+    """A shipped strategy was asked for but its release's environment is not installed."""
+
+
+class InstallError(CtxbenchError):
+    """Building a release's environment failed (pip's own error is in the message)."""
+
+
+def cache_root() -> Path:
+    """``$CTXBENCH_CACHE``, else the user cache directory (``$XDG_CACHE_HOME`` or ~/.cache)."""
+    explicit = os.environ.get(CACHE_ENV_VAR)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ctxbench"
+
+
+def environment_dir(release: Release) -> Path:
+    return cache_root() / "shipped" / environment_key(release)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What an installed environment holds; ``env_hash`` identifies it in result rows."""
+
+    schema: str
+    release: str
+    requirements: tuple[str, ...]
+    python: str
+    freeze: tuple[str, ...]
+    env_hash: str
+    install_seconds: float
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(
+            schema=str(data["schema"]),
+            release=str(data["release"]),
+            requirements=tuple(data["requirements"]),
+            python=str(data["python"]),
+            freeze=tuple(data["freeze"]),
+            env_hash=str(data["env_hash"]),
+            install_seconds=float(data["install_seconds"]),
+        )
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+
+    def version_of(self, distribution: str) -> str | None:
+        """The installed version of ``distribution`` according to ``pip freeze``."""
+        wanted = _normalise(distribution)
+        for line in self.freeze:
+            name, sep, version = line.partition("==")
+            if sep and _normalise(name) == wanted:
+                return version
+        return None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """An installed release: the python to run its driver with, and what it holds."""
+
+    release: Release
+    root: Path
+    manifest: Manifest
+
+    @property
+    def python(self) -> Path:
+        return _python_of(self.root)
+
+    @property
+    def tiktoken_cache(self) -> Path:
+        return self.root / "tiktoken_cache"
+
+    def process_env(self) -> dict[str, str]:
+        """The environment variables a driver runs with: offline, nothing of ctxbench's venv."""
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+        }
+        env.update(
+            TIKTOKEN_CACHE_DIR=str(self.tiktoken_cache),
+            HF_HUB_OFFLINE="1",
+            PYTHONNOUSERSITE="1",
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONIOENCODING="utf-8",
+        )
+        return env
+
+
+def _normalise(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _python_of(root: Path) -> Path:
+    return root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def installed(release: Release) -> Environment | None:
+    """The installed environment of ``release``, or None."""
+    root = environment_dir(release)
+    manifest_path = root / MANIFEST_NAME
+    if not manifest_path.is_file() or not _python_of(root).exists():
+        return None
+    try:
+        manifest = Manifest.read(manifest_path)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if tuple(manifest.requirements) != release.requirements:
+        return None
+    return Environment(release, root, manifest)
+
+
+def require(release: Release) -> Environment:
+    """The installed environment, or one clear error naming the exact install command."""
+    env = installed(release)
+    if env is None:
+        raise EnvironmentMissingError(
+            f"the {release.key} environment is not installed under {cache_root()}; "
+            f"install it with `{release.install_command}`"
+        )
+    return env
+
+
+def install(release: Release, *, force: bool = False) -> tuple[Environment, bool]:
+    """Build (or reuse) the environment of ``release``; returns it and whether it was built."""
+    existing = installed(release)
+    if existing is not None and not force:
+        _fill_tiktoken_cache(existing)
+        return existing, False
+    root = environment_dir(release)
+    if root.exists():
+        shutil.rmtree(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    _run([sys.executable, "-m", "venv", str(root)], release)
+    python = _python_of(root)
+    _run(
+        [str(python), "-m", "pip", "install", "--no-input", "-q", *release.requirements],
+        release,
+    )
+    freeze = tuple(
+        line
+        for line in _run([str(python), "-m", "pip", "freeze", "--all"], release).splitlines()
+        if line.strip()
+    )
+    version = _run(
+        [str(python), "-c", "import sys; print('.'.join(map(str, sys.version_info[:3])))"],
+        release,
+    ).strip()
+    manifest = Manifest(
+        schema=MANIFEST_SCHEMA,
+        release=release.key,
+        requirements=release.requirements,
+        python=version,
+        freeze=freeze,
+        env_hash=hashlib.sha256("\n".join(sorted(freeze)).encode()).hexdigest()[:16],
+        install_seconds=round(time.perf_counter() - started, 1),
+    )
+    env = Environment(release, root, manifest)
+    _fill_tiktoken_cache(env)
+    manifest.write(root / MANIFEST_NAME)
+    return env, True
+
+
+def remove(release: Release) -> bool:
+    """Delete the environment of ``release``; False when there was none."""
+    root = environment_dir(release)
+    if not root.exists():
+        return False
+    shutil.rmtree(root)
+    return True
+
+
+def listing() -> list[tuple[Release, Environment | None]]:
+    return [(release, installed(release)) for release in RELEASES]
+
+
+def _fill_tiktoken_cache(env: Environment) -> None:
+    """Put ctxbench's vendored encodings where the environment's tiktoken looks first."""
+    from ctxbench.counting.tiktoken_counter import ENCODINGS
+    from ctxbench.counting.vendored import read_vendored
+
+    if not env.release.tiktoken_encodings:
+        return
+    env.tiktoken_cache.mkdir(parents=True, exist_ok=True)
+    for name in env.release.tiktoken_encodings:
+        key = hashlib.sha1(_TIKTOKEN_URL.format(name=name).encode()).hexdigest()
+        target = env.tiktoken_cache / key
+        if not target.exists():
+            target.write_bytes(read_vendored(ENCODINGS[name].file))
+
+
+def _run(command: list[str], release: Release) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
+        raise InstallError(
+            f"installing {release.key} failed: `{' '.join(command[:5])} ...` exited "
+            f"{done.returncode}: " + " | ".join(tail),
+            hint="check that the package registry is reachable, then run the command again",
+        )
+    return done.stdout

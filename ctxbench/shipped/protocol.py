@@ -1,0 +1,104 @@
+"""The line-delimited JSON ctxbench and a driver speak over the driver's stdin and stdout.
+
+One JSON object per line, each with an ``op``. ctxbench sends:
+
+- ``start`` {trace_id, window, reserved, config, tools}: a new replay (the driver resets);
+  the driver answers ``ready`` {framework, version, notes}.
+- ``call`` {call, append, last_call}: the recorded messages appended since the previous
+  call (each with its ``id``, its position in the replay's history) and the provider's verdict
+  on the previous call (``last_call``: ok, prompt_tokens, or null); the driver answers
+  ``prompt``.
+- ``overflow`` {error, attempt}: the provider rejected the prompt; the driver answers
+  ``prompt`` with ``retry`` true when its framework would send again.
+
+While it works on a ``call`` or an ``overflow`` the driver may send ``summarize`` {layer,
+prompt, messages, max_tokens}; ctxbench answers ``summary`` {ok, text, error} from the run's
+summarizer, so a release and a reproduction see the same summaries.
+
+A ``prompt`` answer holds ``base`` (the prompt the framework assembled before compacting,
+optional), ``steps`` (one per compaction layer that ran: {layer, messages, note}), ``retry``,
+``exception`` (a framework exception that failed this call) and ``info`` (the framework's own
+counts). A prompt message is ``{"ref": id}`` (a history message as is), ``{"ref": id,
+"content": text}`` (rewritten) or ``{"role", "content"}`` (new: a summary, a marker).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxbench.trace import Message, ToolSpec
+
+PROTOCOL_VERSION = "ctxbench.shipped/1"
+
+
+def encode_message(message: Message, ident: int) -> dict[str, Any]:
+    """A history message as the driver receives it."""
+    out: dict[str, Any] = {"id": ident, "role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    images = sum(1 for p in message.media_parts if p.type.startswith("image"))
+    if images:
+        out["images"] = images
+    return out
+
+
+def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+        for t in tools
+    ]
+
+
+class ProtocolError(ValueError):
+    """A driver line that is not what the protocol allows (garbage, a wrong field)."""
+
+
+def decode_line(line: str) -> dict[str, Any]:
+    """One driver line as a dict with an ``op``; anything else is a ProtocolError."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        raise ProtocolError(f"the driver printed a line that is not JSON: {line[:200]!r}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("op"), str):
+        raise ProtocolError(f"the driver printed JSON without an op: {line[:200]!r}")
+    return data
+
+
+def decode_prompt(items: Any, history: Sequence[Message]) -> list[Message]:
+    """The messages of a ``prompt`` answer, history messages by reference."""
+    if not isinstance(items, list):
+        raise ProtocolError(f"prompt messages must be a list, not {type(items).__name__}")
+    out: list[Message] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            raise ProtocolError(f"a prompt message must be an object, not {item!r:.80}")
+        if "ref" in item:
+            ref = item["ref"]
+            if not isinstance(ref, int) or not 0 <= ref < len(history):
+                raise ProtocolError(f"prompt message ref {ref!r} is not a history position")
+            original = history[ref]
+            content = item.get("content")
+            if content is None:
+                out.append(original)
+            elif isinstance(content, str):
+                out.append(original if content == original.content else original.with_text(content))
+            else:
+                raise ProtocolError(f"content of ref {ref} must be a string")
+            continue
+        role, content = item.get("role"), item.get("content")
+        if role not in ("system", "user", "assistant") or not isinstance(content, str):
+            raise ProtocolError(f"a new prompt message needs a role and a content: {item!r:.120}")
+        out.append(Message(role, content))
+    return out
+
+
+def dumps(payload: Mapping[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"

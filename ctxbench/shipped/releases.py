@@ -1,0 +1,131 @@
+"""The released framework versions ctxbench can replay through, and how each one installs.
+
+A release is installed into its own virtual environment (the three pin conflicting versions of
+httpx, pydantic and openai) and driven by a small program of ours, its *driver*, run with that
+environment's python. The extra pins are the ones RELEASES.md found necessary by installing the
+wheels: ``pip install dbgpt==0.8.2`` alone cannot import ``dbgpt.agent.core.context``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxbench.errors import UnknownNameError
+
+
+@dataclass(frozen=True)
+class Release:
+    """One installable release: the strategy it backs, what pip installs, which driver runs it."""
+
+    #: the framework's short name in strategy names (``shipped:<framework>@<version>``)
+    framework: str
+    #: the distribution on the package registry
+    distribution: str
+    version: str
+    #: further requirements the release needs to import and run offline
+    extra: tuple[str, ...] = ()
+    #: the driver program under ``ctxbench/shipped/drivers/``
+    driver: str = ""
+    #: vendored tiktoken encodings the env's tiktoken must find in ``TIKTOKEN_CACHE_DIR``
+    tiktoken_encodings: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """``dbgpt==0.8.2``: what ``ctxbench shipped install`` takes."""
+        return f"{self.framework}=={self.version}"
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return (f"{self.distribution}=={self.version}", *self.extra)
+
+    @property
+    def install_command(self) -> str:
+        return f"ctxbench shipped install {self.key}"
+
+
+DBGPT = Release(
+    framework="dbgpt",
+    distribution="dbgpt",
+    version="0.8.2",
+    # RELEASES.md "Installing them": extras agent, simple-framework and client, plus the
+    # undeclared dbgpt-ext, requests and httpx-sse; cachetools 8.x breaks the pydantic import.
+    extra=(
+        "dbgpt-ext==0.8.2",
+        "numpy",
+        "mcp",
+        "pandas",
+        "cloudpickle",
+        "sqlalchemy",
+        "sqlparse",
+        "jinja2",
+        "httpx",
+        "requests",
+        "httpx-sse",
+        "cachetools<6",
+        "tiktoken",
+    ),
+    driver="dbgpt_driver.py",
+    tiktoken_encodings=("cl100k_base", "o200k_base"),
+)
+AGENTSCOPE = Release(
+    framework="agentscope",
+    distribution="agentscope",
+    version="2.0.11",
+    driver="agentscope_driver.py",
+)
+HERMES = Release(
+    framework="hermes",
+    distribution="hermes-agent",
+    version="0.19.0",
+    driver="hermes_driver.py",
+)
+LANGCHAIN_CORE = Release(
+    framework="langchain_trim",
+    distribution="langchain-core",
+    version="1.8.3",
+    driver="langchain_driver.py",
+)
+AUTOGEN_HEAD_TAIL = Release(
+    framework="autogen_head_tail",
+    distribution="autogen-core",
+    version="0.7.5",
+    driver="autogen_driver.py",
+)
+AUTOGEN_TOKEN_LIMITED = Release(
+    framework="autogen_token_limited",
+    distribution="autogen-core",
+    version="0.7.5",
+    driver="autogen_driver.py",
+)
+
+RELEASES: tuple[Release, ...] = (
+    DBGPT,
+    AGENTSCOPE,
+    HERMES,
+    LANGCHAIN_CORE,
+    AUTOGEN_HEAD_TAIL,
+    AUTOGEN_TOKEN_LIMITED,
+)
+
+
+def environment_key(release: Release) -> str:
+    """The directory name of a release's environment: releases of one distribution and version
+    share it (both AutoGen contexts come from ``autogen-core``)."""
+    return f"{release.distribution}-{release.version}"
+
+
+def find_release(key: str) -> Release:
+    """The release named ``framework==version`` (or the distribution's own name)."""
+    for release in RELEASES:
+        if key in (release.key, f"{release.distribution}=={release.version}"):
+            return release
+    import difflib
+
+    known = sorted({r.key for r in RELEASES})
+    close = difflib.get_close_matches(key, known, n=2, cutoff=0.4)
+    raise UnknownNameError(
+        f"unknown release {key!r}; known: {', '.join(known)}",
+        hint=f"did you mean {' or '.join(repr(c) for c in close)}?"
+        if close
+        else "run `ctxbench shipped list` to see them",
+    )

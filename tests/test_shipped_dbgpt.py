@@ -1,0 +1,111 @@
+"""``shipped:dbgpt@0.8.2`` on the released wheel: the RELEASES.md behaviours (the Layer-3
+``model_name`` defect trips the breaker and all compaction stops; Layer 4 is unreachable so an
+overflow fails the call; compaction is recomputed per call on the fresh history) and a run on
+every embedded scenario and a recorded trace of every shared source."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxbench.shipped import process
+from ctxbench.shipped.releases import DBGPT
+from tests.shipped_cases import (
+    SCENARIOS,
+    SOURCES,
+    check_invariants,
+    needs,
+    recorded_trace,
+    replay_events,
+    scenario_trace,
+)
+
+pytestmark = needs(DBGPT)
+NAME = "shipped:dbgpt@0.8.2"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_drivers() -> Any:
+    yield
+    process.shutdown()
+
+
+@pytest.fixture(scope="module")
+def breaker_run() -> list[dict[str, Any]]:
+    return replay_events(scenario_trace("coding_agent", 60, seed=1), NAME, 16_384, reserved=4096)
+
+
+def calls_info(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "shipped.call"]
+
+
+def test_the_model_name_defect_trips_the_breaker_and_all_compaction_stops(
+    breaker_run: list[dict[str, Any]],
+) -> None:
+    failures = [
+        (e["call"], e["info"]["compact_failures"])
+        for e in calls_info(breaker_run)
+        if e["info"]["layer3_failures"] and "retry" not in e
+    ]
+    tripped_at = min(e["call"] for e in calls_info(breaker_run) if e["info"]["breaker_tripped"])
+    failure_calls = sorted({c for c, _ in failures})
+    assert len(failure_calls) == 3 and failure_calls[-1] == tripped_at
+    texts = {t for e in calls_info(breaker_run) for t in e["info"]["layer3_failures"]}
+    assert texts == {"AttributeError: 'ContextManager' object has no attribute 'model_name'"}
+    # no summary was ever asked for, and nothing is compacted once the breaker is tripped
+    assert not [e for e in breaker_run if e["type"] == "summary"]
+    compactions = [e["call"] for e in breaker_run if e["type"] == "compaction"]
+    assert compactions and max(compactions) <= tripped_at
+    over = [e for e in breaker_run if e["type"] == "provider.call" and e["call"] > tripped_at]
+    assert over and all(not e["ok"] for e in over[-10:])
+
+
+def test_layer4_is_unreachable_so_an_overflow_fails_the_call(
+    breaker_run: list[dict[str, Any]],
+) -> None:
+    rejected = {e["call"] for e in breaker_run if e["type"] == "provider.call" and not e["ok"]}
+    failed = {e["call"] for e in breaker_run if e["type"] == "call.failed"}
+    assert rejected and rejected == failed
+    assert not [e for e in breaker_run if e["type"] == "compaction" and e["layer"] == "layer4"]
+    overflow_replies = [e for e in calls_info(breaker_run) if e["exception"]]
+    assert {e["call"] for e in overflow_replies} == failed
+    assert all(e["exception"].startswith("ValueError: ") for e in overflow_replies)
+    assert all(e["info"]["thinking_attempts"] == 3 for e in overflow_replies)
+
+
+def test_compaction_is_recomputed_on_the_fresh_history_every_call(
+    breaker_run: list[dict[str, Any]],
+) -> None:
+    layer1 = sorted({e["call"] for e in breaker_run if e["type"] == "compaction"
+                     and e["layer"] == "layer1"})  # fmt: skip
+    # Layer 1 runs again at consecutive calls: last call's truncation did not persist
+    assert any(b == a + 1 for a, b in itertools.pairwise(layer1))
+    per_call = [e for e in breaker_run if e["type"] == "compaction" and e["layer"] == "layer1"]
+    assert all(e["changed"] >= 1 for e in per_call)
+
+
+def test_native_tool_calls_are_given_as_react_text(breaker_run: list[dict[str, Any]]) -> None:
+    start = next(e for e in breaker_run if e["type"] == "shipped")
+    assert start["release"] == "dbgpt==0.8.2" and start["framework_version"] == "0.8.2"
+    assert len(start["env_hash"]) == 16
+    assert any("ReAct" in note for note in start["notes"])
+    flags = [e["info"]["react_text"] for e in calls_info(breaker_run) if "react_text" in e["info"]]
+    assert flags[0] is False and flags[-1] is True  # from the first tool result on
+
+
+def test_a_text_react_trace_is_not_converted() -> None:
+    events = replay_events(scenario_trace("sql_agent", 12), NAME, 32_768)
+    assert not any(e["info"].get("react_text") for e in calls_info(events))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_on_every_embedded_scenario(scenario: str) -> None:
+    check_invariants(replay_events(scenario_trace(scenario), NAME, 8_192))
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
+    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 8_192))

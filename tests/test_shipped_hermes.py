@@ -1,0 +1,92 @@
+"""``shipped:hermes@0.19.0`` on the released wheel: the loop's compaction sites drive the
+release's compressor, the provider's real prompt tokens reach ``update_from_response``, the
+attempt budget of one user turn runs out and overflows then fail (``compression_exhausted``),
+and a run on every embedded scenario and a recorded trace of every shared source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxbench.shipped import process
+from ctxbench.shipped.releases import HERMES
+from tests.shipped_cases import (
+    SCENARIOS,
+    SOURCES,
+    check_invariants,
+    needs,
+    recorded_trace,
+    replay_events,
+    scenario_trace,
+)
+
+pytestmark = needs(HERMES)
+NAME = "shipped:hermes@0.19.0"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_drivers() -> Any:
+    yield
+    process.shutdown()
+
+
+@pytest.fixture(scope="module")
+def single_task_run() -> list[dict[str, Any]]:
+    return replay_events(scenario_trace("coding_agent", 40, seed=1), NAME, 16_384, reserved=4096)
+
+
+def test_the_attempt_budget_of_a_user_turn_runs_out_and_overflows_fail(
+    single_task_run: list[dict[str, Any]],
+) -> None:
+    infos = [e for e in single_task_run if e["type"] == "shipped.call"]
+    compactions = [e for e in single_task_run if e["type"] == "compaction"]
+    assert {e["layer"] for e in compactions} <= {
+        "preflight",
+        "post_response",
+        "pre_api",
+        "overflow",
+    }
+    assert 1 <= len(compactions) <= 3  # three attempts per user turn, shared by both sites
+    exhausted = [e for e in infos if (e["exception"] or "").startswith("compression_exhausted")]
+    assert exhausted
+    first = min(e["call"] for e in exhausted)
+    failed = {e["call"] for e in single_task_run if e["type"] == "call.failed"}
+    assert first in failed and not [c for c in compactions if c["call"] > first]
+    assert max(e["info"]["compression_attempts"] for e in infos) > 3
+
+
+def test_summaries_come_from_the_runs_summarizer(single_task_run: list[dict[str, Any]]) -> None:
+    summaries = [e for e in single_task_run if e["type"] == "summary"]
+    assert summaries and all(s["ok"] and s["layer"] == "compaction" for s in summaries)
+
+
+def test_real_prompt_tokens_reach_update_from_response(
+    single_task_run: list[dict[str, Any]],
+) -> None:
+    accepted = {
+        e["call"]: e["true_tokens"]
+        for e in single_task_run
+        if e["type"] == "provider.call" and e["ok"]
+    }
+    compacted = {e["call"] for e in single_task_run if e["type"] == "compaction"}
+    checked = 0
+    for e in single_task_run:
+        if e["type"] != "shipped.call" or e["call"] - 1 not in accepted:
+            continue
+        if e["call"] in compacted or e["call"] - 1 in compacted:
+            continue
+        assert e["info"]["last_prompt_tokens"] == accepted[e["call"] - 1]
+        checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_on_every_embedded_scenario(scenario: str) -> None:
+    check_invariants(replay_events(scenario_trace(scenario), NAME, 8_192))
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
+    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 8_192))
