@@ -252,8 +252,11 @@ class OpenAISummarizer(Summarizer):
             raise SummarizerError(
                 f"bad endpoint {self.endpoint}: {exc}", kind="connection"
             ) from None
-        watchdog = _Watchdog(connection, self.timeout)
+        watchdog = _Watchdog(self.timeout)
+        response: http.client.HTTPResponse | None = None
         try:
+            connection.connect()
+            watchdog.watch(connection.sock)
             path = url.path + (f"?{url.query}" if url.query else "")
             connection.request("POST", path or "/", body=data, headers=headers)
             response = connection.getresponse()
@@ -297,6 +300,8 @@ class OpenAISummarizer(Summarizer):
             ) from None
         finally:
             watchdog.cancel()
+            if response is not None:
+                response.close()  # it holds the socket open, whatever the connection does
             connection.close()
         if watchdog.fired:  # the deadline passed as the last byte came in
             raise _Retryable(self._timeout(TimeoutError()))
@@ -346,21 +351,33 @@ class OpenAISummarizer(Summarizer):
 
 
 class _Watchdog:
-    """Shuts a connection's socket down at the request's deadline (unblocking any read)."""
+    """Shuts the request's socket down at its deadline, unblocking any read. It holds the
+    socket itself: ``http.client`` drops the connection's reference once a response that
+    closes the connection is being read."""
 
-    def __init__(self, connection: http.client.HTTPConnection, seconds: float) -> None:
-        self.connection = connection
+    def __init__(self, seconds: float) -> None:
         self.fired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
         self._timer.start()
 
+    def watch(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            self._sock = sock
+            if self.fired:
+                self._shutdown()
+
     def _fire(self) -> None:
-        self.fired = True
-        sock = self.connection.sock
-        if sock is not None:
+        with self._lock:
+            self.fired = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._sock is not None:
             with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+                self._sock.shutdown(socket.SHUT_RDWR)
 
     def cancel(self) -> None:
         self._timer.cancel()
@@ -380,7 +397,8 @@ def _read_capped(response: http.client.HTTPResponse, limit: int) -> bytes:
     refuse = limit == MAX_RESPONSE_BYTES
     if refuse and declared and declared.strip().isdigit() and int(declared) > limit:
         raise _TooLarge(limit, declared.strip())
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         chunk = response.read1(_READ_CHUNK)
         if not chunk:
