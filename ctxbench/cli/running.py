@@ -210,7 +210,8 @@ def run(
       ctxbench run --from-row reports/quickstart --run-id 0a1b2c3d4e5f6a7b --events ev.jsonl
     """
     if from_row:
-        rerun_row(from_row, run_id, events_file, files_dir, as_json)
+        given = summarizer_parameters(summarizer_sets)
+        rerun_row(from_row, run_id, events_file, files_dir, as_json, summarizer_params=given)
         return
     if not traces or not strategy or window is None:
         raise click.UsageError("give TRACES, --strategy and --window (or --from-row)")
@@ -263,24 +264,45 @@ def run(
 
 
 def rerun_row(
-    source: str, run_id: str | None, events_file: str | None, files_dir: str, as_json: bool
+    source: str,
+    run_id: str | None,
+    events_file: str | None,
+    files_dir: str,
+    as_json: bool,
+    *,
+    summarizer_params: Mapping[str, Any] | None = None,
 ) -> None:
     """Re-run the cell a result row describes (its ``spec`` column) and compare the rows.
 
+    The row is data: its plug-ins are not imported (registry.py), and a summarizer endpoint it
+    names is not called: summaries come from the cache only, unless the command line gives
+    the endpoint and the key variable (``--summarizer-set base_url=... api_key_env=...``).
     Exits 1 when a metric differs from the recorded row (timing columns aside)."""
-    from ctxbench.engine.result import TIMING_COLUMNS, Prices
+    from ctxbench.engine.result import TIMING_COLUMNS
+    from ctxbench.summarizers.openai_compat import cached_only
     from ctxbench.sweep.sources import load_trace
-    from ctxbench.sweep.store import ResultsDir, read_row, spec_of_row
+    from ctxbench.sweep.store import read_row, spec_of_row
 
     row = read_row(source, run_id)
     spec = spec_of_row(row)
-    prices = None
-    if Path(source).is_dir():
-        recorded = ResultsDir(source).spec().get("spec", {}).get("prices", {})
-        if spec.counter in recorded:
-            prices = configuration.build(Prices, recorded[spec.counter], source=source)
+    given = dict(summarizer_params or {})
+    live = {"base_url", "api_key_env"} <= given.keys()
+    if given:
+        spec = spec.with_(summarizer_params={**spec.summarizer_params, **given})
+    prices = recorded_prices(source, spec.counter)
     trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
-    output = run_spec(spec, trace, prices=prices)
+    with contextlib.nullcontext(None) if live else cached_only() as offline:
+        output = run_spec(spec, trace, prices=prices)
+    if offline is not None and offline.refused:
+        raise ConfigError(
+            f"the row's summarizer calls {offline.refused[0]}, named by the row; "
+            f"{len(offline.refused)} summaries are not in the cache, and ctxbench does not "
+            "send an API key to an address a file chose",
+            path=source,
+            key="summarizer_params",
+            hint="to call it, give the endpoint and the key variable on the command line: "
+            "--summarizer-set base_url=URL --summarizer-set api_key_env=VARIABLE",
+        )
     if output.files:
         write_files(Path(files_dir) / spec.run_id, output.files)
     if events_file:
@@ -299,3 +321,36 @@ def rerun_row(
         )
         raise click.exceptions.Exit(1)
     click.echo(f"run {spec.run_id} reproduces the recorded row", err=True)
+
+
+def recorded_prices(source: str, counter: str) -> Any:
+    """The prices ``sweep.json`` recorded for ``counter`` (None when it holds none); a value
+    that is not a table is an error naming its key."""
+    from ctxbench.engine.result import Prices
+    from ctxbench.sweep.store import SPEC_FILE, ResultsDir
+
+    if not Path(source).is_dir():
+        return None
+    path = Path(source) / SPEC_FILE
+    recorded = ResultsDir(source).spec().get("spec")
+    recorded = recorded.get("prices") if isinstance(recorded, Mapping) else None
+    if recorded is None:
+        return None
+    if not isinstance(recorded, Mapping):
+        raise ConfigError(
+            f"expected a table of prices per counter, got {recorded!r}"[:200],
+            path=path,
+            key="spec.prices",
+            hint="the sweep file was edited: restore it, or remove spec.prices",
+        )
+    table = recorded.get(counter)
+    if table is None:
+        return None
+    if not isinstance(table, Mapping):
+        raise ConfigError(
+            f"expected a table of prices, got {table!r}"[:200],
+            path=path,
+            key=f"spec.prices.{counter}",
+            hint="give input_per_mtok, cached_input_per_mtok and output_per_mtok",
+        )
+    return configuration.build(Prices, table, source=str(path))
