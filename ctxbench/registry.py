@@ -24,11 +24,12 @@ from ctxbench.errors import UnknownNameError
 
 @dataclass(frozen=True)
 class Entry:
-    """A registered name: where its factory lives, and a one-line summary for listings."""
+    """A registered name: where its factory lives, and a one-line summary for listings (empty
+    when the factory itself carries it, as strategy classes do)."""
 
     name: str
     target: str
-    summary: str
+    summary: str = ""
     source: str = ""
 
 
@@ -77,7 +78,7 @@ class Registry:
         self.list_command = list_command
         self._entries: dict[str, Entry] = {}
 
-    def add(self, name: str, target: str, summary: str, source: str = "") -> None:
+    def add(self, name: str, target: str, summary: str = "", source: str = "") -> None:
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is registered twice")
         self._entries[name] = Entry(name, target, summary, source)

@@ -19,8 +19,8 @@ def strategy_listing() -> list[dict[str, Any]]:
         out.append(
             {
                 "name": entry.name,
-                "summary": cls.summary or entry.summary,
-                "source": cls.source or entry.source,
+                "summary": cls.summary,
+                "source": cls.source,
                 "knobs": describe_fields(cls.Config),
             }
         )

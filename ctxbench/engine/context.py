@@ -19,7 +19,7 @@ from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.trace import Message, ToolSpec, pairing_violations
 
 if TYPE_CHECKING:
-    from ctxbench.strategies.base import Strategy
+    from ctxbench.engine.strategy import Strategy
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 

@@ -466,7 +466,7 @@ def render_compression_prompt(
 # -- the strategy ------------------------------------------------------------------------------------
 
 
-class AgentScopeStrategy(Strategy):
+class AgentScopeStrategy(Strategy[AgentScopeConfig]):
     name = "agentscope"
     summary = "AgentScope v2: structured summary at trigger_ratio, keep reserve_ratio recent, truncate big results."
     source = "agentscope-ai/agentscope src/agentscope/agent/_agent.py, _config.py"
@@ -475,7 +475,7 @@ class AgentScopeStrategy(Strategy):
 
     def __init__(self, config: AgentScopeConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: AgentScopeConfig = self.config
+        self.cfg = self.config
         #: ``state.summary``: the rendered summary shown after the system prompt
         self.summary_text = ""
         #: every compressed message so far (the session's offloaded context file)

@@ -133,7 +133,7 @@ def clear_tool_uses(
     return out, cleared, freed
 
 
-class ClearToolUses(Strategy):
+class ClearToolUses(Strategy[ClearToolUsesConfig]):
     name = "anthropic_clear_tool_uses"
     summary = "Anthropic clear_tool_uses_20250919: over the trigger, clear old tool results."
     source = "docs.claude.com/en/docs/build-with-claude/context-editing (clear_tool_uses_20250919)"
@@ -142,7 +142,6 @@ class ClearToolUses(Strategy):
 
     def __init__(self, config: ClearToolUsesConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: ClearToolUsesConfig = self.config
         self.history = FullHistory()
 
     def before_call(self, ctx: ReplayContext) -> None:
@@ -150,10 +149,10 @@ class ClearToolUses(Strategy):
         tokens = ctx.view.est_overhead + sum(ctx.estimator.count_message(m) for m in history)
         out: list[Message] = list(history)
         note = ""
-        if tokens > self.cfg.trigger:
-            edited, cleared, freed = clear_tool_uses(history, self.cfg, ctx.estimator)
-            minimum = self.cfg.clear_at_least
-            skip = self.cfg.clear_at_least_mode == "skip" and minimum and freed < minimum
+        if tokens > self.config.trigger:
+            edited, cleared, freed = clear_tool_uses(history, self.config, ctx.estimator)
+            minimum = self.config.clear_at_least
+            skip = self.config.clear_at_least_mode == "skip" and minimum and freed < minimum
             if cleared and not skip:
                 out = edited
                 note = f"cleared_tool_uses={cleared} cleared_input_tokens={freed}"

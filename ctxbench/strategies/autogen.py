@@ -122,7 +122,7 @@ class TokenLimitedConfig:
             raise ValueError("token_limit must be greater than 0.")
 
 
-class AutoGenHeadTail(Strategy):
+class AutoGenHeadTail(Strategy[HeadTailConfig]):
     name = "autogen_head_tail"
     summary = "AutoGen HeadAndTailChatCompletionContext: first n + 'Skipped' + last m."
     source = (
@@ -136,7 +136,7 @@ class AutoGenHeadTail(Strategy):
         self.history = FullHistory()
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg: HeadTailConfig = self.config
+        cfg = self.config
         system, rest = split_system(self.history.sync(ctx.view.messages))
         units = head_and_tail(autogen_messages(rest), cfg.head_size, cfg.tail_size)
         out = [*system, *flatten(units)]
@@ -145,7 +145,7 @@ class AutoGenHeadTail(Strategy):
         self.history.sent(ctx.view.messages)
 
 
-class AutoGenTokenLimited(Strategy):
+class AutoGenTokenLimited(Strategy[TokenLimitedConfig]):
     name = "autogen_token_limited"
     summary = "AutoGen TokenLimitedChatCompletionContext: pop the middle message until it fits."
     source = (
@@ -159,11 +159,11 @@ class AutoGenTokenLimited(Strategy):
         self.history = FullHistory()
 
     def budget(self, ctx: ReplayContext) -> int:
-        cfg: TokenLimitedConfig = self.config
+        cfg = self.config
         return cfg.token_limit if cfg.token_limit is not None else ctx.window
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg: TokenLimitedConfig = self.config
+        cfg = self.config
         system, rest = split_system(self.history.sync(ctx.view.messages))
         units = autogen_messages(rest)
         overhead = ctx.view.est_overhead if cfg.count_tool_schemas else 0

@@ -149,7 +149,7 @@ class ClaudeCodeConfig:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
 
 
-class ClaudeCode(Strategy):
+class ClaudeCode(Strategy[ClaudeCodeConfig]):
     name = "claude_code"
     summary = "Claude Code auto-compact: 9-section summary at effective window - 13K (2nd-hand)."
     source = "Claude Code autoCompact.ts via deobfuscated-source analyses (secondary)"
@@ -158,13 +158,12 @@ class ClaudeCode(Strategy):
 
     def __init__(self, config: ClaudeCodeConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: ClaudeCodeConfig = self.config
         self.failures = 0
         self.reactive_tried = False
 
     # -- thresholds -----------------------------------------------------------------------------
     def effective_window(self, ctx: ReplayContext) -> int:
-        cfg = self.cfg
+        cfg = self.config
         window = ctx.window
         if cfg.auto_compact_window is not None:
             window = min(window, cfg.auto_compact_window)
@@ -173,8 +172,8 @@ class ClaudeCode(Strategy):
 
     def threshold(self, ctx: ReplayContext) -> int:
         effective = self.effective_window(ctx)
-        threshold = effective - self.cfg.buffer_tokens
-        pct = self.cfg.autocompact_pct_override
+        threshold = effective - self.config.buffer_tokens
+        pct = self.config.autocompact_pct_override
         if pct is not None:
             return min(int(effective * pct / 100), threshold)
         return threshold
@@ -184,24 +183,26 @@ class ClaudeCode(Strategy):
 
     @property
     def breaker_tripped(self) -> bool:
-        return self.failures >= self.cfg.max_consecutive_failures
+        return self.failures >= self.config.max_consecutive_failures
 
     # -- hooks ----------------------------------------------------------------------------------
     def before_call(self, ctx: ReplayContext) -> None:
         self.reactive_tried = False
-        if self.cfg.microcompact:
+        if self.config.microcompact:
             cleared = microcompact(
-                ctx.view.messages, self.cfg.microcompact_tools, self.cfg.microcompact_keep_recent
+                ctx.view.messages,
+                self.config.microcompact_tools,
+                self.config.microcompact_keep_recent,
             )
             if cleared != list(ctx.view.messages):
                 ctx.apply("microcompact", cleared)
-        if not self.cfg.enabled or self.breaker_tripped:
+        if not self.config.enabled or self.breaker_tripped:
             return
         if ctx.view.estimated_tokens >= self.threshold(ctx):
             self.compact(ctx, "autocompact")
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
-        if not self.cfg.reactive_compact or self.reactive_tried or self.breaker_tripped:
+        if not self.config.reactive_compact or self.reactive_tried or self.breaker_tripped:
             return False
         if not is_overflow_error(str(error)):
             return False
@@ -219,7 +220,7 @@ class ClaudeCode(Strategy):
             prompt=transcript(history) + "\n\n[user]: " + COMPACT_PROMPT,
             messages=tuple(history),
             sections=SUMMARY_SECTIONS,
-            max_tokens=self.cfg.summary_max_tokens,
+            max_tokens=self.config.summary_max_tokens,
             key=ctx.request_key(layer),
         )
         try:

@@ -204,7 +204,7 @@ def remove_first_item(messages: list[Message]) -> list[Message]:
     return drop_unpaired(messages[1:])
 
 
-class Codex(Strategy):
+class Codex(Strategy[CodexConfig]):
     name = "codex"
     summary = "Codex CLI: at 90% of the window, recent user messages + a handoff summary."
     source = "openai/codex codex-rs/core/src/compact.rs"
@@ -213,7 +213,7 @@ class Codex(Strategy):
 
     def limit(self, ctx: ReplayContext) -> int:
         """``auto_compact_token_limit`` for the run's window."""
-        cfg: CodexConfig = self.config
+        cfg = self.config
         context_limit = ctx.window * 9 // 10
         if cfg.auto_compact_token_limit is None:
             return context_limit
@@ -231,7 +231,7 @@ class Codex(Strategy):
 
     def compact(self, ctx: ReplayContext) -> bool:
         """Run codex's compaction task; False when the summary could not be made."""
-        cfg: CodexConfig = self.config
+        cfg = self.config
         system, history = split_system(ctx.view.messages)
         system_tokens = ctx.view.est_overhead + sum(ctx.estimator.count_message(m) for m in system)
         prompt_tokens = ctx.estimator.count(SUMMARIZATION_PROMPT)

@@ -180,7 +180,7 @@ def persisted_block(preview: str, has_more: bool, original_size: int, file_path:
     return text + "\n</persisted-output>"
 
 
-class DbgptStrategy(Strategy):
+class DbgptStrategy(Strategy[DbgptConfig]):
     name = "dbgpt"
     summary = "DB-GPT agent context management: 5 states, layers 1-4, snapshots."
     source = "eosphoros-ai/DB-GPT packages/dbgpt-core/src/dbgpt/agent/core/context/"
@@ -189,7 +189,7 @@ class DbgptStrategy(Strategy):
 
     def __init__(self, config: DbgptConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: DbgptConfig = self.config
+        self.cfg = self.config
         self.compact_failures = 0
         self.step = 0
         self.layer4_retries = 0

@@ -1282,7 +1282,7 @@ def is_terminal_failure(error: SummarizerError) -> bool:
 # -- the strategy ------------------------------------------------------------------------------------
 
 
-class HermesStrategy(Strategy):
+class HermesStrategy(Strategy[HermesConfig]):
     name = "hermes"
     summary = "Hermes ContextCompressor: prune old tool output, protect head and token-budgeted tail, summarise the middle."
     source = "NousResearch/hermes-agent agent/context_compressor.py"
@@ -1291,7 +1291,7 @@ class HermesStrategy(Strategy):
 
     def __init__(self, config: HermesConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: HermesConfig = self.config
+        self.cfg = self.config
         self.limits: Limits | None = None
         self.compression_count = 0
         self.previous_summary: str | None = None

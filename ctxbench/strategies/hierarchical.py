@@ -119,7 +119,7 @@ def latest_query(messages: Sequence[Message]) -> str:
     return "\n".join(message_search_text(m) for m in (user, assistant) if m is not None)
 
 
-class Hierarchical(Strategy):
+class Hierarchical(Strategy[HierarchicalConfig]):
     name = "hierarchical"
     summary = "ctxbench synthesis: hot rounds in the prompt, cold rounds retrieved by BM25."
     source = "ContextManager design document (seeds/003) 'Hierarchical memory'; ctxbench synthesis"
@@ -128,13 +128,12 @@ class Hierarchical(Strategy):
 
     def __init__(self, config: HierarchicalConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: HierarchicalConfig = self.config
         self.cold: list[ColdRound] = []
         self._retrieved: set[int] = set()  # ids of the cold messages currently in the prompt
         self._evicted = 0
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg = self.cfg
+        cfg = self.config
         base = [m for m in ctx.view.messages if id(m) not in self._retrieved]
         system = [m for m in base if m.role == "system"]
         rest = [m for m in base if m.role != "system"]
@@ -179,11 +178,13 @@ class Hierarchical(Strategy):
     def retrieve(self, query: str, allowance: int, ctx: ReplayContext) -> list[ColdRound]:
         """The best-matching cold rounds that fit ``allowance`` tokens, in original order."""
         terms = tokenize(query)
-        if not self.cold or not terms or allowance <= 0 or self.cfg.top_k == 0:
+        if not self.cold or not terms or allowance <= 0 or self.config.top_k == 0:
             return []
-        scores = BM25([c.terms for c in self.cold], k1=self.cfg.k1, b=self.cfg.b).scores(terms)
+        scores = BM25([c.terms for c in self.cold], k1=self.config.k1, b=self.config.b).scores(
+            terms
+        )
         ranked = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], -i))[
-            : self.cfg.top_k
+            : self.config.top_k
         ]
         chosen: list[int] = []
         used = 0

@@ -173,7 +173,7 @@ class LangChainTrimConfig:
             raise ValueError("start_on only applies to strategy='last'")
 
 
-class LangChainTrim(Strategy):
+class LangChainTrim(Strategy[LangChainTrimConfig]):
     name = "langchain_trim"
 
     def keeps_system(self) -> bool:
@@ -187,14 +187,17 @@ class LangChainTrim(Strategy):
 
     def __init__(self, config: LangChainTrimConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: LangChainTrimConfig = self.config
         self.history = FullHistory()
 
     def budget(self, ctx: ReplayContext) -> int:
-        return self.cfg.max_tokens if self.cfg.max_tokens is not None else ctx.window - ctx.reserved
+        return (
+            self.config.max_tokens
+            if self.config.max_tokens is not None
+            else ctx.window - ctx.reserved
+        )
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg = self.cfg
+        cfg = self.config
         history = self.history.sync(ctx.view.messages)
         trimmed = trim_messages(
             history,

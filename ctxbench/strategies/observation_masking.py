@@ -96,7 +96,7 @@ def mask(message: Message, placeholder: str) -> Message:
     return with_placeholder(message, text)
 
 
-class ObservationMasking(Strategy):
+class ObservationMasking(Strategy[ObservationMaskingConfig]):
     name = "observation_masking"
     summary = "Keep the last M rounds' observations; older ones become a placeholder."
     source = (
@@ -108,17 +108,16 @@ class ObservationMasking(Strategy):
 
     def __init__(self, config: ObservationMaskingConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: ObservationMaskingConfig = self.config
         self.history = FullHistory()
 
     def placeholder(self) -> str:
-        if self.cfg.placeholder is not None:
-            return self.cfg.placeholder
-        return OPENHANDS_PLACEHOLDER if self.cfg.unit == "events" else SWE_AGENT_PLACEHOLDER
+        if self.config.placeholder is not None:
+            return self.config.placeholder
+        return OPENHANDS_PLACEHOLDER if self.config.unit == "events" else SWE_AGENT_PLACEHOLDER
 
     def before_call(self, ctx: ReplayContext) -> None:
         history = self.history.sync(ctx.view.messages)
-        masked = masked_indices(history, self.cfg)
+        masked = masked_indices(history, self.config)
         out = list(history)
         for i in masked:
             out[i] = mask(history[i], self.placeholder())

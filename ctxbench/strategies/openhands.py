@@ -191,7 +191,7 @@ def head_tail_cut(events: list[Message], keep_first: int, tail: int) -> tuple[in
     return head_end, safe_start_forward(events, tail_start)
 
 
-class OpenHandsSummarizing(Strategy):
+class OpenHandsSummarizing(Strategy[OpenHandsSummarizingConfig]):
     name = "openhands_summarizing"
     summary = "OpenHands V0 LLMSummarizingCondenser: head + summary + tail by event count."
     source = "OpenHands/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py"
@@ -200,19 +200,18 @@ class OpenHandsSummarizing(Strategy):
 
     def __init__(self, config: OpenHandsSummarizingConfig | None = None) -> None:
         super().__init__(config)
-        self.cfg: OpenHandsSummarizingConfig = self.config
         self.summary_message: Message | None = None
 
     def before_call(self, ctx: ReplayContext) -> None:
         system, events = split_system(ctx.view.messages)
-        if len(events) <= self.cfg.max_size:
+        if len(events) <= self.config.max_size:
             return
         condensed = self.condense(events, ctx)
         if condensed is not None:
             ctx.apply("openhands_summarizing", [*system, *condensed])
 
     def condense(self, events: list[Message], ctx: ReplayContext) -> list[Message] | None:
-        cfg = self.cfg
+        cfg = self.config
         tail_size = cfg.max_size // 2 - cfg.keep_first - 1
         previous = self.summary_message
         head_end, tail_start = head_tail_cut(events, cfg.keep_first, tail_size)
@@ -239,7 +238,7 @@ class OpenHandsSummarizing(Strategy):
         return drop_unpaired([*head, self.summary_message, *events[tail_start:]])
 
 
-class OpenHandsAmortized(Strategy):
+class OpenHandsAmortized(Strategy[OpenHandsAmortizedConfig]):
     name = "openhands_amortized"
     summary = "OpenHands V0 AmortizedForgettingCondenser: head + tail by event count."
     source = "OpenHands/OpenHands openhands/memory/condenser/impl/amortized_forgetting_condenser.py"
@@ -247,7 +246,7 @@ class OpenHandsAmortized(Strategy):
     default_estimator = "chars4"
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg: OpenHandsAmortizedConfig = self.config
+        cfg = self.config
         system, events = split_system(ctx.view.messages)
         if len(events) <= cfg.max_size:
             return

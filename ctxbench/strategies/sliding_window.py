@@ -54,7 +54,7 @@ def window_of(
     return [m for i, m in enumerate(messages) if i in kept]
 
 
-class SlidingWindow(Strategy):
+class SlidingWindow(Strategy[SlidingWindowConfig]):
     name = "sliding_window"
     summary = "System + the last N whole rounds (optionally pinning the first user message)."
     source = "ContextManager design document (seeds/003), 'Sliding window'"
@@ -62,7 +62,7 @@ class SlidingWindow(Strategy):
     default_estimator = "chars4"
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg: SlidingWindowConfig = self.config
+        cfg = self.config
         budget = self.budget(ctx)
         if cfg.trigger_ratio > 0 and ctx.view.estimated_tokens < cfg.trigger_ratio * budget:
             return

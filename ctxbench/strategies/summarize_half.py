@@ -108,7 +108,7 @@ def split_old_recent(
     return list(messages[:cut]), list(messages[cut:])
 
 
-class SummarizeHalf(Strategy):
+class SummarizeHalf(Strategy[SummarizeHalfConfig]):
     name = "summarize_half"
     summary = "Seed 003 ContextManager: over budget, summarise the oldest half of the rounds."
     source = "ContextManager design document (seeds/003), build_for_llm / _compact"
@@ -116,7 +116,7 @@ class SummarizeHalf(Strategy):
     default_estimator = "chars4"
 
     def budget(self, ctx: ReplayContext) -> int:
-        cfg: SummarizeHalfConfig = self.config
+        cfg = self.config
         return cfg.token_budget if cfg.token_budget is not None else ctx.window - ctx.reserved
 
     def before_call(self, ctx: ReplayContext) -> None:
@@ -128,7 +128,7 @@ class SummarizeHalf(Strategy):
 
     def compact(self, messages: tuple[Message, ...], ctx: ReplayContext) -> list[Message] | None:
         """``_compact``: system + summary of the old rounds + recent rounds (None = unchanged)."""
-        cfg: SummarizeHalfConfig = self.config
+        cfg = self.config
         system, rest = split_system(messages)
         previous = [m for m in system if m.content.startswith(SUMMARY_HEADING)]
         system = [m for m in system if not m.content.startswith(SUMMARY_HEADING)]

@@ -1,0 +1,146 @@
+"""The strategy protocol: a compaction policy built from a frozen config.
+
+A strategy instance lives for one replay (it may keep state, such as a summary or a failure
+counter). The engine calls its hooks in this order for every recorded model call:
+
+1. ``on_tool_results(batch, ctx)`` for the tool results (or DB-GPT ``Observation:`` messages)
+   of one turn, appended since the last call; by default each goes through
+   ``on_tool_result(message, ctx)``, which returns the message to keep (maybe truncated);
+2. ``before_call(ctx)``: proactive compaction of ``ctx.view`` through ``ctx.apply``;
+3. the provider checks the prompt; ``after_call(call, ctx)`` then receives its verdict and the
+   counts of that attempt (a :class:`ProviderCall`), accepted or not;
+4. on an overflow, ``on_overflow(error, attempt, ctx)`` may compact and returns True to retry,
+   False to give up (the call fails).
+
+Strategies change the view only through ``ctx.apply(layer, messages)``, which records the
+compaction event and the ``context.status`` that follows it. The class is the one place its
+name, summary and source are written; the registry keeps only its import path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from ctxbench.trace import Message, Usage
+
+if TYPE_CHECKING:
+    from ctxbench.engine.context import ReplayContext
+    from ctxbench.errors import ProviderOverflowError
+
+#: DB-GPT's state thresholds, used to label ``context.status`` for every strategy.
+DEFAULT_STATE_THRESHOLDS: tuple[tuple[float, str], ...] = (
+    (1.0, "overflow"),
+    (0.95, "critical"),
+    (0.90, "error"),
+    (0.70, "warning"),
+)
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    """A strategy without knobs."""
+
+
+@dataclass(frozen=True)
+class ProviderCall:
+    """One provider attempt as ``after_call`` sees it: the verdict and the counts of the
+    prompt just sent (the same numbers as its ``provider.call`` event)."""
+
+    call: int
+    attempt: int
+    #: prompt tokens by the provider's TRUE counter, and by the strategy's estimator
+    true_tokens: int
+    estimated_tokens: int
+    limit: int
+    accepted: bool
+    #: the provider's overflow error when the prompt was rejected
+    error: ProviderOverflowError | None
+    #: prompt tokens a provider cache would serve (the prefix sent before; 0 when rejected)
+    cached_tokens: int
+    #: what the recorded trace's provider reported for this call, when the trace has it
+    recorded_usage: Usage | None
+
+    @property
+    def overflow(self) -> bool:
+        return self.error is not None
+
+
+C = TypeVar("C")
+
+
+class Strategy(Generic[C]):
+    """Base class. Subclasses set ``name``, ``summary``, ``source``, ``Config`` and hooks;
+    ``Strategy[MyConfig]`` types ``self.config`` as ``MyConfig``."""
+
+    name: ClassVar[str] = "strategy"
+    summary: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    Config: ClassVar[type[Any]] = NoConfig
+    #: the estimator the real system uses to decide (a counter spec)
+    default_estimator: ClassVar[str] = "chars4"
+
+    def __init__(self, config: C | None = None) -> None:
+        self.config: C = config if config is not None else self.Config()
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def on_start(self, ctx: ReplayContext) -> None:
+        """Called once before the first message is appended."""
+
+    def on_tool_result(self, message: Message, ctx: ReplayContext) -> Message:
+        """Return the tool result to append (default: unchanged)."""
+        return message
+
+    def on_tool_results(self, messages: list[Message], ctx: ReplayContext) -> list[Message]:
+        """Return the batch of results answering one assistant turn (parallel calls together).
+
+        The default passes each through :meth:`on_tool_result`; override for per-turn budgets.
+        """
+        return [self.on_tool_result(m, ctx) for m in messages]
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        """Compact ``ctx.view`` before a model call if the strategy's rules say so."""
+
+    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
+        """Called after every provider attempt with its verdict and counts (default: nothing).
+
+        Strategies that calibrate on what the provider said (Hermes reads the last prompt's
+        real size) use this instead of reading the engine's events."""
+
+    def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
+        """React to a provider overflow; return True to retry the call."""
+        return False
+
+    def keeps_system(self) -> bool:
+        """Whether this configuration promises to keep the system message (checked by the
+        invariant tests; a strategy whose documented rule may drop it returns False)."""
+        return True
+
+    # -- how status events are labelled ------------------------------------------------------
+    def budget(self, ctx: ReplayContext) -> int:
+        """The token budget the strategy compares its estimate with (default: window - reserved)."""
+        return ctx.window - ctx.reserved
+
+    def state_of(self, ratio: float, budget: int) -> str:
+        """The DB-GPT state name of a usage ratio."""
+        if budget <= 0:
+            return "overflow"
+        for threshold, state in DEFAULT_STATE_THRESHOLDS:
+            if ratio >= threshold:
+                return state
+        return "normal"
+
+
+#: What the engine calls on a strategy that does not subclass :class:`Strategy`.
+PROTOCOL: tuple[str, ...] = (
+    "name",
+    "default_estimator",
+    "on_start",
+    "on_tool_results",
+    "on_tool_result",
+    "before_call",
+    "after_call",
+    "on_overflow",
+    "budget",
+    "state_of",
+)
