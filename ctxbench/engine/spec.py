@@ -85,6 +85,14 @@ class RunSpec:
                 f"unknown run spec keys {unknown}",
                 hint=f"valid keys: {', '.join(sorted(known))}",
             )
+        for key, value in data.items():
+            problem = _field_problem(key, value)
+            if problem:
+                raise ConfigError(
+                    f"run spec key {key!r} {problem}, not {type(value).__name__}",
+                    key=f"spec.{key}",
+                    hint="the row was edited, or written by another ctxbench version",
+                )
         spec = cls(**{k: v for k, v in data.items() if k in known})
         if "run_id" in data and data["run_id"] != spec.run_id:
             raise ConfigError(
@@ -95,3 +103,27 @@ class RunSpec:
 
     def with_(self, **changes: Any) -> RunSpec:
         return replace(self, **changes)
+
+
+#: The JSON type every run spec field must have (text when not listed): a row is data.
+_FIELD_TYPES: dict[str, type] = {
+    "params": dict,
+    "summarizer_params": dict,
+    "window": int,
+    "reserved": int,
+    "seed": int,
+    "mine_probes": bool,
+}
+_TYPE_WORDS = {dict: "an object", int: "an integer", bool: "true or false", str: "text"}
+
+
+def _field_problem(key: str, value: Any) -> str:
+    """Why ``value`` cannot be run spec field ``key`` ("" when it can)."""
+    if key == "run_id":
+        return ""
+    expected = _FIELD_TYPES.get(key, str)
+    if (isinstance(value, bool) and expected is not bool) or not isinstance(value, expected):
+        return f"must be {_TYPE_WORDS[expected]}"
+    if isinstance(value, dict) and not all(isinstance(k, str) for k in value):
+        return "must have text keys"
+    return ""

@@ -58,7 +58,7 @@ from ctxbench.atomic_file import AtomicFile, discard, fsync_folder
 from ctxbench.engine.events import Event, event_line, event_problem
 from ctxbench.engine.result import RunResult
 from ctxbench.engine.spec import RunSpec
-from ctxbench.errors import ConfigError, OutputError
+from ctxbench.errors import ConfigError, CtxbenchError, OutputError
 
 SPEC_FILE = "sweep.json"
 JOURNAL = "cells.jsonl"
@@ -557,12 +557,25 @@ def _record_problem(record: Any) -> str:
             not isinstance(value, tp) or (isinstance(value, bool) and tp is not bool)
         ):
             return f"row column {column} holds {value!r}"
+    spec_problem = _spec_problem(record["row"])
+    if spec_problem:
+        return spec_problem
     for i, event in enumerate(record["events"]):
         problem = event_problem(event)
         if problem is None and not isinstance(event.get("step"), int):
             problem = "$.step", "step must be an integer"
         if problem is not None:
             return f"event {i}: {problem[1]}"
+    return ""
+
+
+def _spec_problem(row: Mapping[str, Any]) -> str:
+    """What is wrong with a row's ``spec`` column ("" if nothing): ``run --from-row`` and
+    ``check`` read it as a run spec, so its shape is checked with the rest of the row."""
+    try:
+        spec_of_row(row)
+    except CtxbenchError as exc:
+        return f"row column spec: {exc.message}"
     return ""
 
 
@@ -604,6 +617,15 @@ def _read_table(path: Path) -> list[dict[str, Any]]:
             hint=_REBUILD,
         )
     rows: list[dict[str, Any]] = table.to_pylist()
+    for i, row in enumerate(rows):
+        problem = _spec_problem(row)
+        if problem:
+            raise ConfigError(
+                f"row {i} (run {row.get('run_id')!r}): {problem}",
+                path=path,
+                key="spec",
+                hint=_REBUILD,
+            )
     return rows
 
 
