@@ -80,6 +80,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ctxbench import config as configuration
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.context import ReplayContext, safe_component
 from ctxbench.errors import ProviderOverflowError, SummarizerError
@@ -245,12 +246,9 @@ class AgentScopeConfig:
             raise ValueError(
                 f"context_buffer_ratio must be within [0, 1], not {self.context_buffer_ratio}"
             )
-        try:
-            self.summary_template.format(**{name: "" for name, _, _ in SUMMARY_FIELDS})
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(
-                f"summary_template must only use the fields {', '.join(f for f, _, _ in SUMMARY_FIELDS)}: {exc}"
-            ) from None
+        configuration.check_template(
+            self.summary_template, [name for name, _, _ in SUMMARY_FIELDS], key="summary_template"
+        )
         if "{runtime_state}" not in self.runtime_state_template:
             raise ValueError("runtime_state_template must contain {runtime_state}")
 
