@@ -303,7 +303,9 @@ def check_template(template: str, fields: Collection[str], *, key: str) -> None:
         if name not in fields:
             raise ValueError(f"{key} must only use the fields {', '.join(fields)}, not {{{name}}}")
         if "{" in (spec or ""):
-            raise ValueError(f"nested fields in a format spec of {key} are not allowed ({{{name}}})")
+            raise ValueError(
+                f"nested fields in a format spec of {key} are not allowed ({{{name}}})"
+            )
         widths = [int(n) for n in re.findall(r"\d+", spec or "")]
         if widths and max(widths) > MAX_FORMAT_WIDTH:
             raise ValueError(
