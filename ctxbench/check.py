@@ -28,6 +28,7 @@ from xml.etree import ElementTree as ET
 from ctxbench import jsontext
 from ctxbench.config import INT64_MAX
 from ctxbench.errors import ConfigError, CtxbenchError
+from ctxbench.escaping import markdown_cell, markdown_code, markdown_text, xml_text
 
 BASELINE_SCHEMA = "ctxbench.baseline/1"
 
@@ -434,12 +435,13 @@ def markdown_report(report: CheckReport) -> str:
         out += ["| cell | metric | baseline | current | change |", "|---|---|---|---|---|"]
         for key, f in findings:
             cells = [key, f.metric, _fmt(f.baseline), _fmt(f.current), f.detail]
-            out.append("| " + " | ".join(v.replace("|", "\\|") for v in cells) + " |")
+            text = [markdown_cell(key)] + [markdown_text(v) for v in cells[1:]]
+            out.append("| " + " | ".join(text) + " |")
         out.append("")
     for c in report.missing:
-        out.append(f"- missing: `{c.key}`")
+        out.append(f"- missing: {markdown_code(c.key)}")
     for c in report.new:
-        out.append(f"- new: `{c.key}`")
+        out.append(f"- new: {markdown_code(c.key)}")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -456,8 +458,8 @@ def junit_report(report: CheckReport) -> str:
         case = ET.SubElement(
             suite,
             "testcase",
-            classname=f"ctxbench.{strategy}" if strategy else "ctxbench",
-            name=c.key,
+            classname=xml_text(f"ctxbench.{strategy}" if strategy else "ctxbench"),
+            name=xml_text(c.key),
         )
         if c.status == "regressed":
             failures += 1
@@ -466,8 +468,11 @@ def junit_report(report: CheckReport) -> str:
                 for f in c.findings
             )
             ET.SubElement(
-                case, "failure", message="; ".join(f.metric for f in c.findings), type="regression"
-            ).text = text
+                case,
+                "failure",
+                message=xml_text("; ".join(f.metric for f in c.findings)),
+                type="regression",
+            ).text = xml_text(text)
         elif c.status == "missing":
             if not report.tolerances.allow_missing:
                 failures += 1
@@ -483,9 +488,11 @@ def junit_report(report: CheckReport) -> str:
         failures += 1
         ET.SubElement(
             agg, "failure", message="aggregate regression", type="regression"
-        ).text = "\n".join(
-            f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
-            for f in report.aggregate
+        ).text = xml_text(
+            "\n".join(
+                f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+                for f in report.aggregate
+            )
         )
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))

@@ -12,6 +12,7 @@ import click
 
 from ctxbench.atomic_file import AtomicFile
 from ctxbench.errors import ConfigError
+from ctxbench.escaping import csv_cell
 
 
 def _cell(value: Any) -> str:
@@ -54,4 +55,4 @@ def write_rows(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> None:
         else:
             writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else [])
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)

@@ -59,6 +59,7 @@ from ctxbench.engine.events import Event, event_line, event_problem
 from ctxbench.engine.result import RunResult
 from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError, CtxbenchError, OutputError
+from ctxbench.escaping import csv_cell
 
 SPEC_FILE = "sweep.json"
 JOURNAL = "cells.jsonl"
@@ -691,7 +692,7 @@ class _TableWriter:
     def add(self, row: dict[str, Any]) -> None:
         self._batch.append(row)
         if self._csv_writer is not None:
-            self._csv_writer.writerow(row)
+            self._csv_writer.writerow({k: csv_cell(v) for k, v in row.items()})
         if len(self._batch) >= ROW_GROUP:
             self._flush()
 
