@@ -23,10 +23,11 @@ from ctxbench.resources import resource_dir
 
 
 def run(quick: bool) -> dict[str, Any]:
+    from ctxbench.cell.traces import iter_traces
     from ctxbench.formats.canonical import write_traces
     from ctxbench.report.write import write_drift_report, write_report
     from ctxbench.sweep import load_sweep, run_sweep
-    from ctxbench.sweep.sources import iter_traces, refs_of
+    from ctxbench.sweep.sources import refs_of
 
     spec = load_sweep(resource_dir("scenarios") / "quickstart.toml")
     if quick:

@@ -39,6 +39,15 @@ def fsync_folder(path: Path) -> None:
         os.close(fd)
 
 
+def fsync_file(path: Path) -> None:
+    """Flush a written file to the disk (before the rename that publishes it)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def remove_stale(path: Path) -> None:
     """Remove the temporary files of ``path`` whose writer is dead (killed mid-write)."""
     prefix = f".{path.name}."
@@ -137,4 +146,4 @@ class AtomicFile:
         discard(self.tmp)
 
 
-__all__ = ["AtomicFile", "discard", "fsync_folder", "remove_stale"]
+__all__ = ["AtomicFile", "discard", "fsync_file", "fsync_folder", "remove_stale"]

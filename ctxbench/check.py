@@ -50,7 +50,7 @@ METRICS: tuple[str, ...] = (
 
 def cell_key(row: Mapping[str, Any]) -> str:
     """The readable key of a row: the same cell under a new id still matches its baseline."""
-    from ctxbench.engine.spec import RunSpec
+    from ctxbench.cell.spec import RunSpec
 
     try:
         spec = RunSpec.from_dict(json.loads(row["spec"]))

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxbench import jsontext
 from ctxbench.engine import events as ev
-from ctxbench.errors import ConfigError
+from ctxbench.errors import ResultsError
+from ctxbench.results import event_lines
 
 _IGNORED = ("step", "run_id")
 
@@ -25,27 +25,11 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
     """The events of one run from an events JSONL file (the only run, or ``run_id``)."""
     path = Path(path)
     runs: dict[str, list[dict[str, Any]]] = {}
-    try:
-        with path.open("r", encoding="utf-8-sig") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                event = jsontext.loads(line, path=path, line=lineno, hint=_EVENTS_HINT)
-                _check_event(event, path, lineno)
-                runs.setdefault(str(event.get("run_id", "")), []).append(event)
-    except FileNotFoundError:
-        raise ConfigError("no such events file", path=path, hint=_EVENTS_HINT) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path, hint=_EVENTS_HINT
-        ) from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read: {exc.strerror or exc}", path=path, hint=_EVENTS_HINT
-        ) from None
+    for event in event_lines(path):
+        runs.setdefault(str(event.get("run_id", "")), []).append(event)
     if run_id is not None:
         if run_id not in runs:
-            raise ConfigError(
+            raise ResultsError(
                 f"no events of run {run_id!r}",
                 path=path,
                 key="$.run_id",
@@ -53,7 +37,7 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
             )
         return run_id, runs[run_id]
     if len(runs) != 1:
-        raise ConfigError(
+        raise ResultsError(
             f"holds {len(runs)} runs",
             path=path,
             key="$.run_id" if runs else None,
@@ -61,17 +45,6 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
         )
     only = next(iter(runs))
     return only, runs[only]
-
-
-_EVENTS_HINT = "give the --events file of `ctxbench run` or a sweep's events.jsonl"
-
-
-def _check_event(event: Any, path: Path, line: int) -> None:
-    """An event line must hold what ``diff`` reads, so a hand-edited file fails here, named."""
-    problem = ev.event_problem(event)
-    if problem is not None:
-        key, message = problem
-        raise ConfigError(message, path=path, line=line, key=key, hint=_EVENTS_HINT)
 
 
 def _normal(event: Mapping[str, Any]) -> dict[str, Any]:

@@ -119,3 +119,7 @@ def _fix(exc: OSError) -> str:
         if exc.errno in codes:
             return fix
     return "check free space and permissions of the output location"
+
+
+class ResultsError(ConfigError):
+    """A results directory or file cannot be read: names the file, the line, and the fix."""

@@ -34,7 +34,7 @@ def write_baseline(results_dir: str | Path, path: str | Path) -> Path:
     """Record ``results_dir`` as a baseline file (what ``ctxbench baseline`` writes)."""
     import json
 
-    from ctxbench.sweep import ResultsDir
+    from ctxbench.results import ResultsDir
 
     doc = make_baseline(ResultsDir(results_dir).rows())
     Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -51,7 +51,7 @@ def assert_no_regression(
     allow_missing: bool = False,
 ) -> CheckReport:
     """Raise AssertionError (with the regression table) when ``results_dir`` regressed."""
-    from ctxbench.sweep import ResultsDir
+    from ctxbench.results import ResultsDir
 
     tol = Tolerances(max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing)
     report = check(ResultsDir(results_dir).rows(), load_baseline(baseline), tol)

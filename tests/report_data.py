@@ -12,10 +12,10 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.counting import get_counter
 from ctxbench.engine.events import event_line
-from ctxbench.engine.runner import resolve_spec, run_spec
-from ctxbench.engine.spec import RunSpec
 from ctxbench.formats.canonical import write_traces
 from ctxbench.probes.model import Probe
 from ctxbench.trace import Message, ToolCall, Trace, Usage

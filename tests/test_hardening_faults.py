@@ -38,6 +38,7 @@ from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.engine.result import TIMING_COLUMNS
 from ctxbench.errors import OutputError
 from ctxbench.formats.canonical import write_traces
+from ctxbench.results.layout import EVENTS, FILES, JOURNAL, RESULTS
 from ctxbench.strategies import STRATEGIES, build_strategy
 from ctxbench.strategies.agentscope import TRUNCATED_SUMMARY
 from ctxbench.strategies.base import Strategy
@@ -47,7 +48,6 @@ from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.failing import KINDS, FailingSummarizer
 from ctxbench.summarizers.openai_compat import OpenAISummarizer
 from ctxbench.sweep import ResultsDir, load_sweep, run_sweep
-from ctxbench.sweep.store import EVENTS, FILES, JOURNAL, RESULTS
 from tests.factories import tool_trace
 from tests.replaying import Recording
 

@@ -21,7 +21,8 @@ from ctxbench.check import make_baseline
 from ctxbench.errors import CtxbenchError
 from ctxbench.formats.canonical import write_traces
 from ctxbench.report.results import load_results
-from ctxbench.sweep.store import EVENTS, JOURNAL, RESULTS, SPEC_FILE, ResultsDir
+from ctxbench.results import ResultsDir
+from ctxbench.results.layout import EVENTS, JOURNAL, RESULTS, SPEC_FILE
 from ctxbench.testing import run_sweep, write_baseline
 from tests.factories import tool_trace
 from tests.hardening import FILE_LEVEL, damaged, run_main

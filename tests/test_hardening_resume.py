@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from ctxbench.formats.canonical import write_traces
+from ctxbench.results.layout import JOURNAL, RESULTS, RESULTS_CSV
 from ctxbench.sweep import ResultsDir, load_sweep, plan
-from ctxbench.sweep.store import JOURNAL, RESULTS, RESULTS_CSV
 from tests.factories import tool_trace
 
 REPO = Path(__file__).resolve().parents[1]

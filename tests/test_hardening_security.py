@@ -32,9 +32,9 @@ from ctxbench.counting import get_counter
 from ctxbench.engine import events as ev
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import replay
-from ctxbench.engine.runner import write_files
 from ctxbench.errors import OutputError
 from ctxbench.formats.canonical import write_traces
+from ctxbench.results.files import write_files
 from ctxbench.strategies import STRATEGIES, build_strategy
 from ctxbench.sweep import ResultsDir, load_sweep, run_sweep
 from ctxbench.trace import Message, ToolCall, Trace

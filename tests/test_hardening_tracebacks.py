@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from ctxbench import jsontext
-from ctxbench.engine.spec import RunSpec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.formats.canonical import write_traces
 from ctxbench.limits import MAX_FORMAT_WIDTH
-from ctxbench.sweep.store import FINAL_FILES, JOURNAL, SPEC_FILE
+from ctxbench.results.layout import FINAL_FILES, JOURNAL, SPEC_FILE
 from ctxbench.testing import run_sweep, write_baseline
 from tests.factories import tool_trace
 from tests.hardening import run_main

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from ctxbench.engine.spec import RunSpec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.formats.canonical import write_traces
-from ctxbench.sweep.store import FINAL_FILES, JOURNAL
+from ctxbench.results.layout import FINAL_FILES, JOURNAL
 from ctxbench.testing import run_sweep
 from tests.factories import tool_trace
 from tests.hardening import run_main

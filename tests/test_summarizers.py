@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.counting import get_counter
 from ctxbench.engine.events import event_line
-from ctxbench.engine.runner import resolve_spec, run_spec, write_files
-from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError, SummarizerError
+from ctxbench.results.files import write_files
 from ctxbench.strategies.agentscope import SUMMARY_SECTIONS as AGENTSCOPE_SECTIONS
 from ctxbench.strategies.dbgpt import SUMMARY_SECTIONS as DBGPT_SECTIONS
 from ctxbench.strategies.hermes import SUMMARY_SECTIONS as HERMES_SECTIONS

@@ -19,6 +19,7 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.result import TIMING_COLUMNS, RunResult
 from ctxbench.errors import ConfigError, OutputError
 from ctxbench.formats.canonical import write_traces
+from ctxbench.results.layout import JOURNAL
 from ctxbench.strategies.base import Strategy
 from ctxbench.sweep import (
     DaskExecutor,
@@ -28,7 +29,7 @@ from ctxbench.sweep import (
     plan,
     run_sweep,
 )
-from ctxbench.sweep.store import JOURNAL, ResultsWriter
+from ctxbench.sweep.store import ResultsWriter
 from tests.factories import react_trace, tool_trace
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ctxbench.cell.traces import SourceRef, TraceLoader, split_address
 from ctxbench.cli import cli
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import ConfigError, TraceFormatError
 from ctxbench.formats.canonical import trace_line, write_traces
 from ctxbench.strategies.base import Strategy
 from ctxbench.sweep import load_sweep, plan
-from ctxbench.sweep.sources import SourceRef, TraceLoader, split_address
 from tests.factories import react_trace, tool_trace
 
 

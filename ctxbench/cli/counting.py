@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ctxbench.cell.spec import DEFAULT_COUNTER
 from ctxbench.cli.output import print_table
 
 if TYPE_CHECKING:
     from ctxbench.trace import Trace
 
-DEFAULT_COUNTERS = ("tiktoken:o200k_base",)
+DEFAULT_COUNTERS = (DEFAULT_COUNTER,)
 
 
 @click.command("counters")
@@ -98,8 +99,8 @@ def _count_text(text: str, names: Sequence[str], counts: Sequence[int], as_json:
 def _count_traces(
     paths: Sequence[str], names: Sequence[str], counters_: Sequence[Any], as_json: bool
 ) -> None:
+    from ctxbench.cell.traces import open_traces
     from ctxbench.counting.breakdown import Breakdown, breakdown, chars_by_class, classes_of
-    from ctxbench.formats.canonical import read_traces
 
     def count_one(path: str, trace: Trace) -> tuple[dict[str, Any], dict[str, Breakdown]]:
         segments = classes_of(trace)
@@ -113,7 +114,7 @@ def _count_traces(
         }
         return result, per_counter
 
-    traces = [(path, trace) for path in paths for trace in read_traces(path)]
+    traces = [(path, trace) for path in paths for trace in open_traces(path).traces()]
     if len(traces) >= 20 and sys.stderr.isatty():
         with click.progressbar(traces, label="counting", file=sys.stderr) as bar:
             counted = [count_one(path, trace) for path, trace in bar]

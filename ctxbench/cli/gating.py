@@ -17,7 +17,7 @@ from ctxbench.errors import ConfigError
 
 
 def _rows(results_dir: str) -> list[dict[str, object]]:
-    from ctxbench.sweep.store import ResultsDir
+    from ctxbench.results import ResultsDir
 
     rows = ResultsDir(results_dir).rows()
     if not rows:
@@ -148,7 +148,7 @@ def diff(a: str, b: str, results_dir: str | None, run_a: str | None, run_b: str 
     from ctxbench.divergence import first_divergence, read_events, render
 
     if results_dir:
-        from ctxbench.sweep.store import ResultsDir
+        from ctxbench.results import ResultsDir
 
         store = ResultsDir(results_dir)
         events_a, events_b = list(store.events(a)), list(store.events(b))

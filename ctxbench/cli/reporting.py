@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ctxbench.cell.spec import DEFAULT_COUNTER, DEFAULT_RESERVED
+from ctxbench.cell.traces import AUTO
 from ctxbench.report.write import DEFAULT_WINDOWS, ESTIMATORS, Written
 
 
@@ -63,7 +65,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     "-c",
     "counters",
     multiple=True,
-    default=("tiktoken:o200k_base",),
+    default=(DEFAULT_COUNTER,),
     show_default=True,
     help="A true counter (repeatable; see `ctxbench counters`).",
 )
@@ -78,7 +80,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
 @click.option(
     "--reserved",
     type=click.IntRange(min=0),
-    default=4096,
+    default=DEFAULT_RESERVED,
     show_default=True,
     help="Output reservation: the limit is window - reserved.",
 )
@@ -92,9 +94,9 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
 @click.option(
     "--format",
     "format_",
-    default="canonical",
+    default=AUTO,
     show_default=True,
-    help="Trace format (canonical, or a recorded format such as tau2_bench; auto detects).",
+    help="Trace format (auto detects; canonical, or a recorded format such as tau2_bench).",
 )
 @click.option(
     "--out", "-o", required=True, type=click.Path(dir_okay=False), help="The HTML file to write."

@@ -13,13 +13,21 @@ import click
 
 from ctxbench import config as configuration
 from ctxbench.atomic_file import AtomicFile
-from ctxbench.cli.output import print_table, write_rows
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import (
+    DEFAULT_COUNTER,
+    DEFAULT_ERROR_STYLE,
+    DEFAULT_RESERVED,
+    DEFAULT_SEED,
+    DEFAULT_SUMMARIZER,
+    RunSpec,
+)
+from ctxbench.cell.traces import open_traces
+from ctxbench.cli.output import print_table
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
-from ctxbench.engine.runner import resolve_spec, run_spec, write_files
-from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError
-from ctxbench.formats.canonical import read_traces
+from ctxbench.results import write_files, write_rows
 
 ROW_COLUMNS = (
     "trace_id",
@@ -106,21 +114,21 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--reserved",
     type=int,
-    default=4096,
+    default=DEFAULT_RESERVED,
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",
 )
 @click.option(
     "--counter",
     "-c",
-    default="tiktoken:o200k_base",
+    default=DEFAULT_COUNTER,
     show_default=True,
     help="The provider's TRUE counter.",
 )
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
     "--summarizer",
-    default="extractive",
+    default=DEFAULT_SUMMARIZER,
     show_default=True,
     help="Summarizer for strategies that summarise.",
 )
@@ -134,12 +142,16 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--error-style",
     type=click.Choice(ERROR_STYLES),
-    default="openai",
+    default=DEFAULT_ERROR_STYLE,
     show_default=True,
     help="Provider error wording.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed for randomised summarizers."
+    "--seed",
+    type=int,
+    default=DEFAULT_SEED,
+    show_default=True,
+    help="Seed for randomised summarizers.",
 )
 @click.option(
     "--probes",
@@ -226,7 +238,8 @@ def run(
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         for path in traces:
-            for trace in read_traces(path):
+            source = open_traces(path)
+            for trace in source.traces():
                 if trace.id in external:
                     trace = dataclasses.replace(trace, probes=external[trace.id])
                 spec = resolve_spec(
@@ -244,7 +257,7 @@ def run(
                         error_style=error_style,
                         seed=seed,
                         mine_probes=mine_probes,
-                        trace_source=str(path),
+                        trace_source=str(path) if source.canonical else source.address,
                     )
                 )
                 output = run_spec(spec, trace)
@@ -278,10 +291,10 @@ def rerun_row(
     names is not called: summaries come from the cache only, unless the command line gives
     the endpoint and the key variable (``--summarizer-set base_url=... api_key_env=...``).
     Exits 1 when a metric differs from the recorded row (timing columns aside)."""
+    from ctxbench.cell.traces import load_trace
     from ctxbench.engine.result import TIMING_COLUMNS
+    from ctxbench.results import read_row, spec_of_row
     from ctxbench.summarizers.openai_compat import cached_only
-    from ctxbench.sweep.sources import load_trace
-    from ctxbench.sweep.store import read_row, spec_of_row
 
     row = read_row(source, run_id)
     spec = spec_of_row(row)
@@ -327,11 +340,12 @@ def recorded_prices(source: str, counter: str) -> Any:
     """The prices ``sweep.json`` recorded for ``counter`` (None when it holds none); a value
     that is not a table is an error naming its key."""
     from ctxbench.engine.result import Prices
-    from ctxbench.sweep.store import SPEC_FILE, ResultsDir
+    from ctxbench.results import ResultsDir
+    from ctxbench.results.layout import SPEC_FILE
 
-    if not Path(source).is_dir():
-        return None
     path = Path(source) / SPEC_FILE
+    if not Path(source).is_dir() or not path.exists():
+        return None
     recorded = ResultsDir(source).spec().get("spec")
     recorded = recorded.get("prices") if isinstance(recorded, Mapping) else None
     if recorded is None:

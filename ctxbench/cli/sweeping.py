@@ -19,7 +19,7 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
     "-o",
     "out_dir",
     type=click.Path(file_okay=False),
-    help="Results directory (created; see ctxbench.sweep.store for its layout).",
+    help="Results directory (created; see ctxbench.results.layout for its layout).",
 )
 @click.option(
     "--workers",

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ctxbench.formats.canonical import read_traces
+from ctxbench.cell.traces import open_traces
 from ctxbench.trace import validate as validate_trace
 
 
@@ -28,7 +28,7 @@ def validate(traces: tuple[str, ...], as_json: bool) -> None:
     problems = 0
     checked = 0
     for path in traces:
-        for trace in read_traces(path):
+        for trace in open_traces(path).traces():
             checked += 1
             for problem in validate_trace(trace):
                 problems += 1

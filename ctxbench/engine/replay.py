@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
@@ -41,13 +42,24 @@ MAX_ATTEMPTS = 16
 
 @dataclass(frozen=True)
 class ReplayOutput:
-    """What one replay produced: its events, its row, and the files the edge should write."""
+    """What one replay produced: its events, the files the edge should write, and its row.
+
+    The row is computed from the events once, when first read, so the edge can add the one
+    clock reading (``replay_seconds``, with :func:`dataclasses.replace`) before it exists."""
 
     events: tuple[ev.Event, ...]
-    result: RunResult
+    identity: Identity
     files: Mapping[str, bytes] = field(default_factory=dict)
     #: the strategy's view after the last recorded message (what a next call would build on)
     final_view: tuple[Message, ...] = ()
+    prices: Prices | None = None
+    replay_seconds: float = 0.0
+
+    @cached_property
+    def result(self) -> RunResult:
+        return result_from_events(
+            self.events, self.identity, prices=self.prices, replay_seconds=self.replay_seconds
+        )
 
 
 def _is_tool_result(message: Message) -> bool:
@@ -105,10 +117,13 @@ def replay(
         strategy.before_call(ctx)
         _score(ctx, asked[n_calls])
 
-    result = result_from_events(
-        ctx.events, identity or Identity(trace_id=trace.id, strategy=strategy.name), prices=prices
+    return ReplayOutput(
+        tuple(ctx.events),
+        identity or Identity(trace_id=trace.id, strategy=strategy.name),
+        dict(ctx.files),
+        ctx.view.messages,
+        prices,
     )
-    return ReplayOutput(tuple(ctx.events), result, dict(ctx.files), ctx.view.messages)
 
 
 def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], start: int) -> None:

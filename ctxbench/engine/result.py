@@ -83,6 +83,11 @@ class RunResult:
     def columns(cls) -> list[str]:
         return [f.name for f in fields(cls)]
 
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RunResult:
+        """The result a row (as read back from a results file) holds; other keys are ignored."""
+        return cls(**{name: row[name] for name in cls.columns()})
+
 
 @dataclass(frozen=True)
 class Prices:

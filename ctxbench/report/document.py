@@ -261,8 +261,8 @@ def replay_drift(
 ) -> list[DriftCell]:
     """Replay every trace with strategy ``none`` for each window x counter x estimator, and
     compare estimated and true states call by call (pooled over traces)."""
-    from ctxbench.engine.runner import resolve_spec, run_spec
-    from ctxbench.engine.spec import RunSpec
+    from ctxbench.cell.runner import resolve_spec, run_spec
+    from ctxbench.cell.spec import RunSpec
     from ctxbench.report.decisions import decision_drift
     from ctxbench.report.results import digest_events
 

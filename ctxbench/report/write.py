@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.atomic_file import AtomicFile
+from ctxbench.cell.spec import DEFAULT_RESERVED
+from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import CtxbenchError
 from ctxbench.report.results import Results, load_results
@@ -41,26 +43,10 @@ def _quiet(message: str) -> None:
 
 
 def read_results(directory: str | Path) -> Results:
-    """A results directory: a sweep's (through :class:`ctxbench.sweep.ResultsDir`, which also
-    reads a running or interrupted sweep's journal), or a folder of ``results.jsonl`` /
-    ``results.parquet`` and ``events.jsonl`` as ``ctxbench run --out/--events`` write them."""
-    from ctxbench.report.results import digest_events
-
-    root = Path(directory)
-    if not ((root / "sweep.json").is_file() or (root / "cells.jsonl").is_file()):
-        return load_results(root)
-    from ctxbench.sweep import ResultsDir
-
-    store = ResultsDir(root)
-    rows = sorted(store.rows(), key=lambda r: (str(r["trace_id"]), str(r["run_id"])))
-    try:
-        events = digest_events(store.events())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CtxbenchError(
-            f"cannot read the events: {exc}", path=root, hint="re-run the sweep with --resume"
-        ) from None
-    has_events = (root / "events.jsonl").is_file() or (root / "cells.jsonl").is_file()
-    return Results(root, tuple(rows), events, store.spec(), has_events)
+    """A results directory: a sweep's (finished, running or interrupted), or a folder of
+    ``results.jsonl`` / ``results.parquet`` and ``events.jsonl`` as ``ctxbench run
+    --out/--events`` write them."""
+    return load_results(directory)
 
 
 def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], list[str]]:
@@ -69,7 +55,7 @@ def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], li
     file (``ctxbench run``) is read once for all its traces. Hugging Face sources are not
     fetched (the report needs no network), and a trace whose content hash changed since the
     run is left out rather than misreported."""
-    from ctxbench.sweep.sources import iter_traces, load_trace, split_address
+    from ctxbench.cell.traces import iter_traces, load_trace, split_address
 
     wanted: dict[str, tuple[str, str, bool]] = {}
     for row in rows:
@@ -200,9 +186,9 @@ def write_drift_report(
     *,
     counters: Sequence[str],
     windows: Sequence[int] = DEFAULT_WINDOWS,
-    reserved: int = 4096,
+    reserved: int = DEFAULT_RESERVED,
     estimators: Sequence[str] = ESTIMATORS,
-    format: str = "canonical",
+    format: str = AUTO,
     title: str = "",
     progress: Progress = _quiet,
 ) -> Written:
@@ -216,7 +202,7 @@ def write_drift_report(
     traces: list[Trace] = []
     sources: dict[str, str] = {}
     for path in trace_files:
-        for trace in _read(path, format):
+        for trace in open_traces(path, format).traces():
             traces.append(trace)
             sources.setdefault(trace.id, str(path))
     if not traces:
@@ -248,13 +234,3 @@ def write_drift_report(
         )
         size = page_file.write(render_page(page).encode("utf-8"))
     return Written(Path(out), size, round(time.perf_counter() - started, 3))
-
-
-def _read(path: str | Path, format: str) -> Iterable[Trace]:
-    if format == "canonical":
-        from ctxbench.formats.canonical import read_traces
-
-        return read_traces(path)
-    from ctxbench.formats.importing import open_source
-
-    return open_source(path, format).traces()

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.result import Prices
-from ctxbench.engine.spec import RunSpec
 from ctxbench.sweep.executors import Executor, InlineExecutor
 from ctxbench.sweep.sources import TraceEntry, catalogue
 from ctxbench.sweep.spec import SweepSpec

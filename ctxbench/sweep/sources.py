@@ -1,95 +1,21 @@
-"""Trace sources of a sweep: where a cell's trace lives, and how a worker loads it again.
+"""Trace sources of a sweep: its ``[[traces]]`` tables as concrete sources, read once.
 
 The driver reads every source once, trace by trace, to hash the traces (a run id needs the
 trace's content hash) and keeps only a small :class:`TraceEntry` per trace. A cell carries
-its trace's *address*, ``SOURCE#INDEX``, and the worker that runs it loads the trace itself:
-
-- ``file:/abs/traces.jsonl#3``: the fourth trace of a file (``?format=swe_agent`` for a
-  recorded format, ``?probes=/abs/p.jsonl`` to attach probes);
-- ``scenario:coding_agent?seed=0&count=2#1``: the second trace generated from a scenario;
-- ``hf:org/dataset:train#17``: row 17 of a Hugging Face dataset split.
-
-An address is also what a result row's ``spec.trace_source`` holds, so a row can be re-run
-alone. Workers cache per source for the life of the process: the line offsets of a canonical
-``.jsonl`` file (random access), the position of a sequential reader (compressed or recorded
-files, datasets, scenarios), and the last trace loaded. Memory never holds a whole corpus.
+its trace's *address* (see :mod:`ctxbench.cell.traces`) and the worker that runs it loads the
+trace itself through :func:`ctxbench.cell.traces.load_trace`.
 """
 
 from __future__ import annotations
 
 import glob
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Any
-from urllib.parse import unquote
 
-from ctxbench import jsontext
-from ctxbench.engine.spec import RunSpec
-from ctxbench.errors import ConfigError, TraceFormatError
-from ctxbench.sweep.spec import CANONICAL, TraceSource
-from ctxbench.trace import Trace
-
-KINDS = ("file", "scenario", "hf")
-
-
-def _quote(text: str) -> str:
-    return text.replace("%", "%25").replace("?", "%3F").replace("#", "%23").replace("&", "%26")
-
-
-@dataclass(frozen=True)
-class SourceRef:
-    """One concrete source: a file, one scenario seed, or one dataset split."""
-
-    kind: str
-    location: str
-    options: tuple[tuple[str, str], ...] = ()
-
-    def __str__(self) -> str:
-        text = f"{self.kind}:{_quote(self.location)}"
-        if self.options:
-            text += "?" + "&".join(f"{k}={_quote(v)}" for k, v in sorted(self.options))
-        return text
-
-    @classmethod
-    def parse(cls, text: str) -> SourceRef:
-        """The inverse of ``str()``; a bare path (as ``ctxbench run`` records) is a file."""
-        kind, sep, rest = text.partition(":")
-        if not sep or kind not in KINDS:
-            return cls("file", text)
-        location, _, query = rest.partition("?")
-        options = []
-        for item in query.split("&") if query else []:
-            key, _, value = item.partition("=")
-            options.append((unquote(key), unquote(value)))
-        return cls(kind, unquote(location), tuple(sorted(options)))
-
-    def option(self, key: str, default: str = "") -> str:
-        return dict(self.options).get(key, default)
-
-    @property
-    def random_access(self) -> bool:
-        """Whether any trace loads without reading the ones before it."""
-        if self.kind == "scenario":
-            return self.option("count", "1") == "1"
-        return self.kind == "file" and _is_plain_jsonl(self)
-
-
-def _is_plain_jsonl(ref: SourceRef) -> bool:
-    return ref.option("format", CANONICAL) == CANONICAL and Path(ref.location).suffix in (
-        ".jsonl",
-        ".ndjson",
-    )
-
-
-def split_address(address: str) -> tuple[SourceRef, int | None]:
-    """``SOURCE#INDEX`` -> (source, index); an address without ``#INDEX`` has no index."""
-    head, sep, tail = address.rpartition("#")
-    if sep and tail.isdigit():
-        return SourceRef.parse(head), int(tail)
-    return SourceRef.parse(address), None
+from ctxbench.cell.spec import RunSpec
+from ctxbench.cell.traces import CANONICAL, SourceRef, iter_traces
+from ctxbench.errors import ConfigError
+from ctxbench.sweep.spec import TraceSource
 
 
 def refs_of(source: TraceSource) -> list[SourceRef]:
@@ -119,67 +45,6 @@ def refs_of(source: TraceSource) -> list[SourceRef]:
             f"no file matches {source.path}", key="traces.path", hint="check the glob pattern"
         )
     return [SourceRef("file", p, tuple(sorted(common + fmt))) for p in paths]
-
-
-def iter_traces(ref: SourceRef) -> Iterator[Trace]:
-    """The traces of one source, in order, one at a time (probes attached, limit applied)."""
-    limit = int(ref.option("limit", "0"))
-    for index, trace in enumerate(_raw_traces(ref)):
-        if limit and index >= limit:
-            return
-        yield _with_external_probes(trace, ref)
-
-
-def _raw_traces(ref: SourceRef) -> Iterator[Trace]:
-    if ref.kind == "scenario":
-        from ctxbench.synth import generate
-
-        spec = _scenario_spec(ref.location)
-        yield from generate(spec, int(ref.option("seed", "0")), count=int(ref.option("count", "1")))
-    elif ref.kind == "hf":
-        from ctxbench.formats.hf_dataset import read_hub
-        from ctxbench.formats.importer import ImportOptions
-
-        column = ref.option("messages_column") or None
-        yield from read_hub(ref.location, ImportOptions(messages_column=column))
-    elif ref.option("format", CANONICAL) == CANONICAL:
-        from ctxbench.formats.canonical import read_traces
-
-        yield from read_traces(ref.location)
-    else:
-        from ctxbench.formats.importer import ImportOptions
-        from ctxbench.formats.importing import open_source
-
-        options = ImportOptions(messages_column=ref.option("messages_column") or None)
-        yield from open_source(ref.location, ref.option("format")).traces(options)
-
-
-@cache
-def _scenario_spec(location: str) -> Any:
-    """Scenario files are parsed once per process."""
-    from ctxbench.synth import load_scenario
-
-    return load_scenario(location)
-
-
-@cache
-def _external_probes(path: str) -> dict[str, Any]:
-    from ctxbench.probes.probe_file import load_probes
-
-    return dict(load_probes(path))
-
-
-def _with_external_probes(trace: Trace, ref: SourceRef) -> Trace:
-    """The trace with the probes the source's probe file lists for it (added to its own)."""
-    path = ref.option("probes")
-    if not path:
-        return trace
-    probes = _external_probes(path).get(trace.id)
-    if not probes:
-        return trace
-    from ctxbench.probes.probe_file import with_probes
-
-    return with_probes(trace, probes)
 
 
 @dataclass(frozen=True)
@@ -227,109 +92,3 @@ def catalogue(sources: Iterable[TraceSource]) -> Iterator[TraceEntry]:
                 yield TraceEntry(
                     text, index, trace.id, digest, len(trace.messages), ref.random_access
                 )
-
-
-class TraceLoader:
-    """Loads traces by address inside a worker, caching per source (see the module doc).
-
-    Thread-safe: a Dask worker may run several tasks at once in threads of one process."""
-
-    def __init__(self) -> None:
-        self._offsets: dict[str, list[tuple[int, int]]] = {}
-        self._readers: dict[str, tuple[Iterator[Trace], int]] = {}
-        self._last: tuple[str, Trace] | None = None
-        self._lock = threading.Lock()
-
-    def load(self, address: str, trace_id: str = "", trace_hash: str = "") -> Trace:
-        """The trace at ``address``; checks its id and, when given, its content hash."""
-        with self._lock:
-            if self._last is not None and self._last[0] == address:
-                trace = self._last[1]
-            else:
-                ref, index = split_address(address)
-                trace = self._find(ref, index, trace_id)
-                self._last = (address, trace)
-        if trace_id and trace.id != trace_id:
-            raise TraceFormatError(
-                f"expected trace {trace_id!r} at {address}, found {trace.id!r}",
-                hint="the source changed since the sweep was planned; start a new results dir",
-            )
-        if trace_hash and trace.content_hash != trace_hash:
-            raise TraceFormatError(
-                f"trace {trace.id!r} at {address} changed since the sweep was planned "
-                "(content hash differs)",
-                hint="restore the source or start a new results directory",
-            )
-        return trace
-
-    def _find(self, ref: SourceRef, index: int | None, trace_id: str) -> Trace:
-        if index is None:
-            for trace in iter_traces(ref):
-                if trace.id == trace_id:
-                    return trace
-            raise TraceFormatError(f"no trace {trace_id!r} in {ref}", hint="check the source")
-        if ref.kind == "file" and _is_plain_jsonl(ref):
-            return self._at_offset(ref, index)
-        return self._sequential(ref, index)
-
-    def _at_offset(self, ref: SourceRef, index: int) -> Trace:
-        from ctxbench.formats.canonical import parse_trace
-
-        offsets = self._offsets.get(ref.location)
-        if offsets is None:
-            offsets = self._offsets[ref.location] = _line_offsets(Path(ref.location))
-        if index >= len(offsets):
-            raise TraceFormatError(
-                f"has {len(offsets)} traces, no trace #{index}", path=ref.location
-            )
-        offset, lineno = offsets[index]
-        with open(ref.location, "rb") as fh:
-            fh.seek(offset)
-            line = fh.readline()
-        data = jsontext.loads(
-            line,
-            path=ref.location,
-            line=lineno,
-            error=TraceFormatError,
-            hint="the file changed since the sweep was planned; restore it or start a new results dir",
-        )
-        return _with_external_probes(parse_trace(data, path=ref.location, line=lineno), ref)
-
-    def _sequential(self, ref: SourceRef, index: int) -> Trace:
-        key = str(ref)
-        reader, position = self._readers.get(key, (iter(()), 0))
-        if index < position or key not in self._readers:
-            reader, position = iter_traces(ref), 0
-        for trace in reader:
-            position += 1
-            if position == index + 1:
-                self._readers[key] = (reader, position)
-                return trace
-        self._readers.pop(key, None)
-        raise TraceFormatError(f"has {position} traces, no trace #{index}", path=str(ref))
-
-
-def _line_offsets(path: Path) -> list[tuple[int, int]]:
-    """(byte offset, line number) of every non-blank line of a JSON Lines file."""
-    out = []
-    offset = 0
-    try:
-        with path.open("rb") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if line.strip():
-                    out.append((offset, lineno))
-                offset += len(line)
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    return out
-
-
-@cache
-def process_loader() -> TraceLoader:
-    """The loader of this process: its caches serve every task the process runs."""
-    return TraceLoader()
-
-
-def load_trace(address: str, trace_id: str = "", trace_hash: str = "") -> Trace:
-    """Load one trace by its address (``RunSpec.trace_source``), through the process cache."""
-    return process_loader().load(address, trace_id, trace_hash)

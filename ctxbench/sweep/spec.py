@@ -52,15 +52,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxbench import config as configuration
+from ctxbench.cell.spec import (
+    DEFAULT_COUNTER,
+    DEFAULT_ERROR_STYLE,
+    DEFAULT_RESERVED,
+    DEFAULT_SEED,
+    DEFAULT_SUMMARIZER,
+    RunSpec,
+)
+from ctxbench.cell.traces import AUTO, CANONICAL
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.result import Prices
-from ctxbench.engine.spec import RunSpec
 from ctxbench.errors import ConfigError, CtxbenchError
 
 C = TypeVar("C")
-
-#: Trace formats read by the canonical reader (fast, streamed); others go through importers.
-CANONICAL = "canonical"
 
 
 @dataclass(frozen=True)
@@ -121,24 +126,31 @@ class StrategyGrid:
             yield {key: value for (key, _), value in zip(axes, values)}
 
 
-@dataclass(frozen=True)
-class SweepSpec:
+@dataclass(frozen=True, kw_only=True)
+class SweepSettings:
+    """The scalar and list keys of a sweep file (its tables are built on their own); the
+    defaults are one replay's (:mod:`ctxbench.cell.spec`)."""
+
+    windows: tuple[int, ...] = ()
+    reserved: tuple[int, ...] = (DEFAULT_RESERVED,)
+    counters: tuple[str, ...] = (DEFAULT_COUNTER,)
+    estimators: tuple[str, ...] = ("",)
+    summarizer: str = DEFAULT_SUMMARIZER
+    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
+    error_style: str = DEFAULT_ERROR_STYLE
+    seed: int = DEFAULT_SEED
+    mine_probes: bool = False
+    name: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSpec(SweepSettings):
     """The whole sweep; ``expand()`` yields its cells. Built by :func:`load_sweep`."""
 
     traces: tuple[TraceSource, ...]
     strategies: tuple[StrategyGrid, ...]
-    windows: tuple[int, ...]
-    reserved: tuple[int, ...] = (4096,)
-    counters: tuple[str, ...] = ("tiktoken:o200k_base",)
-    estimators: tuple[str, ...] = ("",)
-    summarizer: str = "extractive"
-    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = "openai"
-    seed: int = 0
-    mine_probes: bool = False
     prices: Mapping[str, Prices] = field(default_factory=dict)
-    name: str = ""
-    description: str = ""
 
     def __post_init__(self) -> None:
         for key in ("traces", "strategies", "windows", "reserved", "counters", "estimators"):
@@ -159,7 +171,7 @@ class SweepSpec:
     def configs(self) -> list[RunSpec]:
         """Every configuration, resolved, without its trace; duplicates (equal once resolved)
         are dropped, keeping the first."""
-        from ctxbench.engine.runner import resolve_spec
+        from ctxbench.cell.runner import resolve_spec
 
         out: list[RunSpec] = []
         seen: set[str] = set()
@@ -249,7 +261,7 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
     """Build a SweepSpec from parsed TOML; ``source`` is the file (for messages and paths)."""
     base = source.resolve().parent
     _check_keys(data, source)
-    top = _build(_TopLevel, {k: v for k, v in data.items() if k not in _TABLES}, source, "")
+    top = _build(SweepSettings, {k: v for k, v in data.items() if k not in _TABLES}, source, "")
     traces = tuple(
         _resolve_paths(_build(TraceSource, table, source, f"traces[{i}]"), base, source, i)
         for i, table in enumerate(_tables(data, "traces", source))
@@ -284,7 +296,7 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
             traces=traces,
             strategies=strategies,
             prices=prices,
-            **{k: getattr(top, k) for k in _TopLevel.__dataclass_fields__},
+            **{k: getattr(top, k) for k in SweepSettings.__dataclass_fields__},
         )
     except ValueError as exc:
         names = list(SweepSpec.__dataclass_fields__)
@@ -300,7 +312,7 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
     """Unknown top-level keys, with "did you mean" over the keys and the table names."""
     import difflib
 
-    known = [*_TopLevel.__dataclass_fields__, *_TABLES]
+    known = [*SweepSettings.__dataclass_fields__, *_TABLES]
     for key in data:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
@@ -312,7 +324,7 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
             )
 
 
-def _check_names(top: _TopLevel, source: Path) -> None:
+def _check_names(top: SweepSettings, source: Path) -> None:
     """Counters, estimators and the summarizer must exist (checked now, not in a worker)."""
     from ctxbench.counting import COUNTERS
     from ctxbench.summarizers import SUMMARIZERS
@@ -332,23 +344,6 @@ _REQUIRED_HINTS = {
     "strategies": 'add a [[strategies]] table with name = "..."',
     "windows": "list the model windows, e.g. windows = [32768]",
 }
-
-
-@dataclass(frozen=True)
-class _TopLevel:
-    """The scalar and list keys of a sweep file (the tables are built on their own)."""
-
-    windows: tuple[int, ...] = ()
-    reserved: tuple[int, ...] = (4096,)
-    counters: tuple[str, ...] = ("tiktoken:o200k_base",)
-    estimators: tuple[str, ...] = ("",)
-    summarizer: str = "extractive"
-    summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = "openai"
-    seed: int = 0
-    mine_probes: bool = False
-    name: str = ""
-    description: str = ""
 
 
 def _tables(data: Mapping[str, Any], key: str, source: Path) -> list[Mapping[str, Any]]:
@@ -402,7 +397,7 @@ def _resolve_paths(spec: TraceSource, base: Path, source: Path, index: int) -> T
     from dataclasses import replace
 
     changes: dict[str, Any] = {}
-    if spec.format not in (CANONICAL, "auto"):
+    if spec.format not in (CANONICAL, AUTO):
         from ctxbench.formats import FORMATS
 
         try:

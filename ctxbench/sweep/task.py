@@ -9,12 +9,12 @@ record, so the driver only appends bytes.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.result import Prices, RunResult
-from ctxbench.engine.spec import RunSpec
+from ctxbench.results.journal import record_line
 
 
 @dataclass(frozen=True)
@@ -35,16 +35,10 @@ class CellOutcome:
     failed: bool
 
 
-def record_line(result: RunResult, events: Sequence[Mapping[str, object]]) -> str:
-    """The journal record of a cell: ``{"run_id", "row", "events"}`` as one JSON line."""
-    payload = {"run_id": result.run_id, "row": result.to_row(), "events": list(events)}
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
-
 def run_task(task: Task) -> tuple[CellOutcome, ...]:
     """Run every cell of ``task`` in this process; failures become error rows."""
-    from ctxbench.engine.runner import error_result, run_spec
-    from ctxbench.sweep.sources import load_trace
+    from ctxbench.cell.runner import error_result, run_spec
+    from ctxbench.cell.traces import load_trace
 
     first = task.cells[0]
     try:

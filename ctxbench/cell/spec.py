@@ -14,6 +14,13 @@ from typing import Any
 
 from ctxbench.errors import ConfigError
 
+#: The defaults of one replay, written once: RunSpec, sweep files and every command use them.
+DEFAULT_RESERVED = 4096
+DEFAULT_COUNTER = "tiktoken:o200k_base"
+DEFAULT_SUMMARIZER = "extractive"
+DEFAULT_ERROR_STYLE = "openai"
+DEFAULT_SEED = 0
+
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, UTF-8: the one serialisation ids are computed from."""
@@ -29,13 +36,13 @@ class RunSpec:
     strategy: str
     params: Mapping[str, Any] = field(default_factory=dict)
     window: int = 0
-    reserved: int = 4096
-    counter: str = "tiktoken:o200k_base"
+    reserved: int = DEFAULT_RESERVED
+    counter: str = DEFAULT_COUNTER
     estimator: str = ""
-    summarizer: str = "extractive"
+    summarizer: str = DEFAULT_SUMMARIZER
     summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = "openai"
-    seed: int = 0
+    error_style: str = DEFAULT_ERROR_STYLE
+    seed: int = DEFAULT_SEED
     mine_probes: bool = False
     trace_source: str = ""
 

@@ -1,0 +1,98 @@
+"""One cell, start to row: resolve its spec, build its parts (strategy, counters, summarizer,
+provider), run the pure replay, time it, and compute its row once."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ctxbench import config as configuration
+from ctxbench.cell.spec import RunSpec, canonical_json
+from ctxbench.counting import get_counter
+from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.replay import ReplayOutput, replay
+from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
+from ctxbench.engine.strategy import Strategy
+from ctxbench.strategies import build_strategy, strategy_class
+from ctxbench.summarizers import build_summarizer
+from ctxbench.summarizers.base import Summarizer
+from ctxbench.trace import Trace
+
+
+def resolve_spec(spec: RunSpec) -> RunSpec:
+    """Fill in every strategy knob (defaults included) and the strategy's own estimator, so
+    equal cells get equal ids however they were written."""
+    cls = strategy_class(spec.strategy)
+    cfg = configuration.build(cls.Config, dict(spec.params), source=f"strategy {spec.strategy}")
+    estimator = spec.estimator or cls.default_estimator
+    return spec.with_(params=configuration.to_params(cfg), estimator=estimator)
+
+
+def identity_of(spec: RunSpec) -> Identity:
+    return Identity(
+        run_id=spec.run_id,
+        trace_id=spec.trace_id,
+        strategy=spec.strategy,
+        params=canonical_json(dict(spec.params)),
+        window=spec.window,
+        reserved=spec.reserved,
+        counter=spec.counter,
+        estimator=spec.estimator,
+        summarizer=spec.summarizer,
+        spec=canonical_json(spec.to_dict()),
+    )
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What one cell is built from: the strategy and its counters, summarizer and provider."""
+
+    strategy: Strategy[Any]
+    true_counter: TokenCounter
+    estimator: TokenCounter
+    summarizer: Summarizer | None
+    provider: SimulatedProvider
+
+
+def build_parts(spec: RunSpec) -> Parts:
+    """A fresh strategy instance and the counters, summarizer and provider ``spec`` names."""
+    strategy = build_strategy(spec.strategy, spec.params)
+    return Parts(
+        strategy,
+        get_counter(spec.counter),
+        get_counter(spec.estimator or type(strategy).default_estimator),
+        build_summarizer(spec.summarizer, spec.summarizer_params),
+        SimulatedProvider(spec.window, spec.reserved, spec.error_style),
+    )
+
+
+def run_spec(spec: RunSpec, trace: Trace, *, prices: Prices | None = None) -> ReplayOutput:
+    """Replay one resolved cell; the row's ``replay_seconds`` is the only clock reading, and
+    the row is computed once, after it."""
+    parts = build_parts(spec)
+    probes = None
+    if spec.mine_probes and not trace.probes:
+        from ctxbench.probes.mining import mine_probes
+
+        probes = mine_probes(trace)
+    started = time.perf_counter()
+    output = replay(
+        trace,
+        parts.strategy,
+        parts.provider,
+        true_counter=parts.true_counter,
+        estimator=parts.estimator,
+        summarizer=parts.summarizer,
+        probes=probes,
+        seed=spec.seed,
+        identity=identity_of(spec),
+        prices=prices,
+    )
+    return replace(output, replay_seconds=round(time.perf_counter() - started, 6))
+
+
+def error_result(spec: RunSpec, error: BaseException) -> RunResult:
+    """The row of a cell that raised: identity, zero metrics and the error text."""
+    return result_from_events((), identity_of(spec), error=f"{type(error).__name__}: {error}")

@@ -1,0 +1,192 @@
+"""The one reader of results: a sweep's directory (finished, running or interrupted), a folder
+that ``ctxbench run --out/--events`` wrote, a file of rows, or an events file.
+
+Every failure is a :class:`ResultsError` naming the file, the line (or column) and the fix.
+Rows come back as plain dicts in the table's column types (``results()`` gives them as
+:class:`RunResult`), events as dicts with their ``run_id`` (``typed_events()`` as
+:class:`Event`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ctxbench import jsontext
+from ctxbench.cell.spec import RunSpec
+from ctxbench.engine.events import Event, event_problem
+from ctxbench.engine.result import RunResult
+from ctxbench.errors import ResultsError
+from ctxbench.results import layout
+from ctxbench.results.journal import journal_index, read_record
+from ctxbench.results.table import read_rows, text_lines
+
+#: What to do about a damaged standalone events file.
+EVENTS_HINT = "give the --events file of `ctxbench run` or a sweep's events.jsonl"
+
+
+class ResultsDir:
+    """Read a results directory (see :mod:`ctxbench.results.layout`)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not any((self.path / name).is_file() for name in layout.MARKERS):
+            raise ResultsError(
+                f"not a results directory (no {', '.join(layout.MARKERS)})",
+                path=self.path,
+                hint="give the -o DIR of a `ctxbench sweep` run "
+                "(or a folder holding `ctxbench run --out DIR/results.jsonl`)",
+            )
+
+    @property
+    def complete(self) -> bool:
+        """Whether the sweep finished (its final table is written)."""
+        return (self.path / layout.RESULTS).is_file()
+
+    @property
+    def has_events(self) -> bool:
+        return any((self.path / n).is_file() for n in (layout.EVENTS, layout.JOURNAL))
+
+    @property
+    def _row_file(self) -> Path | None:
+        return next((self.path / n for n in layout.ROW_FILES if (self.path / n).is_file()), None)
+
+    def spec(self) -> dict[str, Any]:
+        """The resolved sweep spec, as ``sweep.json`` holds it."""
+        path = self.path / layout.SPEC_FILE
+        hint = "sweep.json is written when a sweep starts: rerun the sweep into a new directory"
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise ResultsError(
+                f"cannot read the sweep spec: {reason}", path=path, hint=hint
+            ) from None
+        spec = jsontext.loads(text, path=path, hint=hint, error=ResultsError)
+        if not isinstance(spec, dict):
+            raise ResultsError("the sweep spec is not a JSON object", path=path, key="$", hint=hint)
+        return spec
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row, sorted by run_id (None stays None: no NaN)."""
+        row_file = self._row_file
+        if row_file is not None:
+            return sorted(read_rows(row_file), key=lambda r: str(r["run_id"]))
+        journal = self.path / layout.JOURNAL
+        records = journal_index(journal)
+        return [read_record(journal, records[rid])["row"] for rid in sorted(records)]
+
+    def results(self) -> list[RunResult]:
+        """Every row as a :class:`RunResult`."""
+        return [RunResult.from_row(row) for row in self.rows()]
+
+    def frame(self) -> Any:
+        """The rows as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows(), columns=RunResult.columns())
+
+    def row(self, run_id: str) -> dict[str, Any]:
+        """The row of one cell; an unknown run id is an error listing how to find one."""
+        for row in self.rows():
+            if row["run_id"] == run_id:
+                return row
+        raise ResultsError(
+            f"no row with run_id {run_id!r}",
+            path=self.path,
+            hint="run ids are in the run_id column of results.parquet",
+        )
+
+    def events(
+        self, run_id: str | None = None, *, skip: tuple[str, ...] = ()
+    ) -> Iterator[dict[str, Any]]:
+        """Every event (or those of one cell) as dicts with ``run_id``, in file order; event
+        types in ``skip`` are passed over (before parsing, when the line shows them)."""
+        if not (self.path / layout.JOURNAL).is_file() or self.complete:
+            events = self.path / layout.EVENTS
+            if events.is_file():
+                yield from event_lines(events, run_id, skip=skip, hint=layout.REBUILD)
+            return
+        journal = self.path / layout.JOURNAL
+        records = journal_index(journal)
+        for rid in sorted(records) if run_id is None else [run_id]:
+            if rid in records:
+                for e in read_record(journal, records[rid])["events"]:
+                    if e["type"] not in skip:
+                        yield {"run_id": rid, **e}
+
+    def typed_events(self, run_id: str | None = None) -> Iterator[tuple[str, Event]]:
+        """``(run_id, Event)`` of every event (or those of one cell)."""
+        for e in self.events(run_id):
+            yield str(e.pop("run_id")), Event.from_dict(e)
+
+    def files_dir(self, run_id: str) -> Path:
+        """Where the snapshot / offload files of one cell are."""
+        return self.path / layout.FILES / run_id
+
+
+def event_lines(
+    path: Path, run_id: str | None = None, *, skip: tuple[str, ...] = (), hint: str = EVENTS_HINT
+) -> Iterator[dict[str, Any]]:
+    """The events of an events JSONL file (or one run's), checked line by line."""
+    markers = tuple(f'"type":"{t}"' for t in skip)
+    for number, line in text_lines(path, hint=hint):
+        if not line.strip() or (markers and any(m in line[:120] for m in markers)):
+            continue
+        event = jsontext.loads(line, path=path, line=number, error=ResultsError, hint=hint)
+        problem = event_problem(event)
+        if problem is not None:
+            key, message = problem
+            raise ResultsError(message, path=path, line=number, key=key, hint=hint)
+        if run_id is None or event.get("run_id") == run_id:
+            yield event
+
+
+def spec_of_row(row: Mapping[str, Any]) -> RunSpec:
+    """The RunSpec a row carries; its run id must match the row's."""
+    try:
+        data = json.loads(row["spec"])
+    except (KeyError, TypeError, ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise ResultsError(
+            "the row has no readable 'spec' column",
+            key="spec",
+            hint="give a row written by ctxbench",
+        )
+    spec = RunSpec.from_dict(data)
+    if row.get("run_id") not in (None, spec.run_id):
+        raise ResultsError(
+            f"the row's run_id {row['run_id']!r} does not match its spec ({spec.run_id!r})",
+            hint="the row was edited, or written by another ctxbench version",
+        )
+    return spec
+
+
+def read_row(path: str | Path, run_id: str | None = None) -> dict[str, Any]:
+    """One row from a results directory (by run id) or a JSON / JSON Lines file of rows
+    (the only row, or the one with ``run_id``)."""
+    path = Path(path)
+    if path.is_dir():
+        if not run_id:
+            raise ResultsError(
+                "a results directory holds many rows", path=path, hint="add --run-id RUN_ID"
+            )
+        return ResultsDir(path).row(run_id)
+    hint = "give a results directory, or a JSON / JSON Lines file of result rows"
+    rows = [
+        jsontext.loads(line, path=path, line=lineno, hint=hint, error=ResultsError)
+        for lineno, line in text_lines(path, hint=hint)
+        if line.strip()
+    ]
+    if run_id:
+        rows = [r for r in rows if isinstance(r, dict) and r.get("run_id") == run_id]
+    if len(rows) != 1 or not isinstance(rows[0], dict):
+        raise ResultsError(
+            f"expected one row, found {len(rows)}" + (f" with run_id {run_id!r}" if run_id else ""),
+            path=path,
+            hint="give --run-id to pick one row of a JSON Lines file",
+        )
+    row: dict[str, Any] = rows[0]
+    return row

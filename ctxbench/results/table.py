@@ -1,0 +1,241 @@
+"""Result rows on disk: one Arrow schema derived from :class:`RunResult`, one writer of the
+table (parquet in row groups, optionally CSV; JSON Lines for ``run --out``), one row reader.
+
+``ctxbench run --out rows.parquet`` and a sweep's ``results.parquet`` therefore have the same
+column types whatever the values (a column of Nones is still a float column)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ctxbench import jsontext
+from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
+from ctxbench.engine.result import RunResult
+from ctxbench.errors import ConfigError, OutputError, ResultsError
+from ctxbench.escaping import csv_cell
+from ctxbench.results.layout import REBUILD, RESUME
+
+#: Rows per parquet row group when writing a table.
+ROW_GROUP = 10_000
+#: The columns every row file must have (a file without them is not ctxbench's).
+IDENTITY_COLUMNS = ("run_id", "trace_id", "strategy", "window")
+#: The suffixes ``write_rows`` writes.
+ROW_SUFFIXES = (".jsonl", ".csv", ".parquet")
+
+
+@cache
+def column_types() -> dict[str, type]:
+    """Result column -> its Python type (``float | None`` -> float)."""
+    out: dict[str, type] = {}
+    for name, tp in typing.get_type_hints(RunResult).items():
+        out[name] = next((a for a in typing.get_args(tp) if a is not type(None)), tp)
+    return out
+
+
+def arrow_schema() -> Any:
+    """The parquet schema, from the RunResult field types (stable whatever the values)."""
+    import pyarrow as pa
+
+    types = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    return pa.schema([pa.field(name, types[tp]) for name, tp in column_types().items()])
+
+
+class TableWriter:
+    """Rows to parquet (in row groups) and optionally CSV, both written atomically: the files
+    appear when the block ends without an error (``then`` ends a failed write's hint)."""
+
+    def __init__(self, parquet: Path, csv_path: Path | None = None, *, then: str = RESUME) -> None:
+        self.parquet = parquet
+        self.parquet_tmp = parquet.with_name(f".{parquet.name}.tmp")
+        self.then = then
+        self.csv = AtomicFile(csv_path, then=then) if csv_path else None
+        self._batch: list[Mapping[str, Any]] = []
+
+    def __enter__(self) -> TableWriter:
+        import pyarrow.parquet as pq
+
+        self.schema = arrow_schema()
+        try:
+            self._parquet_writer = pq.ParquetWriter(str(self.parquet_tmp), self.schema)
+        except OSError as exc:
+            raise OutputError.from_os_error(exc, self.parquet, then=self.then) from None
+        self._csv_writer = None
+        if self.csv is not None:
+            self._csv_writer = csv.DictWriter(self.csv.__enter__(), RunResult.columns())
+            self._csv_writer.writeheader()
+        return self
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self._batch.append(row)
+        if self._csv_writer is not None:
+            self._csv_writer.writerow({k: csv_cell(v) for k, v in row.items()})
+        if len(self._batch) >= ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self._batch:
+            try:
+                self._parquet_writer.write_table(pa.Table.from_pylist(self._batch, self.schema))
+            except OSError as exc:
+                raise OutputError.from_os_error(exc, self.parquet, then=self.then) from None
+            self._batch = []
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        """Close both files; rename them into place only when every row was written."""
+        error: OutputError | None = None
+        try:
+            if exc_type is None:
+                self._flush()
+        except OutputError as exc:
+            error = exc
+        try:
+            self._parquet_writer.close()
+        except OSError as exc:
+            error = error or OutputError.from_os_error(exc, self.parquet, then=self.then)
+        if exc_type is None and error is None:
+            try:
+                if self.csv is not None:
+                    self.csv.__exit__(None)
+                fsync_file(self.parquet_tmp)
+                os.replace(self.parquet_tmp, self.parquet)
+                fsync_folder(self.parquet.parent)
+                return
+            except OutputError as exc:
+                error = exc
+            except OSError as exc:
+                error = OutputError.from_os_error(exc, self.parquet, then=self.then)
+        elif self.csv is not None:
+            self.csv.__exit__(OutputError)
+        discard(self.parquet_tmp)
+        if error is not None and exc_type is None:
+            raise error
+
+
+def write_rows(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write rows by file suffix: ``.jsonl``, ``.csv`` or ``.parquet`` (the table's schema),
+    whole or not at all (a failed write raises OutputError and leaves the previous file)."""
+    path = Path(path)
+    if path.suffix not in ROW_SUFFIXES:
+        raise ConfigError(
+            f"cannot write rows to {path.name!r}", path=path, hint="use .jsonl, .csv or .parquet"
+        )
+    then = "run the command again"
+    if path.suffix == ".parquet":
+        with TableWriter(path, then=then) as table:
+            for row in rows:
+                table.add(row)
+        return
+    with AtomicFile(path, then=then) as out:
+        if path.suffix == ".jsonl":
+            for row in rows:
+                out.write(json.dumps(dict(row), ensure_ascii=False) + "\n")
+        else:
+            writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else [])
+            writer.writeheader()
+            writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
+
+
+def _clean(value: Any) -> Any:
+    """Parquet nulls of float columns come back as NaN from some writers: make them None."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a ``.parquet`` table or a ``.jsonl`` file of rows, as plain Python values.
+
+    A damaged file, a foreign table or a row without the identity columns is a
+    :class:`ResultsError` naming the file (and the line or column)."""
+    if path.suffix == ".parquet":
+        records = _parquet_records(path)
+    else:
+        records = []
+        for number, line in text_lines(path, hint=REBUILD):
+            if line.strip():
+                records.append(
+                    jsontext.loads(
+                        line,
+                        path=path,
+                        line=number,
+                        error=ResultsError,
+                        hint="each line of a results file is one JSON row",
+                    )
+                )
+    from ctxbench.results.journal import row_spec_problem
+
+    rows = []
+    for number, record in enumerate(records, 1):
+        if not isinstance(record, dict):
+            raise ResultsError(
+                f"row {number} is not a JSON object",
+                path=path,
+                line=number,
+                hint="this is not a ctxbench results file",
+            )
+        missing = [c for c in IDENTITY_COLUMNS if c not in record]
+        if missing:
+            raise ResultsError(
+                f"row {number} has no {', '.join(missing)}",
+                path=path,
+                line=number,
+                hint="this is not a ctxbench results file",
+            )
+        problem = row_spec_problem(record) if "spec" in record else ""
+        if problem:
+            raise ResultsError(
+                f"row {number} (run {record.get('run_id')!r}): {problem}",
+                path=path,
+                line=None if path.suffix == ".parquet" else number,
+                key="spec",
+                hint=REBUILD,
+            )
+        rows.append({k: _clean(v) for k, v in record.items()})
+    return rows
+
+
+def _parquet_records(path: Path) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise ResultsError(
+            f"cannot read the results table: {exc}", path=path, hint=REBUILD
+        ) from None
+    missing = [c for c in RunResult.columns() if c not in table.column_names]
+    if missing:
+        raise ResultsError(
+            f"not a ctxbench results table: no column {missing[0]!r}",
+            path=path,
+            key=missing[0],
+            hint=REBUILD,
+        )
+    records: list[dict[str, Any]] = table.to_pylist()
+    return records
+
+
+def text_lines(path: Path, *, hint: str) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a UTF-8 text file, streamed; an unreadable file is a ResultsError."""
+    try:
+        with path.open(encoding="utf-8-sig") as fh:
+            yield from enumerate(fh, 1)
+    except FileNotFoundError:
+        raise ResultsError("no such file", path=path, hint=hint) from None
+    except UnicodeDecodeError as exc:
+        raise ResultsError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path, hint=hint
+        ) from None
+    except OSError as exc:
+        raise ResultsError(f"cannot read: {exc.strerror or exc}", path=path, hint=hint) from None
