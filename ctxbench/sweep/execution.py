@@ -65,8 +65,26 @@ class Plan:
 
 
 def plan(spec: SweepSpec) -> Plan:
-    """Read the sources once and list the cells (nothing runs)."""
-    return Plan(tuple(catalogue(spec.traces)), tuple(spec.configs()))
+    """Read the sources once and list the cells (nothing runs). A sweep replaying more than
+    :data:`~ctxbench.limits.MAX_SWEEP_MESSAGES` messages (cells x trace length) is refused."""
+    from ctxbench.errors import ConfigError
+    from ctxbench.limits import MAX_SWEEP_MESSAGES
+
+    configs = tuple(spec.configs())
+    entries = []
+    messages = 0
+    for entry in catalogue(spec.traces):
+        entries.append(entry)
+        messages += entry.messages * len(configs)
+        if messages > MAX_SWEEP_MESSAGES:
+            raise ConfigError(
+                f"the sweep would replay over {MAX_SWEEP_MESSAGES:,} messages ({len(entries)}+ "
+                f"traces x {len(configs)} configurations), the limit of one sweep "
+                "(ctxbench.limits.MAX_SWEEP_MESSAGES)",
+                key="traces",
+                hint="split it into several sweeps (fewer traces or fewer axis values each)",
+            )
+    return Plan(tuple(entries), configs)
 
 
 @dataclass(frozen=True)
