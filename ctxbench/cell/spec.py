@@ -6,6 +6,7 @@ the same cell always gets the same id, on any machine, in any order.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -100,6 +101,18 @@ class RunSpec:
                     key=f"spec.{key}",
                     hint="the row was edited, or written by another ctxbench version",
                 )
+        required = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+        absent = [k for k in required if k not in data]
+        if absent:
+            raise ConfigError(
+                f"the run spec has no {', '.join(repr(k) for k in absent)}",
+                key=f"spec.{absent[0]}",
+                hint="the row was edited, or written by another ctxbench version",
+            )
         spec = cls(**{k: v for k, v in data.items() if k in known})
         if "run_id" in data and data["run_id"] != spec.run_id:
             raise ConfigError(
@@ -133,4 +146,8 @@ def _field_problem(key: str, value: Any) -> str:
         return f"must be {_TYPE_WORDS[expected]}"
     if isinstance(value, dict) and not all(isinstance(k, str) for k in value):
         return "must have text keys"
+    try:  # a lone surrogate (from a JSON escape) has no UTF-8: the run id could not be computed
+        canonical_json(value).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return "must be valid Unicode text"
     return ""
