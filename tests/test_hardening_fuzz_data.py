@@ -25,27 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxbench.cell.spec import RunSpec
-from ctxbench.formats.canonical import write_traces
 from ctxbench.results.layout import FINAL_FILES, JOURNAL, SPEC_FILE
 from ctxbench.testing import run_sweep, write_baseline
-from tests.factories import tool_trace
-from tests.hardening import dumps, mutated, run_main
+from tests.hardening import dumps, mutated, run_main, small_sweep
 
-SWEEP = """
-windows = [3000]
-reserved = [200]
-counters = ["chars4"]
-
-[prices.chars4]
-input_per_mtok = 1.0
-
-[[traces]]
-path = "traces.jsonl"
-
-[[strategies]]
-name = "sliding_window"
-params = { keep_rounds = [2, 3] }
-"""
 #: Plug-in paths a hostile row may name: harmless to call, but each must not be imported or
 #: called at all (``this`` prints on import; ``ctxbench_plugins`` is planted beside the data).
 PLUGINS = (
@@ -76,8 +59,7 @@ def finished() -> Iterator[Path]:
     """A finished sweep (with prices) and its baseline, to damage copies of."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_traces(root / "traces.jsonl", [tool_trace(6, output="x" * 800, trace_id="a")])
-        (root / "sweep.toml").write_text(SWEEP, "utf-8")
+        small_sweep(root, extra="[prices.chars4]\ninput_per_mtok = 1.0\n")
         run_sweep(root / "sweep.toml", root / "results")
         write_baseline(root / "results", root / "baseline.json")
         yield root

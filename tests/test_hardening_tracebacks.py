@@ -24,25 +24,12 @@ from ctxbench.limits import MAX_FORMAT_WIDTH
 from ctxbench.results.layout import FINAL_FILES, JOURNAL, SPEC_FILE
 from ctxbench.testing import run_sweep, write_baseline
 from tests.factories import tool_trace
-from tests.hardening import run_main
-
-SWEEP = """
-windows = [3000]
-reserved = [200]
-counters = ["chars4"]
-
-[[traces]]
-path = "traces.jsonl"
-
-[[strategies]]
-name = "sliding_window"
-"""
+from tests.hardening import run_main, small_sweep
 
 
 @pytest.fixture()
 def results(tmp_path: Path) -> Path:
-    write_traces(tmp_path / "traces.jsonl", [tool_trace(6, output="x" * 800, trace_id="a")])
-    (tmp_path / "sweep.toml").write_text(SWEEP, "utf-8")
+    small_sweep(tmp_path)
     return run_sweep(tmp_path / "sweep.toml", tmp_path / "results")
 
 

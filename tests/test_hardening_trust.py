@@ -27,21 +27,10 @@ from ctxbench.formats.canonical import write_traces
 from ctxbench.results.layout import FINAL_FILES, JOURNAL
 from ctxbench.testing import run_sweep
 from tests.factories import tool_trace
-from tests.hardening import run_main
+from tests.hardening import run_main, small_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 CANARY = "sk-canary-aws-0123456789abcdef"
-SWEEP = """
-windows = [3000]
-reserved = [0]
-counters = ["chars4"]
-
-[[traces]]
-path = "traces.jsonl"
-
-[[strategies]]
-name = "{strategy}"
-"""
 #: A plug-in module that leaves a mark when imported, and a strategy in it.
 PLUGIN = """
 from pathlib import Path
@@ -167,8 +156,7 @@ def test_from_row_serves_a_recorded_endpoint_from_the_cache_without_the_key(
 @pytest.fixture()
 def results(tmp_path: Path) -> Path:
     """A finished sweep's results directory."""
-    write_traces(tmp_path / "traces.jsonl", [tool_trace(6, output="x" * 800, trace_id="a")])
-    (tmp_path / "sweep.toml").write_text(SWEEP.format(strategy="sliding_window"), "utf-8")
+    small_sweep(tmp_path)
     return run_sweep(tmp_path / "sweep.toml", tmp_path / "results")
 
 
@@ -243,8 +231,7 @@ def test_allow_plugins_runs_a_plugin_a_file_names(results: Path) -> None:
 
 def test_a_sweep_file_naming_a_plugin_needs_it_on_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "my_plugins.py").write_text(PLUGIN, "utf-8")
-    write_traces(tmp_path / "traces.jsonl", [tool_trace(6, output="x" * 800, trace_id="a")])
-    (tmp_path / "sweep.toml").write_text(SWEEP.format(strategy="my_plugins:Strategy"), "utf-8")
+    small_sweep(tmp_path, "my_plugins:Strategy")
     env = {"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
     done = ctxbench("sweep", "sweep.toml", "-o", "out", "-q", "-j", "1", cwd=tmp_path, env=env)
     assert done.returncode == 2 and not (tmp_path / "IMPORTED").exists()

@@ -347,24 +347,16 @@ def recorded_prices(source: str, counter: str) -> Any:
     if not Path(source).is_dir() or not path.exists():
         return None
     recorded = ResultsDir(source).spec().get("spec")
-    recorded = recorded.get("prices") if isinstance(recorded, Mapping) else None
-    if recorded is None:
-        return None
-    if not isinstance(recorded, Mapping):
-        raise ConfigError(
-            f"expected a table of prices per counter, got {recorded!r}"[:200],
-            path=path,
-            key="spec.prices",
-            hint="the sweep file was edited: restore it, or remove spec.prices",
-        )
-    table = recorded.get(counter)
-    if table is None:
-        return None
-    if not isinstance(table, Mapping):
-        raise ConfigError(
-            f"expected a table of prices, got {table!r}"[:200],
-            path=path,
-            key=f"spec.prices.{counter}",
-            hint="give input_per_mtok, cached_input_per_mtok and output_per_mtok",
-        )
+    table: Any = recorded
+    for key in ("prices", counter):  # spec.prices.COUNTER: tables, or absent
+        table = table.get(key) if isinstance(table, Mapping) else None
+        if table is None:
+            return None
+        if not isinstance(table, Mapping):
+            raise ConfigError(
+                f"expected a table, got {table!r}"[:200],
+                path=path,
+                key="spec.prices" + ("" if key == "prices" else f".{counter}"),
+                hint="the sweep file was edited: restore it, or remove spec.prices",
+            )
     return configuration.build(Prices, table, source=str(path))
