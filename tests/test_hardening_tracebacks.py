@@ -180,3 +180,19 @@ def test_a_device_given_as_traces_is_one_error_line() -> None:
     for argv in (["validate", "/dev/zero"], ["import", "/dev/zero", "-o", "/dev/null"]):
         code, err = run_main(argv)
         assert_one_error_line(code, err, "/dev/zero")
+
+
+def test_a_journal_planted_as_a_link_is_not_read(results: Path, tmp_path: Path) -> None:
+    """A results directory from someone else whose journal links to a device (or any file
+    outside it) is refused by every reader, before any byte is read."""
+    for name in FINAL_FILES:
+        (results / name).unlink(missing_ok=True)
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    (results / JOURNAL).rename(elsewhere)
+    (results / JOURNAL).symlink_to(elsewhere)
+    for argv in (
+        ["report", str(results), "-o", str(tmp_path / "r.html"), "-q"],
+        ["baseline", str(results), "-o", str(tmp_path / "b.json")],
+    ):
+        code, err = run_main(argv)
+        assert_one_error_line(code, err, str(results / JOURNAL), "symbolic link")

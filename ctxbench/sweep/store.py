@@ -40,7 +40,7 @@ from typing import IO, Any
 from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
 from ctxbench.engine.events import Event, event_line
 from ctxbench.errors import OutputError
-from ctxbench.results.files import write_files
+from ctxbench.results.files import refuse_links, write_files
 from ctxbench.results.journal import RUN_ID, journal_index, parse_line, read_record
 from ctxbench.results.layout import (
     EVENTS,
@@ -220,19 +220,6 @@ class ResultsWriter:
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
-
-def refuse_links(root: Path, names: Iterable[str]) -> None:
-    """An OutputError if any of ``names`` (relative to ``root``) is a symbolic link: a link
-    planted in a results directory would make a sweep write outside it."""
-    for name in names:
-        path = root / name
-        if path.is_symlink():
-            raise OutputError(
-                "is a symbolic link: ctxbench does not follow links inside a results directory",
-                path=path,
-                hint="remove the link, or give another -o DIR",
-            )
 
 
 def _folders(run_id: str, files: Mapping[str, bytes]) -> set[str]:
