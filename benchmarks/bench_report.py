@@ -24,6 +24,7 @@ from ctxbench.resources import resource_dir
 
 def run(quick: bool) -> dict[str, Any]:
     from ctxbench.cell.traces import iter_traces
+    from ctxbench.decisions.verdict import verdict_section
     from ctxbench.formats.canonical import write_traces
     from ctxbench.report.write import write_drift_report, write_report
     from ctxbench.sweep import load_sweep, run_sweep
@@ -39,8 +40,8 @@ def run(quick: bool) -> dict[str, Any]:
         started = time.perf_counter()
         summary = run_sweep(spec, out)
         sweep_s = time.perf_counter() - started
-        cold = write_report(out, out / "report.html")
-        warm = write_report(out, out / "again.html")
+        cold = write_report(out, out / "report.html", lead=verdict_section)
+        warm = write_report(out, out / "again.html", lead=verdict_section)
         traces = [t for source in spec.traces for ref in refs_of(source) for t in iter_traces(ref)]
         write_traces(Path(tmp) / "traces.jsonl", traces)
         drift = write_drift_report(

@@ -1,24 +1,67 @@
-"""ctxbench: offline evaluation and simulation harness for the context compaction of LLM agents."""
+"""ctxbench: offline evaluation and simulation harness for the context compaction of LLM agents.
+
+What user code is written against, in one place (each name is imported on first use, so
+``import ctxbench`` and ``ctxbench --help`` stay fast)::
+
+    from ctxbench import Strategy, ReplayContext, SummaryRequest, Message   # a plug-in
+    from ctxbench import open_traces, RunSpec, run_spec, ResultsDir          # one replay, rows
+"""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
+from typing import Any
 
-from ctxbench.formats.canonical import read_traces, write_traces
-from ctxbench.trace import Message, ToolCall, Trace, rounds, validate
+from ctxbench.version import __version__ as __version__
 
-try:
-    __version__ = version("ctxbench")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0+unknown"
+_EXPORTS = {
+    # the trace model and trace files
+    "Message": "ctxbench.trace",
+    "ToolCall": "ctxbench.trace",
+    "Trace": "ctxbench.trace",
+    "Usage": "ctxbench.trace",
+    "rounds": "ctxbench.trace",
+    "validate": "ctxbench.trace",
+    "Probe": "ctxbench.probes.model",
+    "read_traces": "ctxbench.formats.canonical",
+    "write_traces": "ctxbench.formats.canonical",
+    "open_traces": "ctxbench.cell.traces",
+    # the engine and the protocols plug-ins implement
+    "replay": "ctxbench.engine.replay",
+    "ReplayOutput": "ctxbench.engine.replay",
+    "ReplayContext": "ctxbench.engine.context",
+    "SimulatedProvider": "ctxbench.engine.provider",
+    "Strategy": "ctxbench.engine.strategy",
+    "ProviderCall": "ctxbench.engine.strategy",
+    "Summarizer": "ctxbench.summarizers.base",
+    "SummaryRequest": "ctxbench.summarizers.base",
+    "TokenCounter": "ctxbench.counting.base",
+    "get_counter": "ctxbench.counting",
+    "RunResult": "ctxbench.engine.result",
+    # one replay, sweeps, results
+    "RunSpec": "ctxbench.cell.spec",
+    "run_spec": "ctxbench.cell.runner",
+    "resolve_spec": "ctxbench.cell.runner",
+    "SweepSpec": "ctxbench.sweep.spec",
+    "load_sweep": "ctxbench.sweep.spec",
+    "run_sweep": "ctxbench.sweep.execution",
+    "ResultsDir": "ctxbench.results.reader",
+    # errors
+    "CtxbenchError": "ctxbench.errors",
+    "ConfigError": "ctxbench.errors",
+    "TraceFormatError": "ctxbench.errors",
+    "UnknownNameError": "ctxbench.errors",
+    "ProviderOverflowError": "ctxbench.errors",
+    "SummarizerError": "ctxbench.errors",
+    "OutputError": "ctxbench.errors",
+    "ResultsError": "ctxbench.errors",
+}
 
-__all__ = [
-    "Message",
-    "ToolCall",
-    "Trace",
-    "__version__",
-    "read_traces",
-    "rounds",
-    "validate",
-    "write_traces",
-]
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'ctxbench' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+__all__ = sorted([*_EXPORTS, "__version__"])

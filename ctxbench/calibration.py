@@ -1,7 +1,8 @@
 """Token accuracy: a counter's prompt counts against the usage providers recorded.
 
 For every assistant message that recorded ``usage.prompt_tokens`` (a model call), the prompt
-is the messages before it plus the trace's tools; the counter counts it (chat framing, tool
+is the messages before it (after a recorded compaction: its summary and the messages since,
+what the agent really sent) plus the trace's tools; the counter counts it (chat framing, tool
 schemas, replay fields) and the difference from the provider's figure is the error.
 
 A trace cannot show everything the provider counted: tool schemas that were not stored,
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.counting.base import TokenCounter
-from ctxbench.trace import Trace
+from ctxbench.trace import Trace, recorded_prompt
 
 #: The estimators frameworks use, measured next to the counter on the same calls.
 BASELINES: tuple[str, ...] = ("chars4", "dbgpt", "agentscope", "hermes")
@@ -55,7 +56,7 @@ def samples(trace: Trace, counter: TokenCounter) -> list[CallSample]:
             call += 1
             usage = msg.usage
             if usage is not None and usage.prompt_tokens:
-                counted = counter.count_prompt(trace.messages[:i], trace.tools)
+                counted = counter.count_prompt(recorded_prompt(trace, i), trace.tools)
                 out.append(CallSample(trace.id, call, usage.prompt_tokens, counted, i, tool_calls))
         tool_calls += len(msg.tool_calls)
     return out

@@ -10,9 +10,16 @@ results directory with a baseline:
   have a price, input tokens otherwise), it has pairing violations or an error it did not have,
   or (with ``fail_on_new_overflow``) more failed calls or overflow errors than before;
 - the aggregate regresses when mean retention or total cost crosses the same tolerances;
-- cells missing from the results are failures (unless allowed); new cells are reported.
+- cells missing from the results are failures (unless allowed); new cells are reported;
+- with ``match_by`` (any of trace, strategy, window, counter) a baseline cell left without a
+  match is paired with the current cell that agrees on those fields (a knob whose value
+  changed is compared with its old value: :mod:`ctxbench.decisions.matching`).
 
-Replays are deterministic, so the default tolerances are zero: any change is reported.
+Improvements are reported beside regressions; a cost change comes with the change in failed
+calls (rejected prompts are not billed, so fewer failures can raise the cost); the aggregate
+carries a paired bootstrap interval over the matched cells; a baseline that itself has failed
+calls or errors is warned about. Replays are deterministic, so the default tolerances are
+zero: any change is reported.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from xml.etree import ElementTree as ET
 from ctxbench import jsontext
 from ctxbench.config import INT64_MAX
 from ctxbench.errors import ConfigError, CtxbenchError
-from ctxbench.escaping import markdown_cell, markdown_code, markdown_text, xml_text
+from ctxbench.escaping import markdown_cell, markdown_code, markdown_text, one_line, xml_text
 
 BASELINE_SCHEMA = "ctxbench.baseline/1"
 
@@ -44,7 +51,20 @@ METRICS: tuple[str, ...] = (
     "failed_calls",
     "overflow_errors",
     "pairing_violations",
+    "calls",
     "error",
+)
+
+#: What a cell is, recorded beside its metrics: matching (--match-by) and readable names read them.
+IDENTITY: tuple[str, ...] = (
+    "trace_id",
+    "strategy",
+    "params",
+    "window",
+    "counter",
+    "estimator",
+    "summarizer",
+    "reserved",
 )
 
 
@@ -65,27 +85,29 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def make_baseline(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The baseline document of a results table (cells sorted by run_id)."""
-    from ctxbench import __version__
-    from ctxbench.engine.result import SCHEMA_VERSION
+def _cell(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as a gate cell: run id, key, identity fields and metrics."""
+    cell = {"run_id": str(row["run_id"]), "key": cell_key(row)}
+    cell.update({f: _clean(row.get(f)) for f in IDENTITY})
+    cell.update({m: _clean(row.get(m)) for m in METRICS})
+    return cell
 
-    cells = []
-    for row in sorted(rows, key=lambda r: str(r["run_id"])):
-        cell = {
-            "run_id": row["run_id"],
-            "key": cell_key(row),
-            "trace_id": row.get("trace_id"),
-            "strategy": row.get("strategy"),
-        }
-        cell.update({m: _clean(row.get(m)) for m in METRICS})
-        cells.append(cell)
-    return {
+
+def make_baseline(rows: Iterable[Mapping[str, Any]], results_dir: str = "") -> dict[str, Any]:
+    """The baseline document of a results table (cells sorted by run_id); ``results_dir``
+    is recorded so ``check`` can print the ``ctxbench diff`` command of a regressed cell."""
+    from ctxbench.engine.result import SCHEMA_VERSION
+    from ctxbench.version import __version__
+
+    doc: dict[str, Any] = {
         "schema": BASELINE_SCHEMA,
         "ctxbench_version": __version__,
         "result_schema_version": SCHEMA_VERSION,
-        "cells": cells,
     }
+    if results_dir:
+        doc["results_dir"] = results_dir
+    doc["cells"] = [_cell(row) for row in sorted(rows, key=lambda r: str(r["run_id"]))]
+    return doc
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
@@ -128,6 +150,13 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
             path=path,
             key="cells",
             hint="create baselines with `ctxbench baseline`",
+        )
+    if not isinstance(data.get("results_dir", ""), str):
+        raise ConfigError(
+            "results_dir must be a string",
+            path=path,
+            key="results_dir",
+            hint="restore the value `ctxbench baseline` wrote, or record a new baseline",
         )
     for i, cell in enumerate(cells):
         for name, value in cell.items():
@@ -192,11 +221,18 @@ class CellCheck:
 
     key: str
     run_id: str
-    status: str  # "ok", "regressed", "new", "missing"
-    matched_by: str = ""  # "run_id" or "key"
+    status: str  # "ok", "regressed", "improved", "new", "missing"
+    matched_by: str = ""  # "run_id", "key" or the --match-by fields
     findings: list[Finding] = field(default_factory=list)
     baseline: Mapping[str, Any] = field(default_factory=dict)
     current: Mapping[str, Any] = field(default_factory=dict)
+    improvements: list[Finding] = field(default_factory=list)
+    #: short readable name (config, trace, window)
+    name: str = ""
+
+    @property
+    def baseline_run_id(self) -> str:
+        return str(self.baseline.get("run_id") or "")
 
 
 @dataclass
@@ -206,10 +242,20 @@ class CheckReport:
     cells: list[CellCheck]
     aggregate: list[Finding]
     tolerances: Tolerances
+    #: paired intervals of the aggregate changes (lines of text), and baseline warnings
+    intervals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: where the two sides' events are, for the printed ``ctxbench diff`` commands
+    results_dir: str = ""
+    baseline_results: str = ""
 
     @property
     def regressed(self) -> list[CellCheck]:
         return [c for c in self.cells if c.status == "regressed"]
+
+    @property
+    def improved(self) -> list[CellCheck]:
+        return [c for c in self.cells if c.improvements]
 
     @property
     def missing(self) -> list[CellCheck]:
@@ -232,6 +278,12 @@ def _relative(before: float, after: float) -> float:
     return (after - before) / before
 
 
+def _cost_metric(base: Mapping[str, Any], cur: Mapping[str, Any]) -> str:
+    """USD when both sides have a price, input tokens otherwise."""
+    priced = base.get("cost_usd") is not None and cur.get("cost_usd") is not None
+    return "cost_usd" if priced else "input_tokens_total"
+
+
 def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerances) -> list[Finding]:
     """The regressions of one matched cell."""
     out: list[Finding] = []
@@ -248,11 +300,7 @@ def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerance
                     f"dropped {b_ret - c_ret:.4f} (max {tol.max_retention_drop})",
                 )
             )
-    cost_name = (
-        "cost_usd"
-        if base.get("cost_usd") is not None and cur.get("cost_usd") is not None
-        else "input_tokens_total"
-    )
+    cost_name = _cost_metric(base, cur)
     b_cost, c_cost = base.get(cost_name), cur.get(cost_name)
     if b_cost is not None and c_cost is not None:
         rise = _relative(float(b_cost), float(c_cost))
@@ -262,7 +310,8 @@ def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerance
                     cost_name,
                     b_cost,
                     c_cost,
-                    f"rose {rise:+.2%} (max +{tol.max_cost_increase:.2%})",
+                    f"rose {rise:+.2%} (max +{tol.max_cost_increase:.2%})"
+                    + failure_context(base, cur),
                 )
             )
     if (cur.get("pairing_violations") or 0) > (base.get("pairing_violations") or 0):
@@ -282,6 +331,40 @@ def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerance
                 out.append(
                     Finding(metric, base.get(metric), cur.get(metric), "new context overflows")
                 )
+    return out
+
+
+def failure_context(base: Mapping[str, Any], cur: Mapping[str, Any]) -> str:
+    """The failed-call change beside a cost change: a rejected prompt is not billed, so a
+    cell that fails fewer calls sends (and pays for) more input."""
+    parts = []
+    for metric, label in (("failed_calls", "failed calls"), ("overflow_errors", "overflow errors")):
+        b, c = base.get(metric) or 0, cur.get(metric) or 0
+        if b != c:
+            parts.append(f"{label} {b} -> {c}")
+    if not parts:
+        return ""
+    fewer = (cur.get("failed_calls") or 0) < (base.get("failed_calls") or 0)
+    why = "; fewer failed calls: more prompts accepted and billed" if fewer else ""
+    return f"; {', '.join(parts)}{why}"
+
+
+def improvements_of(base: Mapping[str, Any], cur: Mapping[str, Any]) -> list[Finding]:
+    """What got better in a matched cell: retention up, cost down, fewer failed calls."""
+    out = []
+    b_ret, c_ret = base.get("retention"), cur.get("retention")
+    if b_ret is not None and c_ret is not None and c_ret > b_ret + 1e-12:
+        out.append(Finding("retention", b_ret, c_ret, f"rose {c_ret - b_ret:.4f}"))
+    cost_name = _cost_metric(base, cur)
+    b_cost, c_cost = base.get(cost_name), cur.get(cost_name)
+    if b_cost is not None and c_cost is not None and float(c_cost) < float(b_cost):
+        fell = _relative(float(b_cost), float(c_cost))
+        out.append(
+            Finding(cost_name, b_cost, c_cost, f"fell {fell:+.2%}" + failure_context(base, cur))
+        )
+    b_failed, c_failed = base.get("failed_calls") or 0, cur.get("failed_calls") or 0
+    if c_failed < b_failed:
+        out.append(Finding("failed_calls", b_failed, c_failed, "fewer crashed calls"))
     return out
 
 
@@ -322,48 +405,74 @@ def _aggregate(
 
 
 def check(
-    rows: Iterable[Mapping[str, Any]], baseline: Mapping[str, Any], tol: Tolerances
+    rows: Iterable[Mapping[str, Any]],
+    baseline: Mapping[str, Any],
+    tol: Tolerances,
+    match_by: Sequence[str] = (),
 ) -> CheckReport:
-    """Compare result rows with a baseline document."""
-    current = {
-        str(r["run_id"]): {
-            **{m: _clean(r.get(m)) for m in METRICS},
-            "key": cell_key(r),
-            "run_id": str(r["run_id"]),
-        }
-        for r in rows
-    }
+    """Compare result rows with a baseline document (``match_by``: see the module docstring)."""
+    from ctxbench.decisions.changes import baseline_warnings, paired_intervals
+    from ctxbench.decisions.matching import cell_names, match_leftovers
+
+    current = {str(r["run_id"]): _cell(r) for r in rows}
     by_key = {c["key"]: c for c in current.values()}
-    cells: list[CellCheck] = []
     matched: set[str] = set()
-    pairs = []
+    found: list[tuple[Mapping[str, Any], Mapping[str, Any] | None, str]] = []
     for base in sorted(baseline["cells"], key=lambda c: str(c["run_id"])):
-        cur = current.get(str(base["run_id"]))
+        same = current.get(str(base["run_id"]))
         how = "run_id"
-        if cur is None or cur["run_id"] in matched:
-            cur = by_key.get(base["key"])
+        if same is None or same["run_id"] in matched:
+            same = by_key.get(base["key"])
             how = "key"
-        if cur is None or cur["run_id"] in matched:
-            cells.append(CellCheck(base["key"], str(base["run_id"]), "missing", baseline=base))
+        if same is None or same["run_id"] in matched:
+            found.append((base, None, ""))
             continue
-        matched.add(cur["run_id"])
+        matched.add(same["run_id"])
+        found.append((base, same, how))
+    leftovers = [b for b, c, _ in found if c is None]
+    unmatched = [c for run_id, c in sorted(current.items()) if run_id not in matched]
+    paired = {str(b["run_id"]): c for b, c in match_leftovers(leftovers, unmatched, match_by)}
+    matched |= {str(c["run_id"]) for c in paired.values()}
+    names = cell_names([*baseline["cells"], *current.values()])
+    cells: list[CellCheck] = []
+    pairs = []
+    for base, cur, how in found:
+        if cur is None and str(base["run_id"]) in paired:
+            cur, how = paired[str(base["run_id"])], ",".join(match_by)
+        if cur is None:
+            name = names[str(base["run_id"])]
+            cells.append(
+                CellCheck(base["key"], str(base["run_id"]), "missing", baseline=base, name=name)
+            )
+            continue
         findings = compare_cell(base, cur, tol)
+        better = improvements_of(base, cur)
+        status = "regressed" if findings else "improved" if better else "ok"
         pairs.append((base, cur))
         cells.append(
             CellCheck(
                 base["key"],
-                cur["run_id"],
-                "regressed" if findings else "ok",
+                str(cur["run_id"]),
+                status,
                 how,
                 findings,
                 base,
                 cur,
+                better,
+                names[str(cur["run_id"])],
             )
         )
-    for run_id, cur in sorted(current.items()):
+    for run_id, new in sorted(current.items()):
         if run_id not in matched:
-            cells.append(CellCheck(cur["key"], run_id, "new", current=cur))
-    return CheckReport(cells, _aggregate(pairs, tol), tol)
+            cells.append(CellCheck(new["key"], run_id, "new", current=new, name=names[run_id]))
+    return CheckReport(
+        cells,
+        _aggregate(pairs, tol),
+        tol,
+        paired_intervals(pairs),
+        baseline_warnings(baseline["cells"]),
+        baseline_results=str(baseline.get("results_dir") or ""),
+    )
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -377,39 +486,98 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+# What the reports say (shared by the text and Markdown renderers; escaping stays in them).
+
+_STATUSES = ("ok", "improved", "regressed", "missing", "new")
+
+
+def summary_line(report: CheckReport) -> str:
+    """``12 cells: 8 ok, 1 improved, 2 regressed, 1 missing, 0 new``."""
+    counts = {s: sum(1 for c in report.cells if c.status == s) for s in _STATUSES}
+    return f"{len(report.cells)} cells: " + ", ".join(f"{counts[s]} {s}" for s in _STATUSES)
+
+
+def finding_rows(report: CheckReport, *, improvements: bool = False) -> list[tuple[str, ...]]:
+    """(cell, runs, metric, baseline, current, change) of every regression (or improvement),
+    then the aggregate regressions."""
+    cells = report.improved if improvements else report.regressed
+    rows: list[tuple[str, ...]] = [
+        (c.name or c.key, run_ids(c), f.metric, _fmt(f.baseline), _fmt(f.current), f.detail)
+        for c in cells
+        for f in (c.improvements if improvements else c.findings)
+    ]
+    if not improvements:
+        rows += [
+            ("(aggregate)", "", f.metric, _fmt(f.baseline), _fmt(f.current), f.detail)
+            for f in report.aggregate
+        ]
+    return rows
+
+
+FINDING_HEADER = ("cell", "runs", "metric", "baseline", "current", "change")
+
+
+def run_ids(c: CellCheck) -> str:
+    """``run X`` or ``run X -> Y`` when the current cell has another id."""
+    if c.baseline_run_id and c.current and c.baseline_run_id != c.run_id:
+        return f"{c.baseline_run_id} -> {c.run_id}"
+    return c.run_id
+
+
+def diff_command(report: CheckReport, c: CellCheck) -> str:
+    """The ``ctxbench diff`` command that shows where a regressed cell's replay diverged."""
+    import shlex
+
+    base = report.baseline_results or "BASELINE_RESULTS"
+    cur = report.results_dir or "RESULTS"
+    command = ["ctxbench", "diff", base, cur, "--run-a", c.baseline_run_id]
+    if c.baseline_run_id != c.run_id:
+        command += ["--run-b", c.run_id]
+    return shlex.join(command)
+
+
+def match_notes(report: CheckReport) -> list[str]:
+    """How the cells that changed id were paired, with what changed between them."""
+    from ctxbench.decisions.matching import changed_knobs
+
+    out = []
+    for c in report.cells:
+        if c.matched_by in ("", "run_id"):
+            continue
+        what = changed_knobs(c.baseline, c.current) or "same spec"
+        by = "key (run id changed)" if c.matched_by == "key" else f"--match-by {c.matched_by}"
+        out.append(f"matched by {by}: {c.name} (run {run_ids(c)}): {what}")
+    return out
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+
+
 def text_report(report: CheckReport) -> str:
-    """A plain table of what regressed, by how much, per cell and in aggregate."""
-    lines = []
-    counts = {
-        s: sum(1 for c in report.cells if c.status == s)
-        for s in ("ok", "regressed", "missing", "new")
-    }
-    lines.append(
-        f"{len(report.cells)} cells: {counts['ok']} ok, {counts['regressed']} regressed, "
-        f"{counts['missing']} missing, {counts['new']} new"
-    )
-    rows = [
-        (c.key, f.metric, _fmt(f.baseline), _fmt(f.current), f.detail)
-        for c in report.regressed
-        for f in c.findings
-    ]
-    rows += [
-        ("(aggregate)", f.metric, _fmt(f.baseline), _fmt(f.current), f.detail)
-        for f in report.aggregate
-    ]
-    if rows:
-        header = ("cell", "metric", "baseline", "current", "change")
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
-        lines.append("")
-        for r in [header, *rows]:
-            lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    """What regressed and improved, per cell and in aggregate, with readable cell names."""
+    lines = [f"warning: {w}" for w in report.warnings]
+    lines.append(summary_line(report))
+    for title, rows in (
+        ("regressions", finding_rows(report)),
+        ("improvements", finding_rows(report, improvements=True)),
+    ):
+        if rows:
+            lines += ["", f"{title}:", *_table(FINDING_HEADER, rows)]
+    if report.intervals:
+        lines += ["", *report.intervals]
+    lines += [""] if report.missing or report.new or match_notes(report) else []
     for c in report.missing:
-        lines.append(f"missing: {c.key} (run {c.run_id}) is in the baseline but not in the results")
+        lines.append(
+            f"missing: {c.name} (run {c.run_id}) is in the baseline but not in the results"
+        )
     for c in report.new:
-        lines.append(f"new: {c.key} (run {c.run_id}) has no baseline")
-    renamed = [c for c in report.cells if c.matched_by == "key"]
-    for c in renamed:
-        lines.append(f"matched by key (run id changed): {c.key} -> {c.run_id}")
+        lines.append(f"new: {c.name} (run {c.run_id}) has no baseline")
+    lines += match_notes(report)
+    if report.regressed:
+        lines += ["", "where each regressed cell diverged:"]
+        lines += [f"  {diff_command(report, c)}" for c in report.regressed]
     lines.append("RESULT: " + ("REGRESSION" if report.failed else "ok"))
     return "\n".join(lines)
 
@@ -417,31 +585,30 @@ def text_report(report: CheckReport) -> str:
 def markdown_report(report: CheckReport) -> str:
     """A Markdown summary for CI job pages."""
     status = "❌ regression" if report.failed else "✅ no regression"
-    counts = {
-        s: sum(1 for c in report.cells if c.status == s)
-        for s in ("ok", "regressed", "missing", "new")
-    }
-    out = [
-        f"## ctxbench check: {status}",
-        "",
-        f"{len(report.cells)} cells — {counts['ok']} ok, {counts['regressed']} regressed, "
-        f"{counts['missing']} missing, {counts['new']} new",
-        "",
-    ]
-    findings = [(c.key, f) for c in report.regressed for f in c.findings] + [
-        ("aggregate", f) for f in report.aggregate
-    ]
-    if findings:
-        out += ["| cell | metric | baseline | current | change |", "|---|---|---|---|---|"]
-        for key, f in findings:
-            cells = [key, f.metric, _fmt(f.baseline), _fmt(f.current), f.detail]
-            text = [markdown_cell(key)] + [markdown_text(v) for v in cells[1:]]
-            out.append("| " + " | ".join(text) + " |")
-        out.append("")
+    out = [f"## ctxbench check: {status}", ""]
+    out += [f"> ⚠️ {markdown_text(w)}" for w in report.warnings]
+    out += ["", summary_line(report), ""] if report.warnings else [summary_line(report), ""]
+    for title, rows in (
+        ("Regressions", finding_rows(report)),
+        ("Improvements", finding_rows(report, improvements=True)),
+    ):
+        if rows:
+            out += [f"### {title}", "", "| " + " | ".join(FINDING_HEADER) + " |"]
+            out.append("|" + "---|" * len(FINDING_HEADER))
+            for cells in rows:
+                text = [markdown_cell(cells[0]), *(markdown_text(v) for v in cells[1:])]
+                out.append("| " + " | ".join(text) + " |")
+            out.append("")
+    out += [f"- {line}" for line in report.intervals]
     for c in report.missing:
-        out.append(f"- missing: {markdown_code(c.key)}")
+        out.append(f"- missing: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
     for c in report.new:
-        out.append(f"- new: {markdown_code(c.key)}")
+        out.append(f"- new: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
+    out += [f"- {one_line(line)}" for line in match_notes(report)]
+    if report.regressed:
+        out += ["", "Where each regressed cell diverged:", "", "```sh"]
+        out += [one_line(diff_command(report, c)).replace("`", "\\`") for c in report.regressed]
+        out.append("```")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -459,13 +626,16 @@ def junit_report(report: CheckReport) -> str:
             suite,
             "testcase",
             classname=xml_text(f"ctxbench.{strategy}" if strategy else "ctxbench"),
-            name=xml_text(c.key),
+            name=xml_text(c.name or c.key),
         )
         if c.status == "regressed":
             failures += 1
-            text = "\n".join(
-                f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
-                for f in c.findings
+            text = (
+                "\n".join(
+                    f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+                    for f in c.findings
+                )
+                + f"\nsee: {diff_command(report, c)}"
             )
             ET.SubElement(
                 case,

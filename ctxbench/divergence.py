@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxbench.engine import events as ev
 from ctxbench.errors import ResultsError
-from ctxbench.results import event_lines
+from ctxbench.results import ResultsDir, event_lines
 
 _IGNORED = ("step", "run_id")
 
@@ -45,6 +45,28 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
         )
     only = next(iter(runs))
     return only, runs[only]
+
+
+def run_events(source: str | Path, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The events of one run from an events file or a results directory (where ``run_id``
+    is required): a baseline's results and the current ones can be compared run by run."""
+    path = Path(source)
+    if not path.is_dir():
+        return read_events(path, run_id)
+    if run_id is None:
+        raise ResultsError(
+            "a results directory holds many runs",
+            path=path,
+            hint="name the run with --run-a / --run-b (`ctxbench check` prints the command)",
+        )
+    events = list(ResultsDir(path).events(run_id))
+    if not events:
+        raise ResultsError(
+            f"no events of run {run_id!r}",
+            path=path,
+            hint="run ids are in the run_id column of results.parquet",
+        )
+    return run_id, events
 
 
 def _normal(event: Mapping[str, Any]) -> dict[str, Any]:

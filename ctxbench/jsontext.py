@@ -146,3 +146,21 @@ def refuse_device(path: str | Path, error: type[CtxbenchError] = ConfigError) ->
         raise error(
             "is a device or a socket, not a file", path=path, hint="give a trace or results file"
         )
+
+
+def text_lines(
+    path: str | Path, *, error: type[CtxbenchError] = ConfigError, hint: str
+) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a UTF-8 text file (a byte-order mark skipped), streamed; a file that
+    is missing, unreadable or not UTF-8 raises ``error`` naming it, with ``hint``."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            yield from bounded_lines(fh, path=path, error=error)
+    except FileNotFoundError:
+        raise error("no such file", path=path, hint=hint) from None
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path, hint=hint
+        ) from None
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror or exc}", path=path, hint=hint) from None

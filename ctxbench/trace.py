@@ -42,7 +42,8 @@ _MESSAGE_KEYS = (
 _CALL_KEYS = ("id", "name", "arguments", "meta")
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "meta")
 _TOOL_KEYS = ("name", "description", "parameters", "meta")
-_TRACE_KEYS = ("schema", "id", "meta", "tools", "messages", "probes")
+_TRACE_KEYS = ("schema", "id", "meta", "tools", "messages", "probes", "recorded_compactions")
+_COMPACTION_KEYS = ("call", "message", "trigger", "pre_tokens", "summary", "source", "meta")
 
 OBSERVATION_PREFIX = "Observation:"
 
@@ -317,6 +318,64 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class RecordedCompaction:
+    """A compaction the recorded agent made itself: ground truth for a reproduction.
+
+    ``call`` is the model call it happened before (the number of recorded calls before it);
+    ``message`` is the trace index of the first message after it (the messages before it are
+    the uncompacted history, which the trace keeps, so a replay sees what the agent compacted).
+    ``pre_tokens`` is the count the agent recorded as triggering it; ``summary`` the text that
+    replaced the history; ``source`` where in the recorded file it was found.
+    """
+
+    call: int
+    message: int
+    trigger: str = "auto"
+    pre_tokens: int | None = None
+    summary: str = ""
+    source: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "call": self.call,
+            "message": self.message,
+            "trigger": self.trigger,
+            "pre_tokens": self.pre_tokens,
+            "summary": self.summary,
+            "source": self.source,
+        }
+        if self.meta:
+            out["meta"] = dict(self.meta)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RecordedCompaction:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a recorded compaction must be an object, not {type(data).__name__}")
+        for key in ("call", "message"):
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(
+                    f"recorded compaction {key!r} must be an integer >= 0, not {value!r}"
+                )
+        pre = data.get("pre_tokens")
+        if pre is not None and (isinstance(pre, bool) or not isinstance(pre, int)):
+            raise ValueError(
+                f"recorded compaction 'pre_tokens' must be an integer or null, not {pre!r}"
+            )
+        return cls(
+            call=data["call"],
+            message=data["message"],
+            trigger=str(data.get("trigger") or "auto"),
+            pre_tokens=pre,
+            summary=str(data.get("summary") or ""),
+            source=str(data.get("source") or ""),
+            meta=_split_known(data, _COMPACTION_KEYS),
+        )
+
+
+@dataclass(frozen=True)
 class Trace:
     """A recorded or synthetic agent run: messages, the tools offered, probes and metadata."""
 
@@ -325,6 +384,8 @@ class Trace:
     tools: tuple[ToolSpec, ...] = ()
     probes: tuple[Probe, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+    #: compactions the recorded agent made (optional; absent from traces that hold none)
+    recorded_compactions: tuple[RecordedCompaction, ...] = ()
 
     @property
     def call_indices(self) -> tuple[int, ...]:
@@ -332,7 +393,7 @@ class Trace:
         return tuple(i for i, m in enumerate(self.messages) if m.role == "assistant")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "schema": SCHEMA,
             "id": self.id,
             "meta": dict(self.meta),
@@ -340,6 +401,9 @@ class Trace:
             "messages": [m.to_dict() for m in self.messages],
             "probes": [p.to_dict() for p in self.probes],
         }
+        if self.recorded_compactions:  # written only when present: older traces hash as before
+            out["recorded_compactions"] = [c.to_dict() for c in self.recorded_compactions]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trace:
@@ -352,14 +416,18 @@ class Trace:
             raise TypeError("trace 'messages' must be a list")
         tools = data.get("tools") or []
         probes = data.get("probes") or []
+        compactions = data.get("recorded_compactions") or []
         if not isinstance(tools, list) or not isinstance(probes, list):
             raise TypeError("trace 'tools' and 'probes' must be lists")
+        if not isinstance(compactions, list):
+            raise TypeError("trace 'recorded_compactions' must be a list")
         return cls(
             id=str(data["id"]),
             messages=tuple(Message.from_dict(m) for m in messages),
             tools=tuple(ToolSpec.from_dict(t) for t in tools),
             probes=tuple(Probe.from_dict(p) for p in probes),
             meta=_split_known(data, _TRACE_KEYS),
+            recorded_compactions=tuple(RecordedCompaction.from_dict(c) for c in compactions),
         )
 
     @cached_property
@@ -466,6 +534,7 @@ PROBLEM_CODES: tuple[str, ...] = (
     "probe_answer_not_in_evidence",
     "probe_ask_at_out_of_range",
     "duplicate_probe_id",
+    "recorded_compaction_out_of_range",
 )
 
 
@@ -632,6 +701,18 @@ def validate(trace: Trace) -> list[Problem]:
                         "fix the evidence indices or the answers",
                     )
                 )
+    for compaction in trace.recorded_compactions:
+        if compaction.call > n_calls or compaction.message > len(msgs):
+            problems.append(
+                Problem(
+                    "recorded_compaction_out_of_range",
+                    None,
+                    f"a recorded compaction at call {compaction.call} / message {compaction.message}"
+                    f" lies past the trace's {n_calls} calls / {len(msgs)} messages",
+                    "call counts the model calls before the compaction; message is the index of the"
+                    " first message after it",
+                )
+            )
     return problems
 
 
@@ -659,3 +740,19 @@ def pairing_violations(messages: Sequence[Message]) -> int:
             block_owner = None
     violations += sum(1 for cid in owner_of if cid not in answered)
     return violations
+
+
+def recorded_prompt(trace: Trace, index: int) -> tuple[Message, ...]:
+    """The history the recorded agent sent with the call at message ``index``: after its last
+    recorded compaction before it, the summary (as the user message that replaced the history)
+    and the messages since; without one, every message before ``index``. Counting this, not the
+    uncompacted history a replay keeps, is what the call's recorded usage measured."""
+    last = None
+    for compaction in trace.recorded_compactions:
+        if compaction.message <= index:
+            last = compaction
+    if last is None:
+        return trace.messages[:index]
+    system = tuple(m for m in trace.messages[: last.message] if m.role == "system")
+    summary = (Message("user", last.summary),) if last.summary else ()
+    return (*system, *summary, *trace.messages[last.message : index])

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ctxbench.engine.context import ReplayContext
-from ctxbench.errors import SummarizerError
-from ctxbench.strategies.base import Strategy
-from ctxbench.summarizers.base import SummaryRequest
-from ctxbench.trace import Message, rounds
+from ctxbench import Message, ReplayContext, Strategy, SummarizerError, SummaryRequest, rounds
 
 
 @dataclass(frozen=True)
@@ -32,7 +28,7 @@ class KeepRecentConfig:
             raise ValueError(f"trigger_ratio must be within (0, 1], not {self.trigger_ratio}")
 
 
-class KeepRecentRounds(Strategy):
+class KeepRecentRounds(Strategy[KeepRecentConfig]):
     name = "keep_recent_rounds"
     summary = "System + first user message + summary + the last K rounds."
     source = "examples/my_strategy.py (a worked plug-in example)"
@@ -40,7 +36,7 @@ class KeepRecentRounds(Strategy):
     default_estimator = "chars4"
 
     def before_call(self, ctx: ReplayContext) -> None:
-        cfg: KeepRecentConfig = self.config
+        cfg = self.config
         if ctx.view.estimated_tokens < cfg.trigger_ratio * self.budget(ctx):
             return
         messages = ctx.view.messages

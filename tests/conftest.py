@@ -44,8 +44,8 @@ def _blocked_connect_ex(self: socket.socket, address: object) -> int:
     return _real_connect_ex(self, address)  # type: ignore[arg-type]
 
 
-socket.socket.connect = _blocked_connect  # type: ignore[method-assign]
-socket.socket.connect_ex = _blocked_connect_ex  # type: ignore[method-assign]
+socket.socket.connect = _blocked_connect  # type: ignore[method-assign,assignment]
+socket.socket.connect_ex = _blocked_connect_ex  # type: ignore[method-assign,assignment]
 
 
 def in_ci() -> bool:

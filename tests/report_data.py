@@ -9,6 +9,7 @@ import atexit
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -25,7 +26,7 @@ IMG = '"><img src=x onerror="window.__pwned=2">'
 HOSTILE_ID = 'evil"><img src=x onerror="window.__pwned=3">'
 COUNTER = "tiktoken:o200k_base"
 WINDOWS = (5000, 9000)
-CONFIGS: tuple[tuple[str, dict[str, object]], ...] = (
+CONFIGS: tuple[tuple[str, Mapping[str, object]], ...] = (
     ("none", {}),
     ("sliding_window", {"keep_rounds": 2}),
     ("sliding_window", {"keep_rounds": 6}),
@@ -138,12 +139,15 @@ PRICES = '[prices."tiktoken:o200k_base"]\ninput_per_mtok = 2.5\ncached_input_per
 def built_report() -> Path:
     """The results directory with ``report.html`` written from it (with ``prices.toml``),
     built once per test process and shared by the report tests (removed at exit)."""
+    from ctxbench.decisions.verdict import verdict_section
     from ctxbench.report.write import write_report
 
     root = Path(tempfile.mkdtemp(prefix="ctxbench-report-test-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     results = build_results(root / "results")
     (root / "prices.toml").write_text(PRICES, encoding="utf-8")
-    written = write_report(results, results / "report.html", prices_file=root / "prices.toml")
+    written = write_report(
+        results, results / "report.html", prices_file=root / "prices.toml", lead=verdict_section
+    )
     assert written.notes == (), written.notes
     return results

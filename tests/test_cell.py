@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ctxbench.cell.runner import resolve_spec, run_spec
-from ctxbench.cell.spec import DEFAULT_COUNTER, DEFAULT_RESERVED, RunSpec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import CANONICAL, load_trace, open_traces
 from ctxbench.errors import TraceFormatError
 from ctxbench.formats.canonical import write_traces
@@ -73,8 +73,8 @@ def test_the_row_is_computed_once_with_the_clock_reading() -> None:
 def test_sweep_defaults_are_the_single_replays() -> None:
     spec = RunSpec(trace_id="t", trace_hash="h", strategy="none")
     fields = SweepSpec.__dataclass_fields__
-    assert fields["reserved"].default == (spec.reserved,) == (DEFAULT_RESERVED,)
-    assert fields["counters"].default == (spec.counter,) == (DEFAULT_COUNTER,)
+    assert fields["reserved"].default == (spec.reserved,) == (RunSpec.reserved,)
+    assert fields["counters"].default == (spec.counter,) == (RunSpec.counter,)
     assert fields["summarizer"].default == spec.summarizer
     assert fields["error_style"].default == spec.error_style
     assert fields["seed"].default == spec.seed

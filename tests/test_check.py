@@ -90,7 +90,9 @@ def test_check_exits_1_on_a_retention_regression(
     cell["retention"] = round(cell["retention"] + 0.25, 4)
     out = invoke("check", str(results), "--baseline", str(save(baseline, tmp_path / "b.json")))
     assert out.exit_code == 1
-    assert "retention" in out.output and cell["key"] in out.output and "REGRESSION" in out.output
+    assert "retention" in out.output and "REGRESSION" in out.output
+    assert cell["run_id"] in out.output and f"--run-a {cell['run_id']}" in out.output
+    assert cell["key"] not in out.output  # readable names, not 150-character keys
 
 
 @pytest.mark.parametrize("args", [["--baseline", "missing.json"], ["--max-retention-drop", "-1"]])
@@ -204,7 +206,8 @@ def test_missing_cells_fail_unless_allowed_and_new_cells_are_reported(
     path = save(baseline, tmp_path / "b.json")
     out = invoke("check", str(results), "--baseline", str(path))
     assert out.exit_code == 1
-    assert f"new: {dropped['key']}" in out.output and "missing: ghost" in out.output
+    assert f"(run {dropped['run_id']}) has no baseline" in out.output
+    assert "(run ffffffffffffffff) is in the baseline but not in the results" in out.output
     out = invoke("check", str(results), "--baseline", str(path), "--allow-missing")
     assert out.exit_code == 0, out.output
 
@@ -245,9 +248,13 @@ def test_junit_has_one_test_case_per_cell_and_parses_back(
     assert len(cases) == len(rows) + 1 + 1  # every cell, the missing ghost, the aggregate
     failed = [c for c in cases if c.find("failure") is not None]
     assert int(suite.get("failures", "0")) == len(failed) >= 2
-    assert {c.get("name") for c in failed} >= {baseline["cells"][0]["key"], "ghost"}
+    report = check(rows, baseline, Tolerances())
+    names = {c.run_id: c.name for c in report.cells}
+    assert {c.get("name") for c in failed} >= {names[baseline["cells"][0]["run_id"]]}
+    assert all(" | w=" in str(c.get("name")) for c in failed if c.get("name") != "aggregate")
     md = (tmp_path / "s.md").read_text("utf-8")
-    assert md.startswith("## ctxbench check: ❌ regression") and "| cell | metric |" in md
+    assert md.startswith("## ctxbench check: ❌ regression") and "| cell | runs | metric |" in md
+    assert "ctxbench diff" in md
 
 
 def test_junit_escapes_odd_cell_names() -> None:

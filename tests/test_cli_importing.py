@@ -25,8 +25,11 @@ def test_import_prints_format_and_counts_per_file_and_writes_canonical_traces(
     _, tau2_report = import_file(tau2)
     assert lines[0] == (
         f"{tau2}: tau2_bench (auto-detected): {tau2_report.traces} traces, {tau2_report.messages} messages, "
-        f"{tau2_report.model_calls} model calls, {tau2_report.calls_with_usage} with usage; problems: none"
+        f"{tau2_report.model_calls} model calls, {tau2_report.calls_with_usage} with usage, "
+        f"{tau2_report.tool_calls} tool calls, 0 thinking blocks, 0 recorded compactions, "
+        "0 unmapped entries; problems: none"
     )
+    assert tau2_report.tool_calls > 0
     assert "mini_swe_agent (auto-detected)" in lines[1] and "missing_tool_result x1" in lines[1]
     assert lines[-1] == f"wrote {tau2_report.traces + 1} traces to {out}"
     assert len(list(read_traces(out))) == tau2_report.traces + 1

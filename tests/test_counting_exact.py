@@ -130,7 +130,8 @@ def test_count_prompt_equals_transformers_apply_chat_template(spec: str) -> None
             tokenize=True,
             add_generation_prompt=True,
         )
-        n = len(ids["input_ids"]) if hasattr(ids, "keys") else len(ids)
+        encoded: Any = ids
+        n = len(encoded["input_ids"]) if hasattr(encoded, "keys") else len(encoded)
         assert counter.count_prompt(messages, tools) == n
 
 

@@ -35,11 +35,17 @@ EXPECTED_FORMAT = {
     "mini-swe-agent": "mini_swe_agent",
     "swe-agent": "swe_agent",
     "openhands-benchmarks": "openhands",
+    "marot+spotter": "claude_code",
+    "codemie-ai+codemie-code": "codex",
+    "OpenHands+software-agent-sdk": "openhands_completions",
+    "sierra-research+tau2-bench": "tau2_bench",
 }
+#: Files of the shared folder that are not traces (notes, licence texts kept beside the data).
+NOT_TRACES = ("SOURCES.md", "LICENSE")
 
 
 def recorded_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != "SOURCES.md")
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name not in NOT_TRACES)
 
 
 def test_every_shared_trace_folder_has_an_expected_format(shared_traces: Path) -> None:

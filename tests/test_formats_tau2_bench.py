@@ -95,3 +95,27 @@ def test_an_unknown_agent_keeps_the_policy_and_says_the_prompt_is_approximate(
     traces, _ = import_file(path)
     assert traces[0].messages[0].content == raw["info"]["environment_info"]["policy"]
     assert "my_agent" in traces[0].meta["system_prompt_note"]
+
+
+CLAUDE_THINKING = Path(__file__).parent / "golden" / "sessions" / "tau2_claude_thinking.json"
+
+
+def test_anthropic_thinking_blocks_in_raw_data_are_replayed() -> None:
+    data = json.loads(CLAUDE_THINKING.read_text("utf-8"))
+    (trace,), report = import_file(CLAUDE_THINKING)
+    agent = [m for m in data["simulations"][0]["messages"] if m["role"] == "assistant"]
+    calls = [trace.messages[i] for i in trace.call_indices]
+    assert len(calls) == len(agent)
+    for msg, raw in zip(calls, agent):
+        blocks = (raw.get("raw_data") or {}).get("thinking_blocks") or []
+        assert msg.replay.get("thinking_blocks", []) == blocks
+        assert "thinking_blocks" not in (msg.meta.get("raw_data") or {})  # kept once
+    assert (
+        report.thinking_blocks == sum(len(m.replay.get("thinking_blocks", [])) for m in calls) > 0
+    )
+
+
+def test_the_shared_claude_run_keeps_a_thinking_block_on_every_call(shared_traces: Path) -> None:
+    path = next((shared_traces / "sierra-research+tau2-bench").rglob("*.json"))
+    _, report = import_file(path)
+    assert (report.traces, report.calls_with_usage, report.thinking_blocks) == (50, 467, 467)

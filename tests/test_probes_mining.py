@@ -14,7 +14,7 @@ from ctxbench.engine import events as ev
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import replay
 from ctxbench.formats.importing import open_source
-from ctxbench.probes.mining import mine_probes
+from ctxbench.probes.mining import mine, mine_probes
 from ctxbench.probes.scoring import TextIndex
 from ctxbench.strategies import build_strategy
 from ctxbench.synth import generate, load_scenario
@@ -71,7 +71,7 @@ def test_canaries_of_every_category_are_mined_with_their_kind() -> None:
         [
             "Traceback (most recent call last):\nValueError: could not convert string to float: 'abc'",
             "wrote build/artifacts/report_final.csv (1843 rows)",
-            "deployed revision 9f3a2c1e in 842 ms",
+            "deployed revision 9f3a2c1e in 842 ms, payload 18432 bytes",
             "see https://staging.example.org/app/v2 for the status",
             "customer ana.silva@example.com booked on 2024-05-20",
         ],
@@ -90,15 +90,56 @@ def test_canaries_of_every_category_are_mined_with_their_kind() -> None:
     assert mined["build/artifacts/report_final.csv"] == ("artifact", "path")
     assert mined["pytest tests/test_parse.py -k float"] == ("artifact", "command")
     assert mined["https://staging.example.org/app/v2"] == ("artifact", "url")
-    assert mined["842 ms"] == ("recall", "number")
-    assert mined["9f3a2c1e"] == ("recall", "identifier")
+    assert mined["18432 bytes"] == ("recall", "number")
     assert mined["ana.silva@example.com"] == ("recall", "email")
-    assert mined["2024-05-20"] == ("recall", "date")
+    assert not {"842 ms", "9f3a2c1e", "2024-05-20"} & set(mined), "trivia is skipped"
     assert mined["RSV-88213"] == (
         "recall",
         "identifier",
     )  # an id is recalled, wherever it was typed
     assert "cd /repo" not in mined, "a bare cd is generic"
+
+
+def test_trivia_is_skipped_and_every_skip_says_why() -> None:
+    trace = tool_trace(
+        [
+            "deployed revision 9f3a2c1e at 2024-05-20 14:03:11 in 842 ms",
+            "request id f47ac10b-58cc-4372-a567-0e02b2c3d479 done at 09:41",
+            "matched pattern ^user_[a-z]+.*$ in src/app/routes_v2.py",
+            "[File: src/app/models.py (1342 lines total)]",
+            "[File: src/app/views.py (2210 lines total)]",
+            "[File: src/app/forms.py (1876 lines total)]",
+            "wrote build/out/report_final.csv (1843 rows)",
+        ]
+    )
+    found = mine(trace, 50)
+    answers = {p.answers[0] for p in found.probes}
+    assert {"build/out/report_final.csv", "1843 rows", "src/app/routes_v2.py"} <= answers
+    why = {s.answer: s.reason for s in found.skipped}
+    assert why["9f3a2c1e"] == "a hash: trivia"
+    assert why["f47ac10b-58cc-4372-a567-0e02b2c3d479"] == "a hash: trivia"
+    assert why["2024-05-20 14:03:11"] == why["09:41"] == "a date or time: trivia"
+    assert why["842 ms"].startswith("a duration")
+    assert why["1342 lines"] == (
+        "a number in boilerplate (the line '[File: ~ # lines total)]', repeated in 3+ messages)"
+    )
+    assert not answers & set(why), "a candidate is either a probe or skipped"
+    assert found.probes == mine_probes(trace, 50)
+
+
+def test_regex_fragments_and_numbers_of_the_tool_definitions_are_skipped() -> None:
+    from ctxbench.trace import ToolSpec
+
+    trace = replace(
+        tool_trace(
+            ["grep -E 'ERR[0-9]+.*timeout' found 3 lines", "limit is 4096 tokens per call"],
+            args=[{"command": "grep -E 'ERR[0-9]+.*timeout' logs/app_2.log"}, {}],
+        ),
+        tools=(ToolSpec("bash", "Run a command; output is cut at 4096 tokens", {}),),
+    )
+    why = {s.answer: s.reason for s in mine(trace, 50).skipped}
+    assert why["grep -E 'ERR[0-9]+.*timeout' logs/app_2.log"] == "a regex fragment"
+    assert why["4096 tokens"].startswith("a number in boilerplate (the tool definitions)")
 
 
 def test_values_repeated_far_apart_are_not_mined() -> None:
@@ -211,3 +252,18 @@ def test_mining_real_traces_yields_probes_whose_answers_are_in_their_evidence(
             assert_well_formed(trace, probes, 12)
             total += len(probes)
     assert total >= 5 * len(files)
+
+
+def test_probes_mine_why_prints_the_reason_of_every_skip(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ctxbench.cli import cli
+    from ctxbench.formats.canonical import write_traces
+
+    write_traces(tmp_path / "t.jsonl", [tool_trace(["deployed 9f3a2c1e at 09:41 in 842 ms"])])
+    out = CliRunner().invoke(
+        cli, ["probes", "mine", str(tmp_path / "t.jsonl"), "-o", str(tmp_path / "m.jsonl"), "--why"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "skipped t message 3 identifier '9f3a2c1e': a hash: trivia" in out.stdout
+    assert "'09:41': a date or time: trivia" in out.stdout

@@ -4,6 +4,7 @@ sliding window (early facts lost, late ones kept), and DB-GPT's Layer 1 snapshot
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -109,7 +110,7 @@ def test_dbgpt_layer1_turns_truncated_facts_into_via_reference() -> None:
     via = 0
     for trace in generate(spec, 0, count=3):
         plain = outcomes(run(trace, "none", HUGE))
-        params = {"persist_tool_results": False}
+        params: dict[str, Any] = {"persist_tool_results": False}
         with_snapshots = run(trace, "dbgpt", 65536, **params, snapshots=True)
         without = outcomes(run(trace, "dbgpt", 65536, **params, snapshots=False))
         layers = {e.data["layer"] for e in with_snapshots.events if e.type == ev.COMPACTION}

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
+
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.events import DECISION
 from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.replay import ReplayOutput
 from ctxbench.engine.replay import replay as engine_replay
-from ctxbench.errors import SummarizerError
+from ctxbench.errors import ConfigError, SummarizerError
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.claude_code import (
+    CAPPED_RESERVE_SINCE,
     CONTINUATION,
     MICROCOMPACT_PLACEHOLDER,
     MICROCOMPACT_TOOLS,
@@ -19,9 +24,10 @@ from ctxbench.strategies.claude_code import (
     ClaudeCodeConfig,
     format_summary,
     microcompact,
+    parse_version,
 )
 from ctxbench.summarizers.base import SummaryRequest
-from ctxbench.trace import Message, ToolCall, Trace, pairing_violations
+from ctxbench.trace import Message, ToolCall, Trace, Usage, pairing_violations
 from tests.factories import tool_trace
 from tests.replaying import CHARS4, Failing, Recording, compactions, run, summaries
 
@@ -169,3 +175,87 @@ def test_pairs_stay_whole_with_parallel_calls() -> None:
     out = replay(tool_trace(20, output=BIG, calls=3), summarizer=Recording(), microcompact=True)
     assert compactions(out)
     assert out.result.pairing_violations == 0 and pairing_violations(out.final_view) == 0
+
+
+# -- the usage-anchored count, the hidden prefix and the per-version reserve ---------------------
+
+
+def usage_trace(prompts: list[int], outputs: list[int], result: str = "r" * 41) -> Trace:
+    """A task, then one call per recorded prompt, each with a tool call and a result."""
+    msgs: list[Message] = [Message("user", "do the task")]
+    for k, (prompt, output) in enumerate(zip(prompts, outputs)):
+        call = ToolCall(f"c{k}", "Read", '{"file_path":"a.py"}')
+        msgs.append(Message("assistant", "", tool_calls=(call,), usage=Usage(prompt, output, 0)))
+        msgs.append(Message("tool", result, tool_call_id=f"c{k}"))
+    msgs.append(Message("assistant", "done", usage=Usage(prompts[-1] + 500, 5, 0)))
+    return Trace("usage", tuple(msgs))
+
+
+def decisions(out: ReplayOutput) -> list[dict[str, object]]:
+    return [e.to_dict() for e in out.events if e.type == DECISION]
+
+
+def test_the_threshold_rule_follows_the_cli_version() -> None:
+    assert threshold(200_000, 32_000, cli_version="2.1.39") == 167_000  # the records
+    assert threshold(200_000, 32_000, cli_version="2.1.21") == 167_000
+    assert threshold(200_000, 32_000, cli_version="2.1.19") == 155_000  # 45k buffer
+    assert threshold(200_000, 32_000, cli_version="2.0.30-beta") == 155_000
+    assert parse_version("2.1.39") == (2, 1, 39) and CAPPED_RESERVE_SINCE == (2, 1, 21)
+    with pytest.raises(ConfigError):
+        build_strategy("claude_code", {"cli_version": "latest"})
+
+
+def test_the_count_is_the_last_usage_plus_chars_over_4_of_newer_messages() -> None:
+    prompts, outputs = [26_000, 27_000, 28_000], [40, 50, 60]
+    trace = usage_trace(prompts, outputs)
+    out = run(trace, "claude_code", 200_000, reserved=32_000, estimator=CLAUDE)
+    made = decisions(out)
+    assert [d["call"] for d in made] == [0, 1, 2, 3]
+    assert made[0]["anchored"] is False  # no call has been made yet
+    for k in (1, 2, 3):
+        assistant = trace.messages[trace.call_indices[k - 1]]
+        output = max(outputs[k - 1], CLAUDE.count_message(assistant))
+        newer = -(-41 // 4)  # the tool result after the call, ceil(chars / 4)
+        assert made[k]["tokens"] == prompts[k - 1] + output + newer
+        assert made[k]["anchored"] is True and made[k]["threshold"] == 167_000
+
+
+def test_a_recorded_output_below_the_estimate_is_a_streaming_snapshot() -> None:
+    trace = usage_trace([30_000, 31_000], [1, 1])
+    out = run(trace, "claude_code", 200_000, reserved=32_000, estimator=CLAUDE)
+    call = trace.messages[trace.call_indices[0]]
+    assert decisions(out)[1]["tokens"] == 30_000 + CLAUDE.count_message(call) + 11
+
+
+def test_a_shrinking_recorded_prompt_hands_the_count_to_the_provider_and_the_hidden_prefix() -> (
+    None
+):
+    prompts = [26_000, 60_000, 9_000]  # the recorded agent compacted before the third call
+    trace = usage_trace(prompts, [40, 40, 40])
+    strategy = ClaudeCode()
+    out = engine_replay(
+        trace,
+        strategy,
+        SimulatedProvider(200_000, 32_000),
+        true_counter=CHARS4,
+        estimator=CLAUDE,
+    )
+    first_request = CHARS4.count_prompt(trace.messages[:1])
+    assert strategy.hidden_prefix == 26_000 - first_request
+    made = decisions(out)
+    assert made[2]["tokens"] == 60_000 + 40 + 11  # still the recorded usage
+    provider = [e for e in out.events if e.type == "provider.call" and e.call == 2][-1]
+    third = trace.messages[trace.call_indices[2]]
+    output = max(40, CLAUDE.count_message(third))
+    assert made[3]["tokens"] == strategy.hidden_prefix + provider["true_tokens"] + output + 11
+
+
+def test_without_usage_anchoring_the_count_is_the_estimate_plus_the_hidden_prefix() -> None:
+    trace = usage_trace([26_000, 27_000], [40, 40])
+    strategy = ClaudeCode(ClaudeCodeConfig(usage_anchored=False))
+    out = engine_replay(
+        trace, strategy, SimulatedProvider(200_000, 32_000), true_counter=CHARS4, estimator=CLAUDE
+    )
+    status = next(e for e in out.events if e.type == "context.status" and e.call == 2)
+    assert strategy.hidden_estimate == 26_000 - CLAUDE.count_prompt(trace.messages[:1])
+    assert decisions(out)[2]["tokens"] == strategy.hidden_estimate + status["used"]

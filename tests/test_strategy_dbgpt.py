@@ -29,7 +29,7 @@ CHARS4 = get_counter("chars4")
 
 
 #: knobs that leave only layer 3 to act (nothing is old enough for layer 1, nothing droppable for layer 2)
-ONLY_L3 = {
+ONLY_L3: dict[str, Any] = {
     "warning_threshold": 0.5,
     "error_threshold": 0.5,
     "critical_threshold": 0.9,
@@ -51,6 +51,13 @@ def react(n: int, obs_chars: int = 400, trace_id: str = "r") -> Trace:
         msgs.append(Message("user", f"Observation: {body}"))
     msgs.append(Message("assistant", "Final answer"))
     return Trace(trace_id, tuple(msgs))
+
+
+def dbgpt(params: dict[str, Any]) -> DbgptStrategy:
+    """A DB-GPT strategy built by name, typed as what it is."""
+    strategy = build_strategy("dbgpt", params)
+    assert isinstance(strategy, DbgptStrategy)
+    return strategy
 
 
 def run(
@@ -122,9 +129,7 @@ def test_states_at_the_threshold_boundaries(ratio: float, state: str) -> None:
 
 
 def test_configured_thresholds_move_the_boundaries() -> None:
-    strat = build_strategy(
-        "dbgpt", {"warning_threshold": 0.5, "error_threshold": 0.6, "critical_threshold": 0.7}
-    )
+    strat = dbgpt({"warning_threshold": 0.5, "error_threshold": 0.6, "critical_threshold": 0.7})
     assert [strat.state_of(r, 100) for r in (0.49, 0.5, 0.6, 0.7)] == [
         "normal",
         "warning",
@@ -169,9 +174,7 @@ def test_layer1_truncates_observations_older_than_max_age_only() -> None:
 
 
 def test_layer1_cuts_to_max_chars_with_the_truncated_suffix() -> None:
-    strat = build_strategy(
-        "dbgpt", {"max_observation_age_rounds": 0, "truncated_observation_max_chars": 50}
-    )
+    strat = dbgpt({"max_observation_age_rounds": 0, "truncated_observation_max_chars": 50})
     msgs = react(2).messages
     out = strat.layer1(msgs, current_round=3)
     obs = out[3]
@@ -179,9 +182,7 @@ def test_layer1_cuts_to_max_chars_with_the_truncated_suffix() -> None:
 
 
 def test_layer1_skips_observations_within_max_chars_plus_30() -> None:
-    strat = build_strategy(
-        "dbgpt", {"max_observation_age_rounds": 0, "truncated_observation_max_chars": 200}
-    )
+    strat = dbgpt({"max_observation_age_rounds": 0, "truncated_observation_max_chars": 200})
     short = Message("user", "Observation: " + "y" * (230 - 13))  # exactly 230 chars = max + 30
     msgs = (
         Message("user", "go"),
@@ -193,7 +194,7 @@ def test_layer1_skips_observations_within_max_chars_plus_30() -> None:
 
 
 def test_layer1_skips_persisted_output() -> None:
-    strat = build_strategy("dbgpt", {"max_observation_age_rounds": 0})
+    strat = dbgpt({"max_observation_age_rounds": 0})
     persisted = Message("user", "Observation: <persisted-output>\n" + "p" * 900)
     msgs = (Message("assistant", "Thought: a"), persisted, Message("assistant", "x"))
     assert strat.layer1(msgs, current_round=5)[1] is persisted
@@ -211,8 +212,7 @@ def test_layer1_keeps_the_snapshot_pointer() -> None:
 
 
 def test_layer1_loop_counter_variant_ages_rounds_by_model_calls() -> None:
-    strat = build_strategy(
-        "dbgpt",
+    strat = dbgpt(
         {
             "observation_age_from": "loop_counter",
             "max_observation_age_rounds": 2,
@@ -231,7 +231,7 @@ def test_layer1_loop_counter_variant_ages_rounds_by_model_calls() -> None:
 
 
 def test_layer2_drops_whole_old_rounds_and_keeps_min_recent_rounds() -> None:
-    strat = build_strategy("dbgpt", {"min_keep_recent_rounds": 3, "min_keep_tokens": 0})
+    strat = dbgpt({"min_keep_recent_rounds": 3, "min_keep_tokens": 0})
     msgs = react(8).messages
     out = strat.layer2(msgs, _ctx_for(strat))
     # the last three rounds are (assistant, observation) x 2 and the final answer
@@ -239,7 +239,7 @@ def test_layer2_drops_whole_old_rounds_and_keeps_min_recent_rounds() -> None:
 
 
 def test_layer2_walks_back_until_min_keep_tokens_are_kept() -> None:
-    strat = build_strategy("dbgpt", {"min_keep_recent_rounds": 1, "min_keep_tokens": 250})
+    strat = dbgpt({"min_keep_recent_rounds": 1, "min_keep_tokens": 250})
     msgs = react(8, obs_chars=400).messages  # each round ~ 110 tokens by chars4
     out = strat.layer2(msgs, _ctx_for(strat))
     kept_rounds = rounds([m for m in out if m.role != "system"])
@@ -249,7 +249,7 @@ def test_layer2_walks_back_until_min_keep_tokens_are_kept() -> None:
 
 
 def test_layer2_with_few_rounds_changes_nothing() -> None:
-    strat = build_strategy("dbgpt", {"min_keep_recent_rounds": 3})
+    strat = dbgpt({"min_keep_recent_rounds": 3})
     msgs = react(2).messages
     assert strat.layer2(msgs, _ctx_for(strat)) == list(msgs)
 
@@ -342,7 +342,7 @@ def test_a_successful_summary_resets_the_failure_count() -> None:
                 raise SummarizerError("timeout", kind="timeout")
             return super().summarize(request, counter)
 
-    strat = build_strategy("dbgpt", {"max_compact_failures": 2, **ONLY_L3})
+    strat = dbgpt({"max_compact_failures": 2, **ONLY_L3})
     replay(
         react(40),
         strat,
@@ -351,7 +351,7 @@ def test_a_successful_summary_resets_the_failure_count() -> None:
         estimator=CHARS4,
         summarizer=FailsOnce(),
     )
-    assert FailsOnce.calls >= 3 and strat.compact_failures == 0  # type: ignore[attr-defined]
+    assert FailsOnce.calls >= 3 and strat.compact_failures == 0
 
 
 # -- layer order, stopping, events -------------------------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from ctxbench.counting import get_counter
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
@@ -75,4 +77,6 @@ def test_every_registered_strategy_is_its_own_name_and_summary() -> None:
         assert cls.name == entry.name
         assert cls.summary and cls.source, entry.name
         assert entry.summary == "" and entry.source == "", "the class is the one source"
-        assert dataclasses.is_dataclass(cls.Config) and cls.Config.__dataclass_params__.frozen
+        assert dataclasses.is_dataclass(cls.Config)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(cls.Config(), "knob", 1)  # noqa: B010 - a frozen Config refuses it

@@ -91,7 +91,7 @@ def test_value_patterns_expand_every_placeholder() -> None:
 
 
 def test_drawn_values_never_repeat_or_contain_each_other() -> None:
-    rng, taken = random.Random(0), set()
+    rng, taken = random.Random(0), set[str]()
     values = [draw_value("T-{d2}", rng, taken) for _ in range(30)]
     assert len(set(values)) == 30
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,8 +13,9 @@ from hypothesis import strategies as st
 
 from ctxbench.formats.canonical import read_traces, write_traces
 from ctxbench.probes.model import PROBE_KINDS
-from ctxbench.probes.scoring import TextIndex
+from ctxbench.probes.scoring import TextIndex, normalise
 from ctxbench.synth import generate, load_scenario, scenario_names
+from ctxbench.synth.phrases import opening_phrases
 from ctxbench.synth.scenario import parse_scenario
 from ctxbench.trace import Trace, message_search_text, rounds, validate
 
@@ -369,7 +371,13 @@ def test_explicit_scenario_facts_are_planted_as_written() -> None:
     ]
     spec = parse_scenario({**SMALL, "probes": {"distractors": 0}, "facts": facts}, source="<small>")
     trace = next(generate(spec, 0))
-    recall, artifact = trace.probes
+    recall, artifact, task, system = trace.probes
+    assert (task.kind, task.evidence, system.kind, system.evidence) == (
+        "task",
+        (1,),
+        "constraint",
+        (0,),
+    )
     assert (
         recall.id == "recall-1"
         and recall.answers[0].startswith("ZX-")
@@ -382,3 +390,57 @@ def test_explicit_scenario_facts_are_planted_as_written() -> None:
         call.name == "refund_payment"
         and json.loads(call.arguments)["payment_id"] == artifact.answers[0]
     )
+
+
+# -- probes on the opening ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_trace_asks_about_its_task_and_its_system_prompt(
+    name: str, traces: dict[str, Trace]
+) -> None:
+    """The task probe's answer is in the first user message and nowhere else, the system
+    probe's in the system prompt and nowhere else: dropping either loses exactly that."""
+    trace = traces[name]
+    by_id = {p.id: p for p in trace.probes}
+    for probe_id, kind, index in (("task-1", "task", 1), ("system-1", "constraint", 0)):
+        probe = by_id[probe_id]
+        assert probe.kind == kind and probe.evidence == (index,) and probe.ask_at is None
+        answer = normalise(probe.answers[0])
+        holders = [i for i, m in enumerate(trace.messages) if answer in normalise(m.content)]
+        assert holders == [index]
+    assert not by_id["system-1"].answers[0].lower().startswith("you are")
+
+
+def test_opening_probe_counts_and_repeat_are_scenario_knobs() -> None:
+    base = parse_scenario(SMALL, source="<small>")
+    more = parse_scenario(
+        {
+            **SMALL,
+            "probes": {
+                **cast("dict[str, Any]", SMALL["probes"]),
+                "repeat": 3,
+                "task": 2,
+                "system": 0,
+            },
+        },
+        source="<small>",
+    )
+    plain, repeated = next(generate(base, 0)), next(generate(more, 0))
+    kinds = [p.kind for p in repeated.probes]
+    assert kinds.count("task") == 2 and not any(p.id.startswith("system") for p in repeated.probes)
+    assert kinds.count("recall") == 3 * [p.kind for p in plain.probes].count("recall")
+    assert len(repeated.probes) > 2 * len(plain.probes)
+    assert len({p.id for p in repeated.probes}) == len(repeated.probes)
+    assert len({p.answers[0] for p in repeated.probes}) == len(repeated.probes)
+    assert more.probe_counts()["task"] == 2 and more.probe_counts()["recall"] == 3
+
+
+def test_opening_phrases_skip_the_identity_sentence_and_short_clauses() -> None:
+    text = "You are an agent. Never delete data, ask first. Keep every reply under ten words."
+    # "Never delete data" has three words: too short to ask about; "ask first" too
+    assert opening_phrases(text, "en", rules=True) == ["Keep every reply under ten words"]
+    assert opening_phrases(text, "en")[0] == "Keep every reply under ten words"
+    assert opening_phrases("只用一句话。请在修改数据库之前先确认备份", "zh") == [
+        "请在修改数据库之前先确认备份"
+    ]

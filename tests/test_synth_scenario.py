@@ -11,7 +11,7 @@ from ctxbench.errors import ConfigError
 from ctxbench.probes.model import PROBE_KINDS
 from ctxbench.synth import load_scenario, scenario_names
 from ctxbench.synth.content import CONTENT_CLASSES
-from ctxbench.synth.scenario import FactSpec, scenario_dir
+from ctxbench.synth.scenario import BANK_KINDS, FactSpec, scenario_dir
 
 REQUIRED = (
     "coding_agent",
@@ -192,8 +192,8 @@ def test_every_domain_fact_is_a_valid_template() -> None:
     for name in REQUIRED:
         spec = load_scenario(name)
         kinds = {f.kind for f in spec.domain.facts}
-        assert kinds == set(PROBE_KINDS), f"domain {spec.domain.name} lacks some probe kind"
-        for kind in PROBE_KINDS:
+        assert kinds == set(BANK_KINDS), f"domain {spec.domain.name} lacks some probe kind"
+        for kind in BANK_KINDS:
             assert len(spec.domain.bank(kind)) >= spec.probes.count(kind)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from ctxbench.trace import (
     PROBLEM_CODES,
     Message,
     Part,
+    RecordedCompaction,
     ToolCall,
     Trace,
     pairing_violations,
@@ -150,6 +153,7 @@ def test_rounds_cover_every_non_system_message_once_and_never_split_a_tool_pair(
     call_round = {c.id: round_of[i] for i, m in enumerate(msgs) for c in m.tool_calls}
     for i, m in enumerate(msgs):
         if m.role == "tool":
+            assert m.tool_call_id is not None
             assert round_of[i] == call_round[m.tool_call_id]
     assert [r.index for r in segs] == list(range(len(segs)))
 
@@ -239,6 +243,19 @@ def test_probe_ask_at_beyond_the_calls_is_a_problem() -> None:
 def test_duplicate_probe_ids_are_a_problem() -> None:
     p = Probe("p", "recall", "q?", ("ok 0.0",), evidence=(3,))
     assert codes(tool_trace(1, probes=(p, p))) == ["duplicate_probe_id"]
+
+
+def test_recorded_compactions_round_trip_and_past_the_trace_are_a_problem() -> None:
+    trace = tool_trace(2)
+    inside = RecordedCompaction(2, len(trace.messages), "auto", 1200, "summary", "f.jsonl:9")
+    kept = replace(trace, recorded_compactions=(inside,))
+    assert Trace.from_dict(json.loads(json.dumps(kept.to_dict()))) == kept
+    assert "recorded_compactions" not in trace.to_dict()  # absent when there are none
+    assert codes(kept) == []
+    past = replace(
+        trace, recorded_compactions=(RecordedCompaction(len(trace.call_indices) + 1, 1),)
+    )
+    assert codes(past) == ["recorded_compaction_out_of_range"]
 
 
 def test_every_problem_code_is_covered_by_a_test() -> None:

@@ -15,13 +15,6 @@ from typing import Any
 
 from ctxbench.errors import ConfigError
 
-#: The defaults of one replay, written once: RunSpec, sweep files and every command use them.
-DEFAULT_RESERVED = 4096
-DEFAULT_COUNTER = "tiktoken:o200k_base"
-DEFAULT_SUMMARIZER = "extractive"
-DEFAULT_ERROR_STYLE = "openai"
-DEFAULT_SEED = 0
-
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, UTF-8: the one serialisation ids are computed from."""
@@ -30,20 +23,23 @@ def canonical_json(value: Any) -> str:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything needed to re-run one replay; ``trace_source`` says where to load the trace."""
+    """Everything needed to re-run one replay; ``trace_source`` says where to load the trace.
+
+    Its defaults are one replay's defaults, written once: sweep files and every command read
+    them as ``RunSpec.reserved``, ``RunSpec.counter`` ..."""
 
     trace_id: str
     trace_hash: str
     strategy: str
     params: Mapping[str, Any] = field(default_factory=dict)
     window: int = 0
-    reserved: int = DEFAULT_RESERVED
-    counter: str = DEFAULT_COUNTER
+    reserved: int = 4096
+    counter: str = "tiktoken:o200k_base"
     estimator: str = ""
-    summarizer: str = DEFAULT_SUMMARIZER
+    summarizer: str = "extractive"
     summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = DEFAULT_ERROR_STYLE
-    seed: int = DEFAULT_SEED
+    error_style: str = "openai"
+    seed: int = 0
     mine_probes: bool = False
     trace_source: str = ""
 

@@ -35,9 +35,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sweep": ("sweeping", "sweep", "Run a sweep of traces x strategies x windows x counters."),
     "report": ("reporting", "report", "Write the HTML report of a results directory."),
     "drift": ("reporting", "drift", "Write the token-counting drift report for traces."),
+    "recommend": ("recommending", "recommend", "Name the config to deploy, with its intervals."),
     "baseline": ("gating", "baseline", "Record a baseline of a results directory."),
     "check": ("gating", "check", "Compare results with a baseline; exit 1 on regression."),
     "diff": ("gating", "diff", "Show where two replays of the same trace diverge."),
+    "recorded": (
+        "recorded",
+        "recorded",
+        "Compare a strategy's compactions with the ones a recorded session made.",
+    ),
 }
 
 

@@ -9,12 +9,12 @@ import click
 
 from ctxbench.calibration import BASELINES, Accuracy, Calibration, fit_framing
 from ctxbench.calibration import calibrate as measure
+from ctxbench.cell.traces import open_traces
 from ctxbench.cli.output import print_table
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter
 from ctxbench.counting.profile import Profile, save_profile
 from ctxbench.errors import ConfigError, CtxbenchError
-from ctxbench.formats.importing import open_source
 from ctxbench.trace import Trace
 
 
@@ -121,7 +121,7 @@ def calibrate(
       ctxbench run traces.jsonl -s dbgpt -w 32768 --counter profile:gpt-4o.json
     """
     counter = get_counter(counter_spec)
-    loaded = [t for path in traces for t in open_source(path).traces()]
+    loaded = [t for path in traces for t in open_traces(path, strict=True).traces()]
     result = measure(loaded, counter, _baselines(counter_spec))
     if not result.calls:
         raise ConfigError(

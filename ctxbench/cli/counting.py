@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ctxbench.cell.spec import DEFAULT_COUNTER
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cli.output import print_table
 
 if TYPE_CHECKING:
     from ctxbench.trace import Trace
 
-DEFAULT_COUNTERS = (DEFAULT_COUNTER,)
+DEFAULT_COUNTERS = (RunSpec.counter,)
 
 
 @click.command("counters")

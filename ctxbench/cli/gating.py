@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -45,9 +46,13 @@ def baseline(results_dir: str, out: str) -> None:
     Example:
       ctxbench sweep ci.toml -o results && ctxbench baseline results -o baseline.json
     """
-    doc = gate.make_baseline(_rows(results_dir))
+    doc = gate.make_baseline(_rows(results_dir), results_dir)
     _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     click.echo(f"wrote {out}: {len(doc['cells'])} cells")
+    from ctxbench.decisions.changes import baseline_warnings
+
+    for warning in baseline_warnings(doc["cells"]):
+        click.echo(f"warning: {warning}", err=True)
 
 
 @click.command("check")
@@ -80,6 +85,18 @@ def baseline(results_dir: str, out: str) -> None:
     "--allow-missing", is_flag=True, help="Do not fail on baseline cells missing from the results."
 )
 @click.option(
+    "--match-by",
+    metavar="FIELDS",
+    help="Pair cells left unmatched by run id and key when they agree on these fields "
+    "(any of trace,strategy,window,counter): a changed knob is compared with its old value.",
+)
+@click.option(
+    "--baseline-results",
+    type=click.Path(file_okay=False),
+    help="The baseline's results directory, for the printed `ctxbench diff` commands "
+    "(default: the one `ctxbench baseline` recorded).",
+)
+@click.option(
     "--junit", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per cell)."
 )
 @click.option(
@@ -94,6 +111,8 @@ def check(
     max_cost_increase: float,
     fail_on_new_overflow: bool,
     allow_missing: bool,
+    match_by: str | None,
+    baseline_results: str | None,
     junit: str | None,
     markdown: str | None,
 ) -> None:
@@ -101,19 +120,27 @@ def check(
 
     A cell regresses when its retention drops more than --max-retention-drop, its cost rises
     more than --max-cost-increase, it splits tool pairs or raises, or (with
-    --fail-on-new-overflow) it has more overflows. New and missing cells are reported.
-    Exit 0: nothing regressed; 1: a regression; 2: a usage or input error.
+    --fail-on-new-overflow) it has more overflows. Improvements, new and missing cells are
+    reported; each regressed cell comes with the `ctxbench diff` command that shows where it
+    diverged. Exit 0: nothing regressed; 1: a regression; 2: a usage or input error.
 
     \b
-    Example:
+    Examples:
       ctxbench check results --baseline baseline.json --max-retention-drop 0.02 \\
           --max-cost-increase 0.05 --fail-on-new-overflow --junit junit.xml --markdown summary.md
+      ctxbench check results --baseline baseline.json --match-by trace,strategy,window,counter
     """
+    from ctxbench.decisions.matching import parse_match_by
+
+    fields = parse_match_by(match_by)
     tol = gate.Tolerances(
         max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing
     )
     doc = gate.load_baseline(baseline_file)
-    report = gate.check(_rows(results_dir), doc, tol)
+    report = gate.check(_rows(results_dir), doc, tol, fields)
+    report.results_dir = results_dir
+    if baseline_results:
+        report.baseline_results = baseline_results
     click.echo(gate.text_report(report))
     if junit:
         _write(junit, gate.junit_report(report))
@@ -131,12 +158,16 @@ def check(
     type=click.Path(file_okay=False),
     help="A results directory: A and B are then run ids in it.",
 )
-@click.option("--run-a", help="Run id to take from A when A's events file holds several runs.")
-@click.option("--run-b", help="Run id to take from B when B's events file holds several runs.")
+@click.option(
+    "--run-a",
+    help="Run id to take from A (an events file of several runs, or a results directory).",
+)
+@click.option("--run-b", help="Run id to take from B (default for two directories: --run-a).")
 def diff(a: str, b: str, results_dir: str | None, run_a: str | None, run_b: str | None) -> None:
     """Show where two replays of the same trace diverge.
 
-    A and B are events files (`ctxbench run --events`), or two run ids with --results DIR.
+    A and B are events files (`ctxbench run --events`) or results directories (a baseline's
+    and the current one, with --run-a / --run-b), or two run ids with --results DIR.
     Prints the first call whose events differ, what each replay did there (layer, messages
     dropped, provider verdicts) and which probes changed outcome.
 
@@ -144,8 +175,9 @@ def diff(a: str, b: str, results_dir: str | None, run_a: str | None, run_b: str 
     Examples:
       ctxbench diff before.jsonl after.jsonl
       ctxbench diff 0a1b2c3d4e5f6a7b 7f6e5d4c3b2a1f0e --results reports/quickstart
+      ctxbench diff baseline-results results --run-a 0a1b2c3d4e5f6a7b --run-b 7f6e5d4c3b2a1f0e
     """
-    from ctxbench.divergence import first_divergence, read_events, render
+    from ctxbench.divergence import first_divergence, render, run_events
 
     if results_dir:
         from ctxbench.results import ResultsDir
@@ -157,7 +189,9 @@ def diff(a: str, b: str, results_dir: str | None, run_a: str | None, run_b: str 
                 raise ConfigError(f"no events of run {run_id!r}", path=results_dir)
         label_a, label_b = a, b
     else:
-        label_a, events_a = read_events(a, run_a)
-        label_b, events_b = read_events(b, run_b)
+        if run_b is None and Path(a).is_dir() and Path(b).is_dir():
+            run_b = run_a
+        label_a, events_a = run_events(a, run_a)
+        label_b, events_b = run_events(b, run_b)
         label_a, label_b = f"A ({label_a or a})", f"B ({label_b or b})"
     click.echo(render(first_divergence(events_a, events_b), label_a, label_b))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
@@ -20,22 +21,32 @@ from ctxbench.trace import Trace
 def _describe(report: ImportReport) -> str:
     how = "auto-detected" if report.detected else "given"
     problems = ", ".join(f"{code} x{n}" for code, n in report.problems.items()) or "none"
+    kinds = ", ".join(f"{kind} x{n}" for kind, n in report.unmapped_entries.items())
+    entries = f" ({kinds})" if kinds else ""
     return (
         f"{report.source}: {report.format} ({how}): {report.traces} traces, {report.messages} messages, "
-        f"{report.model_calls} model calls, {report.calls_with_usage} with usage; problems: {problems}"
+        f"{report.model_calls} model calls, {report.calls_with_usage} with usage, "
+        f"{report.tool_calls} tool calls, {report.thinking_blocks} thinking blocks, "
+        f"{report.recorded_compactions} recorded compactions, "
+        f"{sum(report.unmapped_entries.values())} unmapped entries{entries}; problems: {problems}"
+    )
+
+
+def format_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format/-f`` of the commands that read recorded files (``what``: their argument)."""
+    return click.option(
+        "--format",
+        "-f",
+        "format_name",
+        default=AUTO,
+        show_default=True,
+        help=f"Format of {what}: auto, or one of {', '.join(FORMATS.names())}.",
     )
 
 
 @click.command("import")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
-@click.option(
-    "--format",
-    "-f",
-    "format_name",
-    default=AUTO,
-    show_default=True,
-    help=f"Format of FILES: auto, or one of {', '.join(FORMATS.names())}.",
-)
+@format_option("FILES")
 @click.option(
     "--hf",
     "hub",

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 
 import click
 
+from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.cli.progress import ProgressBar
 from ctxbench.formats.canonical import write_traces
-from ctxbench.formats.importing import AUTO, open_source
-from ctxbench.probes.mining import DEFAULT_MAX_PER_TRACE, mine_probes
+from ctxbench.probes.mining import DEFAULT_MAX_PER_TRACE
+from ctxbench.probes.mining import mine as mine_trace
 from ctxbench.probes.probe_file import with_probes, write_probes
 from ctxbench.trace import Trace
 
@@ -56,6 +57,12 @@ def probes() -> None:
     help="Write a probe file ({trace_id, probes} per line) instead of whole traces.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the counts per file as JSON.")
+@click.option(
+    "--why",
+    "why",
+    is_flag=True,
+    help="Also print every candidate left out and why (trivia, not local, over the cap, ...).",
+)
 def mine(
     traces: tuple[str, ...],
     output: str,
@@ -64,6 +71,7 @@ def mine(
     replace_existing: bool,
     probes_only: bool,
     as_json: bool,
+    why: bool,
 ) -> None:
     """Mine canary probes (paths, commands, ids, numbers with units, error lines, URLs,
     tool-call arguments) from TRACES, recorded in any importable format.
@@ -75,6 +83,7 @@ def mine(
     Examples:
       ctxbench probes mine run.traj -o run.jsonl
       ctxbench probes mine tau-bench/gpt-4o-airline.json -o airline.probes.jsonl --probes-only
+      ctxbench probes mine run.traj -o run.jsonl --why
     """
     counts: dict[str, Counter[str]] = {}
     bar = ProgressBar("mining")
@@ -82,8 +91,14 @@ def mine(
     def mined() -> Iterator[Trace]:
         for done, path in enumerate(traces, start=1):
             tally: Counter[str] = counts.setdefault(path, Counter())
-            for trace in open_source(path, fmt).traces():
-                found = mine_probes(trace, max_per_trace)
+            for trace in open_traces(path, fmt, strict=True).traces():
+                result = mine_trace(trace, max_per_trace)
+                found = result.probes
+                for skipped in result.skipped if why else ():
+                    click.echo(
+                        f"skipped {trace.id} message {skipped.index} {skipped.category} "
+                        f"{skipped.answer!r}: {skipped.reason}"
+                    )
                 tally["traces"] += 1
                 tally["probes"] += len(found)
                 tally.update(f"kind:{p.kind}" for p in found)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ctxbench.cell.spec import DEFAULT_COUNTER, DEFAULT_RESERVED
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO
 from ctxbench.report.write import DEFAULT_WINDOWS, ESTIMATORS, Written
 
@@ -46,6 +46,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
       ctxbench report reports/quickstart -o reports/quickstart/report.html
       ctxbench report results/ -o report.html --prices prices.toml --title "Nightly sweep"
     """
+    from ctxbench.decisions.verdict import verdict_section
     from ctxbench.report.write import write_report
 
     written = write_report(
@@ -54,6 +55,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
         prices_file=prices_file,
         title=title,
         progress=(lambda _: None) if quiet else _progress,
+        lead=verdict_section,
     )
     _done(written)
 
@@ -65,7 +67,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     "-c",
     "counters",
     multiple=True,
-    default=(DEFAULT_COUNTER,),
+    default=(RunSpec.counter,),
     show_default=True,
     help="A true counter (repeatable; see `ctxbench counters`).",
 )
@@ -80,7 +82,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
 @click.option(
     "--reserved",
     type=click.IntRange(min=0),
-    default=DEFAULT_RESERVED,
+    default=RunSpec.reserved,
     show_default=True,
     help="Output reservation: the limit is window - reserved.",
 )

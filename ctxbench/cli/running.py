@@ -14,19 +14,14 @@ import click
 from ctxbench import config as configuration
 from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.runner import resolve_spec, run_spec
-from ctxbench.cell.spec import (
-    DEFAULT_COUNTER,
-    DEFAULT_ERROR_STYLE,
-    DEFAULT_RESERVED,
-    DEFAULT_SEED,
-    DEFAULT_SUMMARIZER,
-    RunSpec,
-)
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
 from ctxbench.cli.output import print_table
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
+from ctxbench.engine.replay import ReplayOutput
 from ctxbench.errors import ConfigError
+from ctxbench.recorded import strategy_params as session_params
 from ctxbench.results import write_files, write_rows
 
 ROW_COLUMNS = (
@@ -83,17 +78,6 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     return params
 
 
-def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
-    """``--summarizer-set`` values, JSON-decoded when they parse as JSON (numbers, booleans)."""
-    out: dict[str, Any] = {}
-    for key, text in configuration.parse_set(sets).items():
-        try:
-            out[key] = json.loads(text)
-        except (ValueError, RecursionError):  # not JSON (or unreadable as JSON): the text
-            out[key] = text
-    return out
-
-
 @click.command("run")
 @click.argument("traces", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
@@ -114,21 +98,21 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--reserved",
     type=int,
-    default=DEFAULT_RESERVED,
+    default=RunSpec.reserved,
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",
 )
 @click.option(
     "--counter",
     "-c",
-    default=DEFAULT_COUNTER,
+    default=RunSpec.counter,
     show_default=True,
     help="The provider's TRUE counter.",
 )
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
     "--summarizer",
-    default=DEFAULT_SUMMARIZER,
+    default=RunSpec.summarizer,
     show_default=True,
     help="Summarizer for strategies that summarise.",
 )
@@ -142,14 +126,14 @@ def summarizer_parameters(sets: Sequence[str]) -> dict[str, Any]:
 @click.option(
     "--error-style",
     type=click.Choice(ERROR_STYLES),
-    default=DEFAULT_ERROR_STYLE,
+    default=RunSpec.error_style,
     show_default=True,
     help="Provider error wording.",
 )
 @click.option(
     "--seed",
     type=int,
-    default=DEFAULT_SEED,
+    default=RunSpec.seed,
     show_default=True,
     help="Seed for randomised summarizers.",
 )
@@ -222,19 +206,24 @@ def run(
       ctxbench run --from-row reports/quickstart --run-id 0a1b2c3d4e5f6a7b --events ev.jsonl
     """
     if from_row:
-        given = summarizer_parameters(summarizer_sets)
+        given = configuration.parse_set(summarizer_sets)
         rerun_row(from_row, run_id, events_file, files_dir, as_json, summarizer_params=given)
         return
     if not traces or not strategy or window is None:
         raise click.UsageError("give TRACES, --strategy and --window (or --from-row)")
     params = strategy_params(strategy, config_file, sets)
-    summarizer_params = summarizer_parameters(summarizer_sets)
+    from ctxbench.summarizers import summarizer_params as typed_params
+
+    summarizer_params = typed_params(
+        summarizer, configuration.parse_set(summarizer_sets), source="--summarizer-set"
+    )
     external = {}
     if probes_file:
         from ctxbench.probes.probe_file import load_probes
 
         external = load_probes(probes_file)
     rows: list[dict[str, Any]] = []
+    parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         for path in traces:
@@ -247,7 +236,7 @@ def run(
                         trace_id=trace.id,
                         trace_hash=trace.content_hash,
                         strategy=strategy,
-                        params=params,
+                        params=session_params(trace, strategy, params),
                         window=window,
                         reserved=reserved,
                         counter=counter,
@@ -261,19 +250,33 @@ def run(
                     )
                 )
                 output = run_spec(spec, trace)
-                if output.files:
-                    write_files(Path(files_dir) / spec.run_id, output.files)
-                if events_out is not None:
-                    for event in output.events:
-                        events_out.write(event_line(event, run_id=spec.run_id) + "\n")
-                row = output.result.to_row()
-                rows.append(row)
-                if as_json:
-                    click.echo(json.dumps(row, ensure_ascii=False))
+                rows.append(_emit(output, spec.run_id, events_out, files_dir, as_json))
+                if trace.recorded_compactions:
+                    from ctxbench.recorded import compare_recorded
+
+                    parities.append(compare_recorded(trace, output.events, strategy=strategy))
     if out_file:
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS)
+    if parities:  # recorded compactions next to the strategy's own (stderr under --json)
+        from ctxbench.recorded import render
+
+        click.echo(render(parities), err=as_json)
+
+
+def _emit(
+    output: ReplayOutput, run_id: str, events: AtomicFile | None, files_dir: str, as_json: bool
+) -> dict[str, Any]:
+    """Write one replay's files and events (echo its row as JSON when asked); its row."""
+    if output.files:
+        write_files(Path(files_dir) / run_id, output.files)
+    if events is not None:
+        events.write("".join(event_line(e, run_id=run_id) + "\n" for e in output.events))
+    row = output.result.to_row()
+    if as_json:
+        click.echo(json.dumps(row, ensure_ascii=False))
+    return row
 
 
 def rerun_row(
@@ -301,7 +304,10 @@ def rerun_row(
     given = dict(summarizer_params or {})
     live = {"base_url", "api_key_env"} <= given.keys()
     if given:
-        spec = spec.with_(summarizer_params={**spec.summarizer_params, **given})
+        from ctxbench.summarizers import summarizer_params as typed_params
+
+        typed = typed_params(spec.summarizer, given, source="--summarizer-set")
+        spec = spec.with_(summarizer_params={**spec.summarizer_params, **typed})
     prices = recorded_prices(source, spec.counter)
     trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
     with contextlib.nullcontext(None) if live else cached_only() as offline:
@@ -316,16 +322,10 @@ def rerun_row(
             hint="to call it, give the endpoint and the key variable on the command line: "
             "--summarizer-set base_url=URL --summarizer-set api_key_env=VARIABLE",
         )
-    if output.files:
-        write_files(Path(files_dir) / spec.run_id, output.files)
-    if events_file:
-        with AtomicFile(events_file) as fh:
-            for event in output.events:
-                fh.write(event_line(event, run_id=spec.run_id) + "\n")
-    new = output.result.to_row()
-    if as_json:
-        click.echo(json.dumps(new, ensure_ascii=False))
-    else:
+    with contextlib.ExitStack() as stack:
+        events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
+        new = _emit(output, spec.run_id, events_out, files_dir, as_json)
+    if not as_json:
         print_table([new], ROW_COLUMNS)
     differ = [k for k in new if k not in TIMING_COLUMNS and k in row and row[k] != new[k]]
     if differ:

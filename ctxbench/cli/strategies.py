@@ -43,7 +43,8 @@ def strategies(as_json: bool) -> None:
     """List compaction strategies: one line each, where each comes from, and its knobs.
 
     Knobs are set with `ctxbench run --set KEY=VALUE` or a TOML `--config` file. A plug-in
-    strategy is given to `--strategy` as `package.module:Class` (see docs/plugins.md).
+    strategy (a subclass of ctxbench.Strategy) is given to `--strategy` as
+    `package.module:Class`.
 
     \b
     Examples:

@@ -190,7 +190,17 @@ def execute(
     if not quiet:
         rate = summary.ran / elapsed if elapsed > 0 else 0.0
         click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)
+    print_recommendation(out_dir)
     return summary
+
+
+def print_recommendation(out_dir: str) -> None:
+    """The closing verdict: which config to deploy per window and counter (defaults)."""
+    from ctxbench.decisions.outcomes import read_outcomes
+    from ctxbench.decisions.recommend import recommend
+    from ctxbench.decisions.text import closing_text
+
+    click.echo(closing_text(recommend(read_outcomes(out_dir)), out_dir))
 
 
 def make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:

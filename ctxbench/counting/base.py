@@ -25,7 +25,9 @@ from typing import Any, ClassVar, Literal
 
 from ctxbench.trace import Message, ToolSpec
 
-CounterKind = Literal["exact", "estimator"]
+#: ``fitted``: a tokenizer plus framing fitted to provider usage (``profile:``); for models
+#: without a public tokenizer (Claude) the tokenizer is a proxy, so the count is fitted, not exact.
+CounterKind = Literal["exact", "estimator", "fitted"]
 
 #: Messages whose count is cached per counter; past this the cache is cleared (bounded memory).
 MESSAGE_CACHE_LIMIT = 1_000_000

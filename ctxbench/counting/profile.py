@@ -85,9 +85,10 @@ def load_profile(path: str | Path) -> Profile:
 
 
 class ProfileCounter(TokenCounter):
-    """The base counter plus a fitted profile's framing (fitted to provider usage: exact)."""
+    """The base counter plus a fitted profile's framing: fitted to provider usage, so reported
+    as ``fitted`` (for Claude, whose tokenizer is not public, the base is only a proxy)."""
 
-    kind = "exact"
+    kind = "fitted"
 
     def __init__(self, name: str, base: TokenCounter, profile: Profile) -> None:
         super().__init__(

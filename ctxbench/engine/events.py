@@ -16,6 +16,9 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
 - ``summary``: ``layer``, ``ok``, ``input_tokens``, ``output_tokens``, ``error``.
 - ``snapshot``: ``path``, ``bytes``, ``sha256`` (file contents travel beside the events).
 - ``probe``: ``probe_id``, ``kind``, ``outcome`` (in_context / via_reference / stale / lost).
+- ``recorded.compaction``: a compaction the recorded agent made before this call (ground truth,
+  not the strategy's): ``trigger``, ``pre_tokens``, ``source``, ``note`` (the replay keeps the
+  uncompacted history). Emitted only for traces that hold recorded compactions.
 """
 
 from __future__ import annotations
@@ -32,8 +35,26 @@ CALL_FAILED = "call.failed"
 SUMMARY = "summary"
 SNAPSHOT = "snapshot"
 PROBE = "probe"
+RECORDED = "recorded.compaction"
+#: Event a strategy emits before each call with the count it decides with:
+#: ``tokens``, ``threshold``, ``anchored`` (the count starts from a provider's usage), ``compact``.
+DECISION = "strategy.decision"
+#: Note every replay of a trace with recorded compactions carries.
+UNCOMPACTED_NOTE = (
+    "the trace keeps the uncompacted history: the replay sees the messages before each recorded"
+    " compaction boundary and decides for itself where to compact"
+)
 
-EVENT_TYPES = (CONTEXT_STATUS, COMPACTION, PROVIDER_CALL, CALL_FAILED, SUMMARY, SNAPSHOT, PROBE)
+EVENT_TYPES = (
+    CONTEXT_STATUS,
+    COMPACTION,
+    PROVIDER_CALL,
+    CALL_FAILED,
+    SUMMARY,
+    SNAPSHOT,
+    PROBE,
+    RECORDED,
+)
 
 #: The fields every event of a type carries, with their JSON type: what readers of events files
 #: (``diff``, the report) rely on.
@@ -52,6 +73,7 @@ FIELDS: dict[str, dict[str, type]] = {
     SUMMARY: {"layer": str, "ok": bool, "input_tokens": int, "output_tokens": int},
     SNAPSHOT: {"path": str, "bytes": int},
     PROBE: {"probe_id": str, "kind": str, "outcome": str},
+    RECORDED: {"trigger": str, "source": str},
 }
 _TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string"}
 

@@ -34,7 +34,7 @@ from ctxbench.errors import ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import score_probes
 from ctxbench.summarizers.base import Summarizer
-from ctxbench.trace import Message, Trace, Usage
+from ctxbench.trace import Message, RecordedCompaction, Trace, Usage
 
 #: Safety valve: no strategy may retry one call more often than this.
 MAX_ATTEMPTS = 16
@@ -103,14 +103,19 @@ def replay(
 
     strategy.on_start(ctx)
     position = 0
+    recorded = {c.call: c for c in trace.recorded_compactions}
     for k, index in enumerate(calls):
         ctx.call = k
+        if k in recorded:
+            _recorded_event(ctx, recorded[k])
         _ingest(ctx, strategy, messages[position:index], position)
         _model_call(ctx, strategy, provider, messages[index].usage)
         _score(ctx, asked.get(k, ()))
         ctx.append_recorded(messages[index], index)
         position = index + 1
     ctx.call = n_calls
+    if n_calls in recorded:
+        _recorded_event(ctx, recorded[n_calls])
     _ingest(ctx, strategy, messages[position:], position)
     if asked.get(n_calls):
         ctx.status(None)
@@ -123,6 +128,18 @@ def replay(
         dict(ctx.files),
         ctx.view.messages,
         prices,
+    )
+
+
+def _recorded_event(ctx: ReplayContext, compaction: RecordedCompaction) -> None:
+    """Where the recorded agent compacted; the replay keeps the uncompacted history."""
+
+    ctx.emit(
+        ev.RECORDED,
+        trigger=compaction.trigger,
+        pre_tokens=compaction.pre_tokens,
+        source=compaction.source,
+        note=ev.UNCOMPACTED_NOTE,
     )
 
 

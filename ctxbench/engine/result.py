@@ -115,7 +115,7 @@ class Prices:
 
 
 def _version() -> str:
-    from ctxbench import __version__
+    from ctxbench.version import __version__
 
     return __version__
 

@@ -121,11 +121,16 @@ class Strategy(Generic[C]):
         """The token budget the strategy compares its estimate with (default: window - reserved)."""
         return ctx.window - ctx.reserved
 
+    def state_thresholds(self) -> tuple[tuple[float, str], ...]:
+        """(ratio, state) from the highest: DB-GPT's defaults unless the strategy has its own
+        (the report draws and compares each run's states with these)."""
+        return DEFAULT_STATE_THRESHOLDS
+
     def state_of(self, ratio: float, budget: int) -> str:
         """The DB-GPT state name of a usage ratio."""
         if budget <= 0:
             return "overflow"
-        for threshold, state in DEFAULT_STATE_THRESHOLDS:
+        for threshold, state in self.state_thresholds():
             if ratio >= threshold:
                 return state
         return "normal"

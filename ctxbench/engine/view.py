@@ -58,12 +58,6 @@ class ContextView:
         """The whole prompt by the provider's true counter (overhead included)."""
         return self.true_overhead + self._true_sum
 
-    def estimated_of(self, index: int) -> int:
-        return self._est[index]
-
-    def true_of(self, index: int) -> int:
-        return self._true[index]
-
     def rounds(self) -> list[Round]:
         return rounds(self._messages)
 

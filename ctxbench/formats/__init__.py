@@ -49,6 +49,24 @@ FORMATS.add(
     "OpenHands/software-agent-sdk, OpenHands/benchmarks",
 )
 FORMATS.add(
+    "claude_code",
+    "ctxbench.formats.claude_code:IMPORTER",
+    "Claude Code session JSONL (one call per message.id, thinking, compact boundaries)",
+    "~/.claude/projects/<project>/<session>.jsonl (Claude Code 2.x)",
+)
+FORMATS.add(
+    "openhands_completions",
+    "ctxbench.formats.openhands_completions:IMPORTER",
+    "OpenHands SDK completion logs (log_completions: one JSON per call, exact request)",
+    "OpenHands/software-agent-sdk LLM(log_completions=True)",
+)
+FORMATS.add(
+    "codex",
+    "ctxbench.formats.codex:IMPORTER",
+    "Codex CLI rollout JSONL (response items, token_count usage, compacted records)",
+    "~/.codex/sessions/**/rollout-*.jsonl (codex-rs)",
+)
+FORMATS.add(
     "hf_dataset",
     "ctxbench.formats.hf_dataset:IMPORTER",
     "Hugging Face datasets: parquet / JSON(L) rows with a messages column, or --hf NAME[:SPLIT]",

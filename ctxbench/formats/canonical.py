@@ -71,7 +71,7 @@ def parse_trace(data: Any, *, path: str | Path, line: int | None = None) -> Trac
             path=path,
             line=line,
             key=_locate(data, exc),
-            hint="compare with the ctxbench.trace/1 schema in DESIGN.md",
+            hint="compare with the ctxbench.trace/1 JSON schema (ctxbench.formats.schema())",
         ) from None
 
 
@@ -84,9 +84,14 @@ def _describe(exc: Exception) -> str:
 def _locate(data: dict[str, Any], exc: Exception) -> str:
     """Best-effort JSON path of the failing element, by re-parsing element by element."""
     from ctxbench.probes.model import Probe
-    from ctxbench.trace import Message, ToolSpec
+    from ctxbench.trace import Message, RecordedCompaction, ToolSpec
 
-    for key, cls in (("messages", Message), ("tools", ToolSpec), ("probes", Probe)):
+    for key, cls in (
+        ("messages", Message),
+        ("tools", ToolSpec),
+        ("probes", Probe),
+        ("recorded_compactions", RecordedCompaction),
+    ):
         items = data.get(key)
         if not isinstance(items, list):
             continue

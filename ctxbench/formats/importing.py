@@ -31,12 +31,17 @@ DETECTION_ORDER = (
     "mini_swe_agent",
     "swe_agent",
     "openhands",
+    "openhands_completions",
+    "claude_code",
+    "codex",
     "tau_bench",
     "openai_chat",
     "hf_dataset",
 )
 #: Trace meta key the importer adds itself (not an unmapped source key).
 IMPORTED_FROM = "imported_from"
+#: Trace meta key where importers count the source entries that are not model input.
+UNMAPPED_ENTRIES = "unmapped_entries"
 DEFAULT_OPTIONS = ImportOptions()
 
 
@@ -215,6 +220,12 @@ class ImportReport:
     calls_with_usage: int
     unmapped: Mapping[str, int] = field(default_factory=dict)
     problems: Mapping[str, int] = field(default_factory=dict)
+    tool_calls: int = 0
+    #: replayed reasoning items: thinking blocks, reasoning items, reasoning text fields
+    thinking_blocks: int = 0
+    recorded_compactions: int = 0
+    #: source entries that are not model input (progress, snapshots, events), by type
+    unmapped_entries: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def problem_count(self) -> int:
@@ -231,6 +242,10 @@ class ImportReport:
             "calls_with_usage": self.calls_with_usage,
             "unmapped": dict(self.unmapped),
             "problems": dict(self.problems),
+            "tool_calls": self.tool_calls,
+            "thinking_blocks": self.thinking_blocks,
+            "recorded_compactions": self.recorded_compactions,
+            "unmapped_entries": dict(self.unmapped_entries),
         }
 
 
@@ -240,17 +255,29 @@ class Tally:
     def __init__(self, source: str, format: str, detected: bool) -> None:
         self.source, self.format, self.detected = source, format, detected
         self.traces = self.messages = self.model_calls = self.calls_with_usage = 0
+        self.tool_calls = self.thinking_blocks = self.recorded_compactions = 0
         self.unmapped: Counter[str] = Counter()
         self.problems: Counter[str] = Counter()
+        self.unmapped_entries: Counter[str] = Counter()
 
     def add(self, trace: Trace) -> Trace:
         self.traces += 1
         self.messages += len(trace.messages)
-        self.unmapped.update(f"trace.{k}" for k in trace.meta if k != IMPORTED_FROM)
+        self.recorded_compactions += len(trace.recorded_compactions)
+        entries = trace.meta.get(UNMAPPED_ENTRIES)
+        if isinstance(entries, Mapping):
+            self.unmapped_entries.update(
+                {str(k): v for k, v in entries.items() if isinstance(v, int)}
+            )
+        self.unmapped.update(
+            f"trace.{k}" for k in trace.meta if k not in (IMPORTED_FROM, UNMAPPED_ENTRIES)
+        )
         self.unmapped.update(f"tool.{k}" for t in trace.tools for k in t.meta)
         for msg in trace.messages:
             self.unmapped.update(f"message.{k}" for k in msg.meta)
             self.unmapped.update(f"tool_call.{k}" for c in msg.tool_calls for k in c.meta)
+            self.tool_calls += len(msg.tool_calls)
+            self.thinking_blocks += thinking_blocks(msg)
             if msg.role == "assistant":
                 self.model_calls += 1
                 if msg.usage is not None and msg.usage.prompt_tokens is not None:
@@ -275,7 +302,20 @@ class Tally:
             self.calls_with_usage,
             dict(sorted(self.unmapped.items())),
             dict(sorted(self.problems.items())),
+            self.tool_calls,
+            self.thinking_blocks,
+            self.recorded_compactions,
+            dict(sorted(self.unmapped_entries.items())),
         )
+
+
+def thinking_blocks(message: Message) -> int:
+    """Reasoning items a message replays: each block of a list field, one per text field."""
+    return sum(
+        len(value) if isinstance(value, list) else 1
+        for key, value in message.replay.items()
+        if key not in ("codex_message_items",)
+    )
 
 
 def import_file(

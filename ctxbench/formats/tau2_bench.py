@@ -7,7 +7,10 @@ compaction strategy manages:
   domain policy in ``info.environment_info.policy``;
 - tool-call arguments (recorded as objects) become the JSON text tau2 sends back
   (``json.dumps(arguments)``);
-- ``usage`` of each agent message is the provider's count for that call;
+- ``usage`` of each agent message is the provider's count for that call (from the Anthropic
+  response in ``raw_data`` when the message has none);
+- ``raw_data.thinking_blocks`` (Anthropic extended thinking, with signatures) become the
+  ``thinking_blocks`` replay field;
 - the user simulator's own tool calls (telecom: the user operates the phone) and their results
   never reach the agent, so they are folded into the ``meta`` of the next user message the
   agent does see (``user_tool_activity``), with the simulator's usage and cost kept as recorded.
@@ -98,12 +101,25 @@ def _assistant(data: dict[str, Any], at: At) -> Message:
     calls = tuple(
         _call(c, calls_at.index(i)) for i, c in enumerate(calls_at.opt_arr(data.get("tool_calls")))
     )
+    meta = rest(data, ("role", "content", "tool_calls", "usage"))
+    replay: dict[str, Any] = {}
+    raw = data.get("raw_data")
+    usage = openai_chat.usage(data.get("usage"), at.key("usage"))
+    if isinstance(raw, dict):
+        raw_at = at.key("raw_data")
+        blocks = raw_at.key("thinking_blocks").opt_arr(raw.get("thinking_blocks"))
+        if blocks:  # Anthropic extended thinking: the blocks go back to the model
+            replay["thinking_blocks"] = blocks
+            meta["raw_data"] = rest(raw, ("thinking_blocks",))
+        if usage is None and raw.get("usage") is not None:
+            usage = openai_chat.usage(raw["usage"], raw_at.key("usage"))
     return Message(
         role="assistant",
         content=at.key("content").opt_text(data.get("content")) or "",
         tool_calls=calls,
-        usage=openai_chat.usage(data.get("usage"), at.key("usage")),
-        meta=rest(data, ("role", "content", "tool_calls", "usage")),
+        usage=usage,
+        replay=replay,
+        meta=meta,
     )
 
 

@@ -10,9 +10,14 @@ and tool-call arguments -- and keeps only the ones that say something specific:
 - it is *local*: it appears in at most ``max_evidence`` messages, all within two adjacent
   rounds, and never in a system message (a value repeated everywhere, or always in the
   prompt, tests nothing);
-- it is not generic: long enough, not a plain word, not a small number.
+- it is not generic: long enough, not a plain word, not a small number;
+- it is not trivia a model needs no context for, or that says nothing about the task: dates
+  and times, hashes (commit ids, UUIDs), durations (timings differ run to run), regex
+  fragments, and numbers in boilerplate (a line whose shape, digits aside, repeats across
+  messages, like "(342 lines total)", or that the tool definitions hold).
 
-Probes are deduplicated (no answer contained in another), capped per trace and spread over the
+Every candidate left out gets a reason (:func:`mine` returns them; ``ctxbench probes mine
+--why`` prints them), so a trace with few probes says why. Probes are deduplicated (no answer contained in another), capped per trace and spread over the
 trace's early, middle and late thirds, then asked at the end of the trace. Pure: no I/O.
 """
 
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ctxbench.probes.model import Probe
@@ -42,8 +47,11 @@ CATEGORIES: dict[str, tuple[str, str, int]] = {
     "argument": ("artifact", "tool-call argument", 6),
     "url": ("artifact", "URL", 5),
     "email": ("recall", "e-mail address", 5),
-    "date": ("recall", "date", 4),
 }
+#: extracted only to be skipped with a reason (dates and times are trivia)
+_TRIVIA_CATEGORIES = ("date",)
+#: a line shape (digits aside) in this many messages is boilerplate
+BOILERPLATE_MESSAGES = 3
 
 _UNITS = (
     r"ms|us|µs|ns|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|"
@@ -60,6 +68,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("path", re.compile(r"(?<![\w/.:~-])/(?:[\w.-]+/)+[\w.-]*\w(?![\w/])")),
     ("date", re.compile(r"(?<![\d-])\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?(?![\d-])")),
+    (
+        "date",
+        re.compile(
+            r"(?<![\d:.])\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s?[AaPp]\.?[Mm]\.?)?(?![\d:])"
+        ),
+    ),
     ("number", re.compile(rf"(?<![\w.$])\$?\d[\d,]*(?:\.\d+)?\s?(?:{_UNITS})(?![\w/])")),
     ("number", re.compile(r"(?<![\w.])\$\d[\d,]*(?:\.\d{1,2})?(?![\d.])")),
     (
@@ -158,13 +172,38 @@ class Candidate:
     index: int
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A candidate left out, and why (first message it was found in)."""
+
+    answer: str
+    category: str
+    index: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Mined:
+    """The probes of a trace and every candidate the miner left out."""
+
+    probes: tuple[Probe, ...]
+    skipped: tuple[Skipped, ...]
+
+
 def mine_probes(
     trace: Trace, max_per_trace: int = DEFAULT_MAX_PER_TRACE, *, max_evidence: int = 3
 ) -> tuple[Probe, ...]:
     """Probes mined from ``trace`` (see the module docstring), ordered by evidence position."""
+    return mine(trace, max_per_trace, max_evidence=max_evidence).probes
+
+
+def mine(
+    trace: Trace, max_per_trace: int = DEFAULT_MAX_PER_TRACE, *, max_evidence: int = 3
+) -> Mined:
+    """:func:`mine_probes` with the reason each other candidate was left out."""
     messages = trace.messages
     if max_per_trace <= 0 or not messages:
-        return ()
+        return Mined((), ())
     texts = [message_search_text(m) for m in messages]
     first_seen: dict[str, Candidate] = {}
     extracted_in: dict[str, set[int]] = {}
@@ -174,14 +213,28 @@ def mine_probes(
         for cand in _extract(message, texts[index], index):
             extracted_in.setdefault(cand.answer, set()).add(index)
             first_seen.setdefault(cand.answer, cand)
-    # cheap filter first: what was extracted in too many messages is not local
-    pool = [
-        c
-        for c in first_seen.values()
-        if len(extracted_in[c.answer]) <= max_evidence and _specific(c)
-    ]
+    skipped: list[Skipped] = []
+
+    def skip(cand: Candidate, reason: str) -> None:
+        skipped.append(Skipped(cand.answer, cand.category, cand.index, reason))
+
+    boiler = _Boilerplate(texts, trace)
+    pool = []
+    for c in first_seen.values():
+        # cheap filter first: what was extracted in too many messages is not local
+        where = len(extracted_in[c.answer])
+        reason = (
+            f"not local: in {where} messages (max {max_evidence})"
+            if where > max_evidence
+            else _skip_reason(c, boiler)
+        )
+        if reason:
+            skip(c, reason)
+        else:
+            pool.append(c)
+    pool = _longest(pool, skip)
     if not pool:
-        return ()
+        return Mined((), _sorted(skipped))
     indexes = [TextIndex.of(t) for t in texts]
     round_of = _round_index(messages)
     thirds: list[dict[str, list[Candidate]]] = [{}, {}, {}]
@@ -196,17 +249,45 @@ def mine_probes(
             if len(chosen) >= max_per_trace:
                 break
             picked = _next_candidate(
-                queues, taken, chosen, messages, indexes, round_of, max_evidence
+                queues, taken, chosen, messages, indexes, round_of, max_evidence, skip
             )
             if picked is not None:
                 chosen.append(picked)
                 taken[picked[0].category] = taken.get(picked[0].category, 0) + 1
                 progress = True
+    for queues in thirds:
+        for queue in queues.values():
+            for cand in queue:
+                skip(cand, f"over the cap of {max_per_trace} probes per trace")
     chosen.sort(key=lambda item: (item[1][0], item[0].answer))
-    return tuple(
+    probes = tuple(
         _probe(n, cand, evidence, texts, messages)
         for n, (cand, evidence) in enumerate(chosen, start=1)
     )
+    return Mined(probes, _sorted(skipped))
+
+
+def _longest(pool: list[Candidate], skip: Callable[[Candidate, str], None]) -> list[Candidate]:
+    """Drop a candidate that is part of a longer one from the same message (test_issue_4898
+    inside tests/regression/test_issue_4898.py): the longer one is the more specific probe."""
+    by_message: dict[int, list[Candidate]] = {}
+    for c in pool:
+        by_message.setdefault(c.index, []).append(c)
+    kept = []
+    for c in pool:
+        longer = next(
+            (d for d in by_message[c.index] if d.answer != c.answer and c.answer in d.answer),
+            None,
+        )
+        if longer is None:
+            kept.append(c)
+        else:
+            skip(c, f"part of the longer candidate {longer.answer!r}")
+    return kept
+
+
+def _sorted(skipped: list[Skipped]) -> tuple[Skipped, ...]:
+    return tuple(sorted(skipped, key=lambda s: (s.index, s.answer)))
 
 
 # -- extraction ---------------------------------------------------------------------------------
@@ -265,32 +346,94 @@ _GENERIC_COMMANDS = re.compile(
 )
 
 
-def _specific(cand: Candidate) -> bool:
-    """Long enough, not a plain word, not a small number, survives JSON encoding verbatim."""
+_HASH = re.compile(
+    r"(?=[0-9]*[a-f])[0-9a-f]{7,64}"
+    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+_DURATION = re.compile(
+    r"\d[\d,]*(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|ms/op)"
+)
+#: pieces of regular expressions: character classes, quantified wildcards, groups, escapes
+_REGEX = re.compile(
+    r"\.\*|\.\+|\[\^|\(\?|\][*+?]|\\[dwsbDWSB]|\{\d+,\d*\}|\[[a-zA-Z0-9]-[a-zA-Z0-9]\]"
+)
+_DIGITS = re.compile(r"\d+")
+
+
+def _shape(line: str) -> str:
+    """A line with its variable parts blanked: words with digits become #, paths ~."""
+    return " ".join("#" if _DIGITS.search(w) else "~" if "/" in w else w for w in line.split())
+
+
+class _Boilerplate:
+    """Line shapes (numbers and paths blanked) that repeat across messages, and the tools'
+    own text: the numbers in them come from a template, not from the task."""
+
+    def __init__(self, texts: Sequence[str], trace: Trace) -> None:
+        seen: dict[str, set[int]] = {}
+        for i, text in enumerate(texts):
+            for line in text.splitlines():
+                shape = _shape(line)
+                if "#" in shape:
+                    seen.setdefault(shape, set()).add(i)
+        self.shapes = {shape for shape, where in seen.items() if len(where) >= BOILERPLATE_MESSAGES}
+        self.texts = texts
+        self.tools = " ".join(
+            f"{t.name} {t.description} {json.dumps(t.parameters)}" for t in trace.tools
+        )
+
+    def line_of(self, cand: Candidate) -> str | None:
+        """The repeated line shape a number candidate sits in (None: not boilerplate)."""
+        if cand.answer in self.tools:
+            return "the tool definitions"
+        for line in self.texts[cand.index].splitlines():
+            if cand.answer in line:
+                shape = _shape(line)
+                if shape in self.shapes:
+                    return f"the line {shape[:60]!r}, repeated in {BOILERPLATE_MESSAGES}+ messages"
+        return None
+
+
+def _skip_reason(cand: Candidate, boiler: _Boilerplate) -> str | None:
+    """Why a candidate makes a poor probe (None: keep it). See the module docstring."""
     answer = cand.answer
-    if len(answer) < MIN_LENGTH or _BAD_CHARS.search(answer):
-        return False
+    if len(answer) < MIN_LENGTH:
+        return f"too short (< {MIN_LENGTH} characters)"
+    if _BAD_CHARS.search(answer):
+        return "holds quotes, backslashes or control characters (not JSON-safe verbatim)"
+    if cand.category in _TRIVIA_CATEGORIES:
+        return "a date or time: trivia"
+    if _HASH.fullmatch(answer):
+        return "a hash: trivia"
+    if cand.category == "number" and _DURATION.fullmatch(answer.lstrip("$")):
+        return "a duration: timings differ from run to run"
+    if _REGEX.search(answer):
+        return "a regex fragment"
     if cand.category == "argument" and (
         not _STRUCTURED.search(answer) or answer.lower() in ("true", "false", "none", "null")
     ):
-        return False
+        return "a plain word or flag"
     if cand.category == "identifier" and sum(ch.isdigit() for ch in answer) < 2:
-        return False  # param_1, py3: names, not values
+        return "a name, not a value (fewer than 2 digits)"  # param_1, py3
     if cand.category == "path" and any(not _WORD.search(part) for part in answer.split("/")[1:-1]):
-        return False  # .../pkg.deb: an elided path, not one the agent can use
+        return "an elided path"  # .../pkg.deb: not one the agent can use
     if cand.category == "number":
         digits = sum(ch.isdigit() for ch in answer)
         if digits < 3 and "." not in answer:
-            return False
+            return "a small number"
+        where = boiler.line_of(cand)
+        if where:
+            return f"a number in boilerplate ({where})"
     if cand.category == "command" and _GENERIC_COMMANDS.match(answer):
-        return False
-    # /tmp, /workspace: a directory, not a file the agent touched
-    return not (
+        return "a generic shell command"
+    if (
         cand.category == "path"
         and answer.count("/") == 1
         and answer.startswith("/")
         and "." not in answer
-    )
+    ):
+        return "a directory, not a file"  # /tmp, /workspace
+    return None
 
 
 def _round_index(messages: Sequence[Message]) -> dict[int, int]:
@@ -307,24 +450,24 @@ def _evidence(
     indexes: Sequence[TextIndex],
     round_of: dict[int, int],
     max_evidence: int,
-) -> tuple[int, ...]:
-    """Every message holding the answer, or () when the answer is not local and verbatim."""
+) -> tuple[tuple[int, ...], str]:
+    """(every message holding the answer, "") or ((), why the answer is not local and verbatim)."""
     found: list[int] = []
     for i, idx in enumerate(indexes):
         if idx.has(cand.answer):
             if messages[i].role == "system":
-                return ()
+                return (), "in the system prompt"
             found.append(i)
             if len(found) > max_evidence:
-                return ()
+                return (), f"not local: in more than {max_evidence} messages"
     if cand.index not in found:
-        return ()
+        return (), "not found again after normalisation"
     spread = {round_of.get(i, -1) for i in found}
     if max(spread) - min(spread) > 1:
-        return ()
+        return (), "repeated far apart (more than two adjacent rounds)"
     if cand.answer not in message_search_text(messages[cand.index]):
-        return ()  # found only after normalisation (quotes, escapes): not verbatim
-    return tuple(found)
+        return (), "not verbatim (found only after normalising quotes or escapes)"
+    return tuple(found), ""
 
 
 def _next_candidate(
@@ -335,6 +478,7 @@ def _next_candidate(
     indexes: Sequence[TextIndex],
     round_of: dict[int, int],
     max_evidence: int,
+    skip: Callable[[Candidate, str], None],
 ) -> tuple[Candidate, tuple[int, ...]] | None:
     """The best remaining candidate of the least-mined category (diverse probes, not twelve
     error lines), with its evidence; candidates that fail the checks are dropped on the way."""
@@ -344,13 +488,17 @@ def _next_candidate(
             return None
         category = min(live, key=lambda cat: (taken.get(cat, 0), -CATEGORIES[cat][2], cat))
         cand = queues[category].pop(0)
-        if any(_overlaps(cand.answer, c.answer) for c, _ in chosen):
+        other = next((c for c, _ in chosen if _overlaps(cand.answer, c.answer)), None)
+        if other is not None:
+            skip(cand, f"overlaps the probe {other.answer!r}")
             continue
         if sum(1 for c, _ in chosen if c.index == cand.index) >= MAX_PER_MESSAGE:
+            skip(cand, f"its message already has {MAX_PER_MESSAGE} probes")
             continue
-        evidence = _evidence(cand, messages, indexes, round_of, max_evidence)
+        evidence, reason = _evidence(cand, messages, indexes, round_of, max_evidence)
         if evidence:
             return cand, evidence
+        skip(cand, reason)
 
 
 def _overlaps(a: str, b: str) -> bool:

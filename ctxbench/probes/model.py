@@ -14,6 +14,7 @@ PROBE_KINDS: tuple[str, ...] = (
     "constraint",
     "superseded",
     "finished_task",
+    "task",
 )
 
 _PROBE_KEYS = ("id", "kind", "question", "answers", "evidence", "ask_at", "stale_answers", "meta")

@@ -20,7 +20,7 @@ from pathlib import Path
 from ctxbench import jsontext
 from ctxbench.atomic_file import AtomicFile
 from ctxbench.errors import TraceFormatError
-from ctxbench.probes.model import Probe
+from ctxbench.probes.model import PROBE_KINDS, Probe
 from ctxbench.trace import Trace
 
 
@@ -34,17 +34,10 @@ def load_probes(path: str | Path) -> dict[str, tuple[Probe, ...]]:
             hint="write one with `ctxbench probes mine TRACE -o FILE --probes-only`",
         )
     out: dict[str, tuple[Probe, ...]] = {}
-    try:
-        lines = path.read_text("utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(
-            f"not UTF-8 text ({exc.reason})", path=path, hint="re-encode the file as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise TraceFormatError(
-            f"cannot read: {exc.strerror or exc}", path=path, hint="check its permissions"
-        ) from None
-    for lineno, line in enumerate(lines, start=1):
+    lines = jsontext.text_lines(
+        path, error=TraceFormatError, hint="check its permissions, and that it is UTF-8 text"
+    )
+    for lineno, line in lines:
         if not line.strip():
             continue
         data = jsontext.loads(
@@ -88,7 +81,7 @@ def load_probes(path: str | Path) -> dict[str, tuple[Probe, ...]]:
                     path=path,
                     line=lineno,
                     key=f"$.probes[{i}]",
-                    hint="a probe needs id, kind, question, answers (see DESIGN.md)",
+                    hint=f"a probe needs id, kind (one of {', '.join(PROBE_KINDS)}), question, answers",
                 ) from None
         out[trace_id] = tuple(probes)
     return out

@@ -10,9 +10,12 @@ is rejected by the provider. This module compares the two states call by call, f
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from ctxbench.strategies.base import DEFAULT_STATE_THRESHOLDS
 
@@ -20,16 +23,42 @@ from ctxbench.strategies.base import DEFAULT_STATE_THRESHOLDS
 STATES: tuple[str, ...] = ("normal", "warning", "error", "critical", "overflow")
 _RANK = {state: rank for rank, state in enumerate(STATES)}
 
+Thresholds = tuple[tuple[float, str], ...]
 
-def state_of(tokens: int, limit: int) -> str:
-    """DB-GPT's state of a prompt of ``tokens`` against ``limit`` (0.70 / 0.90 / 0.95 / 1.0)."""
+
+def state_of(tokens: int, limit: int, thresholds: Thresholds = DEFAULT_STATE_THRESHOLDS) -> str:
+    """The state of a prompt of ``tokens`` against ``limit`` (by default DB-GPT's 0.70 / 0.90
+    / 0.95 / 1.0; a run's own are :func:`run_thresholds`)."""
     if limit <= 0:
         return "overflow"
     ratio = tokens / limit
-    for threshold, state in DEFAULT_STATE_THRESHOLDS:
+    for threshold, state in thresholds:
         if ratio >= threshold:
             return state
     return "normal"
+
+
+def run_thresholds(row: Mapping[str, Any]) -> Thresholds:
+    """The state thresholds of a run's strategy with the run's params (a DB-GPT run with
+    warning_threshold 0.6 warns at 0.6). Only built-in strategies are built: a row never
+    imports code (a plug-in's run, or a row whose params no longer fit, gets the defaults)."""
+    raw = row.get("params") or "{}"
+    params = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True)
+    return _thresholds(str(row.get("strategy") or ""), params)
+
+
+@cache
+def _thresholds(strategy: str, params: str) -> Thresholds:
+    from ctxbench.errors import CtxbenchError
+    from ctxbench.strategies import STRATEGIES, build_strategy
+
+    if ":" in strategy or strategy not in STRATEGIES:
+        return DEFAULT_STATE_THRESHOLDS
+    try:
+        built = build_strategy(strategy, json.loads(params))
+    except (CtxbenchError, ValueError, TypeError):
+        return DEFAULT_STATE_THRESHOLDS
+    return built.state_thresholds()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,26 +95,35 @@ class DecisionDrift:
         return self.differing / self.calls if self.calls else None
 
 
-def decision_drift(records: Iterable[CallRecord]) -> DecisionDrift:
+def decision_drift(
+    records: Iterable[CallRecord], thresholds: Thresholds = DEFAULT_STATE_THRESHOLDS
+) -> DecisionDrift:
     """Compare the estimated and the true state of every call; count the undercount overflows."""
+    return pooled_drift([(records, thresholds)])
+
+
+def pooled_drift(runs: Iterable[tuple[Iterable[CallRecord], Thresholds]]) -> DecisionDrift:
+    """:func:`decision_drift` over several runs, each judged by its own thresholds."""
     calls = under = over = overflows = caused = 0
     flips: Counter[tuple[str, str]] = Counter()
-    for r in records:
-        if not r.ok:
-            overflows += 1
-            if r.estimated <= r.limit:
-                caused += 1
-        if r.attempt != 0:
-            continue
-        calls += 1
-        estimated, true = state_of(r.estimated, r.limit), state_of(r.true, r.limit)
-        if estimated == true:
-            continue
-        flips[(estimated, true)] += 1
-        if _RANK[estimated] < _RANK[true]:
-            under += 1
-        else:
-            over += 1
+    for records, thresholds in runs:
+        for r in records:
+            if not r.ok:
+                overflows += 1
+                if r.estimated <= r.limit:
+                    caused += 1
+            if r.attempt != 0:
+                continue
+            calls += 1
+            estimated = state_of(r.estimated, r.limit, thresholds)
+            true = state_of(r.true, r.limit, thresholds)
+            if estimated == true:
+                continue
+            flips[(estimated, true)] += 1
+            if _RANK[estimated] < _RANK[true]:
+                under += 1
+            else:
+                over += 1
     ranked = sorted(
         flips.items(), key=lambda item: (-item[1], _RANK[item[0][0]], _RANK[item[0][1]])
     )

@@ -28,7 +28,7 @@ Classify = Callable[[str], str]
 
 
 def _version() -> str:
-    from ctxbench import __version__
+    from ctxbench.version import __version__
 
     return __version__
 
@@ -55,9 +55,10 @@ def accuracy_results(
     by_model: dict[str, list[Trace]] = {}
     for trace in recorded:
         by_model.setdefault(recorded_model(trace), []).append(trace)
-    measured = [(c, "true counter") for c in counters] + [
-        (b, "estimator") for b in baselines if b.name not in {c.name for c in counters}
-    ]
+    measured = [
+        (c, "true counter (fitted to usage, not exact)" if c.kind == "fitted" else "true counter")
+        for c in counters
+    ] + [(b, "estimator") for b in baselines if b.name not in {c.name for c in counters}]
     out: list[tuple[str, str, str, Any]] = []
     for model, group in sorted(by_model.items()):
         for counter, role in measured:
@@ -85,6 +86,9 @@ class ReportInputs:
     classify: Classify
     prices: PriceTable | None = None
     title: str = ""
+    #: Sections the caller puts first (the verdict strip of :mod:`ctxbench.decisions`, which
+    #: sits above the report in the layers, so it is handed in rather than imported).
+    lead: Callable[[Results], Section] | None = None
 
 
 def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None:
@@ -141,6 +145,7 @@ def report_page(inputs: ReportInputs) -> Page:
     accuracy, n_traces, n_calls = accuracy_results(loaded, inputs.counters, inputs.baselines)
 
     page_sections: list[Section] = [
+        *([inputs.lead(results)] if inputs.lead is not None else []),
         sections.how_to_read(),
         sections.leaderboard_section(board, labels, priced=priced),
         sections.pareto_section(board, labels),

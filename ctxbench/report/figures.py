@@ -46,7 +46,6 @@ PALETTE = (
     "#bcbd22",
     "#17becf",
 )
-STATE_LINES = ((0.70, "warning"), (0.90, "error"), (1.0, "limit"))
 #: Width of a full-width chart, in inches (the page column is ~1,100 px).
 WIDE = 9.6
 #: Ratios above this are drawn at it (a prompt at 40x the window would flatten the chart).
@@ -346,7 +345,7 @@ def timeline_chart(title: str, timelines: Sequence[Timeline], prefix: str) -> st
         fig = _figure(WIDE, 1.0 + 1.45 * len(timelines))
         axes = fig.subplots(len(timelines), 1, sharex=True, squeeze=False)[:, 0]
         for ax, t in zip(axes, timelines):
-            for level, _ in STATE_LINES:
+            for level, _ in t.state_lines:
                 ax.axhline(level, color="#aaaaaa", linewidth=0.6, linestyle=":")
             calls = [float(c) for c in t.calls]
             if calls:

@@ -62,6 +62,8 @@ class _Digest:
             )
         elif kind == ev.COMPACTION:
             self.compactions.append((int(e["call"]), str(e["layer"])))
+        elif kind == ev.RECORDED:  # drawn beside the strategy's own compactions
+            self.compactions.append((int(e["call"]), f"recorded {e.get('trigger')}"))
         elif kind == ev.PROBE:
             self.probes.append(ProbeOutcome(str(e["probe_id"]), str(e["kind"]), str(e["outcome"])))
         elif kind == ev.SUMMARY:

@@ -15,7 +15,13 @@ from typing import Any
 
 from ctxbench.report import figures
 from ctxbench.report import table as tb
-from ctxbench.report.decisions import CallRecord, DriftCell, decision_drift
+from ctxbench.report.decisions import (
+    CallRecord,
+    DriftCell,
+    Thresholds,
+    pooled_drift,
+    run_thresholds,
+)
 from ctxbench.report.density import Sample, by_content_class, by_role, density_table
 from ctxbench.report.leaderboard import ConfigKey, Standing
 from ctxbench.report.lost import LostFact
@@ -390,8 +396,9 @@ def timelines_section(
             "Usage per model call as a share of the provider limit (window minus reserved): "
             "the true count (solid) and the strategy's estimate (dashed), with ticks under the "
             "axis where a compaction layer acted and crosses where the provider rejected a "
-            "prompt. Dotted lines mark DB-GPT's warning (0.70) and error (0.90) states and the "
-            "limit; values above 1.6 are drawn at 1.6."
+            "prompt. Dotted lines mark the run's own warning and error thresholds (DB-GPT's 0.70 "
+            "and 0.90 unless the run set others) and the limit; values above 1.6 are drawn at "
+            "1.6."
         ),
         Paragraph(
             "Shown: the traces with the most model calls (up to 3), each at its smallest "
@@ -413,6 +420,7 @@ def timelines_section(
                 str(r["run_id"]),
                 labels[str(r["run_id"])],
                 events.get(str(r["run_id"]), RunEvents()),
+                run_thresholds(r),
             )
             for r in group.rows
         ]
@@ -689,9 +697,9 @@ def drift_section(cells: Sequence[DriftCell], intro: str) -> Section:
 
 
 def drift_from_events(rows: Sequence[Row], events: Mapping[str, RunEvents]) -> list[DriftCell]:
-    """Pool every run's calls by (estimator, true counter, window)."""
-    pools: dict[tuple[str, str, int], list[CallRecord]] = {}
-    runs: dict[tuple[str, str, int], int] = {}
+    """Pool every run's calls by (estimator, true counter, window), each run's states by its
+    own thresholds."""
+    pools: dict[tuple[str, str, int], list[tuple[Sequence[CallRecord], Thresholds]]] = {}
     for r in rows:
         if r.get("error"):
             continue
@@ -699,10 +707,9 @@ def drift_from_events(rows: Sequence[Row], events: Mapping[str, RunEvents]) -> l
         calls = events.get(str(r["run_id"]), RunEvents()).calls
         if not calls:
             continue
-        pools.setdefault(key, []).extend(calls)
-        runs[key] = runs.get(key, 0) + 1
+        pools.setdefault(key, []).append((calls, run_thresholds(r)))
     return [
-        DriftCell(e, c, w, runs[(e, c, w)], decision_drift(pools[(e, c, w)]))
+        DriftCell(e, c, w, len(pools[(e, c, w)]), pooled_drift(pools[(e, c, w)]))
         for e, c, w in sorted(pools)
     ]
 

@@ -15,9 +15,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxbench.report.decisions import Thresholds
 from ctxbench.report.results import RunEvents
+from ctxbench.strategies.base import DEFAULT_STATE_THRESHOLDS
 
 Row = Mapping[str, Any]
+
+
+def state_lines(thresholds: Thresholds) -> tuple[tuple[float, str], ...]:
+    """The dotted lines of a run's timeline: its warning and error states, and the limit."""
+    lines = [(t, s) for t, s in thresholds if s in ("warning", "error")] + [(1.0, "limit")]
+    return tuple(sorted(lines))
 
 
 @dataclass(frozen=True)
@@ -33,10 +41,14 @@ class Timeline:
     compactions: tuple[tuple[int, str], ...]
     #: (call, true ratio) of every rejected request
     overflows: tuple[tuple[int, float], ...]
+    #: (ratio, name) of the dotted lines: the run's own warning and error states, the limit
+    state_lines: tuple[tuple[float, str], ...] = state_lines(DEFAULT_STATE_THRESHOLDS)
 
 
-def timeline(run_id: str, label: str, events: RunEvents) -> Timeline:
-    """The timeline of one run from its reduced events."""
+def timeline(
+    run_id: str, label: str, events: RunEvents, thresholds: Thresholds = DEFAULT_STATE_THRESHOLDS
+) -> Timeline:
+    """The timeline of one run from its reduced events, with its state ``thresholds``."""
     first = [c for c in events.calls if c.attempt == 0 and c.limit > 0]
     return Timeline(
         run_id=run_id,
@@ -46,6 +58,7 @@ def timeline(run_id: str, label: str, events: RunEvents) -> Timeline:
         estimated_ratio=tuple(c.estimated / c.limit for c in first),
         compactions=events.compactions,
         overflows=tuple((c.call, c.true / c.limit) for c in events.calls if not c.ok and c.limit),
+        state_lines=state_lines(thresholds),
     )
 
 

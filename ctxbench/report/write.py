@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.atomic_file import AtomicFile
-from ctxbench.cell.spec import DEFAULT_RESERVED
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import CtxbenchError
+from ctxbench.report.page import Section
 from ctxbench.report.results import Results, load_results
 from ctxbench.trace import Trace
 
@@ -40,13 +41,6 @@ class Written:
 
 def _quiet(message: str) -> None:
     """The default progress callback: say nothing."""
-
-
-def read_results(directory: str | Path) -> Results:
-    """A results directory: a sweep's (finished, running or interrupted), or a folder of
-    ``results.jsonl`` / ``results.parquet`` and ``events.jsonl`` as ``ctxbench run
-    --out/--events`` write them."""
-    return load_results(directory)
 
 
 def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], list[str]]:
@@ -137,8 +131,10 @@ def write_report(
     prices_file: str | Path | None = None,
     title: str = "",
     progress: Progress = _quiet,
+    lead: Callable[[Results], Section] | None = None,
 ) -> Written:
-    """Write the HTML report of a results directory to ``out``."""
+    """Write the HTML report of a results directory to ``out``; ``lead`` makes the section
+    shown first (the command line passes the recommendation's verdict strip)."""
     from ctxbench.counting.content_class import classify
     from ctxbench.report.document import ReportInputs, report_page
     from ctxbench.report.prices import load_prices
@@ -147,7 +143,7 @@ def write_report(
     started = time.perf_counter()
     prices = load_prices(prices_file) if prices_file else None
     progress("reading results")
-    results = read_results(results_dir)
+    results = load_results(results_dir)
     if not results.rows:
         raise CtxbenchError(
             "the results hold no rows", path=results_dir, hint="did the sweep run any cell?"
@@ -171,6 +167,7 @@ def write_report(
                 classify=classify,
                 prices=prices,
                 title=title,
+                lead=lead,
             )
         )
         size = page_file.write(render_page(page).encode("utf-8"))
@@ -186,7 +183,7 @@ def write_drift_report(
     *,
     counters: Sequence[str],
     windows: Sequence[int] = DEFAULT_WINDOWS,
-    reserved: int = DEFAULT_RESERVED,
+    reserved: int = RunSpec.reserved,
     estimators: Sequence[str] = ESTIMATORS,
     format: str = AUTO,
     title: str = "",

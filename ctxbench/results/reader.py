@@ -21,7 +21,7 @@ from ctxbench.errors import ResultsError
 from ctxbench.results import layout
 from ctxbench.results.files import refuse_links
 from ctxbench.results.journal import journal_index, read_record
-from ctxbench.results.table import read_rows, text_lines
+from ctxbench.results.table import read_rows
 
 #: What to do about a damaged standalone events file.
 EVENTS_HINT = "give the --events file of `ctxbench run` or a sweep's events.jsonl"
@@ -133,7 +133,7 @@ def event_lines(
 ) -> Iterator[dict[str, Any]]:
     """The events of an events JSONL file (or one run's), checked line by line."""
     markers = tuple(f'"type":"{t}"' for t in skip)
-    for number, line in text_lines(path, hint=hint):
+    for number, line in jsontext.text_lines(path, error=ResultsError, hint=hint):
         if not line.strip() or (markers and any(m in line[:120] for m in markers)):
             continue
         event = jsontext.loads(line, path=path, line=number, error=ResultsError, hint=hint)
@@ -176,19 +176,11 @@ def read_row(path: str | Path, run_id: str | None = None) -> dict[str, Any]:
                 "a results directory holds many rows", path=path, hint="add --run-id RUN_ID"
             )
         return ResultsDir(path).row(run_id)
-    hint = "give a results directory, or a JSON / JSON Lines file of result rows"
-    rows = [
-        jsontext.loads(line, path=path, line=lineno, hint=hint, error=ResultsError)
-        for lineno, line in text_lines(path, hint=hint)
-        if line.strip()
-    ]
-    if run_id:
-        rows = [r for r in rows if isinstance(r, dict) and r.get("run_id") == run_id]
-    if len(rows) != 1 or not isinstance(rows[0], dict):
+    rows = [r for r in read_rows(path) if not run_id or r["run_id"] == run_id]
+    if len(rows) != 1:
         raise ResultsError(
             f"expected one row, found {len(rows)}" + (f" with run_id {run_id!r}" if run_id else ""),
             path=path,
             hint="give --run-id to pick one row of a JSON Lines file",
         )
-    row: dict[str, Any] = rows[0]
-    return row
+    return rows[0]

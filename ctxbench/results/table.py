@@ -11,7 +11,7 @@ import json
 import math
 import os
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -161,7 +161,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         records = _parquet_records(path)
     else:
         records = []
-        for number, line in text_lines(path, hint=REBUILD):
+        for number, line in jsontext.text_lines(path, error=ResultsError, hint=REBUILD):
             if line.strip():
                 records.append(
                     jsontext.loads(
@@ -224,18 +224,3 @@ def _parquet_records(path: Path) -> list[dict[str, Any]]:
         )
     records: list[dict[str, Any]] = table.to_pylist()
     return records
-
-
-def text_lines(path: Path, *, hint: str) -> Iterator[tuple[int, str]]:
-    """Numbered lines of a UTF-8 text file, streamed; an unreadable file is a ResultsError."""
-    try:
-        with path.open(encoding="utf-8-sig") as fh:
-            yield from enumerate(fh, 1)
-    except FileNotFoundError:
-        raise ResultsError("no such file", path=path, hint=hint) from None
-    except UnicodeDecodeError as exc:
-        raise ResultsError(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path, hint=hint
-        ) from None
-    except OSError as exc:
-        raise ResultsError(f"cannot read: {exc.strerror or exc}", path=path, hint=hint) from None

@@ -1,22 +1,53 @@
 """``claude_code``: Claude Code's auto-compact (and optional microcompact).
 
-Sources: **secondary only** (REFERENCE.md B marks them [2nd]): deobfuscated-source analyses of
-Claude Code's ``services/compact/autoCompact.ts``, ``compact.ts`` and ``prompt.ts``
-(zhanghandong "harness-engineering" ch. 9; manavgup shipai; gist sam-saffron-jarvis; ccstatusline
-PR #319). There is no official specification, so every rule below may differ from a given
-Claude Code release.
+Sources: deobfuscated-source analyses of Claude Code's ``services/compact/autoCompact.ts``,
+``compact.ts`` and ``prompt.ts`` (**secondary**, REFERENCE.md B [2nd]: zhanghandong
+"harness-engineering" ch. 9; manavgup shipai; gist sam-saffron-jarvis (v2.1.68); ccstatusline
+PR #319), checked against **records**: the ``compact_boundary`` entries of real Claude Code
+2.1.39 sessions (``compactMetadata.preTokens``, marot/spotter test fixtures; see
+``ctxbench recorded``). Where the records and a secondary source disagree, the records win:
+the rule below is the one that reproduces the recorded ``preTokens`` and call, and the
+secondary reading it replaces is named.
 
 Rules reproduced:
 
-- Window: ``effective_window = window - min(max_output_tokens, 20_000)``, where the window may be
-  lowered by ``auto_compact_window`` (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``) and
-  ``max_output_tokens`` is the model's output limit (None = the run's ``--reserved``).
+- Window: ``effective_window = window - reserve``, where the window may be lowered by
+  ``auto_compact_window`` (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``) and ``max_output_tokens`` is the
+  model's output limit (None = the run's ``--reserved``). The reserve depends on the CLI version
+  (``cli_version``, the ``version`` a session file carries; None = the newest rule):
+
+  - from 2.1.21: ``min(max_output_tokens, 20_000)`` (``MAX_OUTPUT_TOKENS_FOR_SUMMARY``;
+    changelog 2.1.21 "Fixed auto-compact triggering too early on models with large output
+    token limits"; ``/context`` shows a 33k buffer). Records: three 2.1.39 sessions, Opus 4.6,
+    compact when the count first reaches 200,000 - 20,000 - 13,000 = 167,000 (preTokens
+    167,117 and 167,094, at exactly the calls where the count crosses it);
+  - before 2.1.21: the whole ``max_output_tokens`` (v2.0.30 ``/context``: "Autocompact buffer:
+    45.0k" = 32,000 + 13,000; v2.1.19 binary: threshold = (window - max output) - 13,000, per
+    r/ClaudeCode 2026-01-26). No records of these versions are available.
 - Threshold: ``effective_window - 13_000`` (``AUTOCOMPACT_BUFFER_TOKENS``), about 167K on a
   200K window; ``autocompact_pct_override`` (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``, 0 < p <= 100)
   gives ``floor(effective_window x p / 100)`` and can only lower the threshold. Compaction runs
-  when the estimate is >= the threshold; ``enabled`` False is ``DISABLE_AUTO_COMPACT``.
-- Estimate: the ``claude_code`` counter, ``chars / 4 x 4 / 3`` (Claude Code adds this estimate
-  for messages newer than the last API usage; a replay has no usage, so all are estimated).
+  when the count is >= the threshold; ``enabled`` False is ``DISABLE_AUTO_COMPACT``.
+- Count (``usage_anchored``, on by default): Claude Code's ``tokenCountWithEstimation``: the
+  newest API usage in the history (input + cache read + cache creation + output tokens of that
+  call) plus ``ceil(chars / 4)`` per content block of every newer message. Records: this gives
+  the recorded ``preTokens`` to the token on one session (167,060 + 34). The secondary sources
+  pad the newer messages by 4/3 (the ``claude_code`` estimator); the records disagree (the
+  padding would give 167,105), so the records win and newer messages count ``ceil(chars / 4)``.
+  Session files keep a streaming snapshot of ``output_tokens`` (1 for calls that wrote
+  thousands of tokens, in 21 to 77 of a session's calls), so a recorded output below the
+  estimator's count of what the call wrote is raised to that count (the other session:
+  166,874 + 38 + 99 = 167,011 against 167,117; the 106 left are not in the file).
+- Anchor: ``after_call`` keeps each accepted attempt and :meth:`ClaudeCode.observe_call`
+  anchors the count on it once the call's message is in the view: on the call's recorded usage
+  while that describes the replayed view, else (after our compaction, after the recorded
+  agent's, seen as a recorded prompt that shrinks, or with no recorded usage) on the simulated
+  provider's count of the prompt plus the **hidden prefix**: the system prompt and tool
+  schemas, absent from session files, which the first call's usage reveals (its recorded
+  prompt minus the provider's count of what the file shows of that request; about 26k tokens
+  for Claude Code 2.1). Before the first call, or with ``usage_anchored`` False, the count is
+  the estimator's plus the hidden prefix by the estimator. Each call emits a
+  ``strategy.decision`` event with the count and the threshold.
 - Summary: one call (``maxTurns=1``, no tools) with the 9-section prompt (Primary Request and
   Intent, Key Technical Concepts, Files and Code Sections, Errors and fixes, Problem Solving, All
   user messages, Pending Tasks, Current Work, Optional Next Step) over the whole history; the
@@ -34,8 +65,9 @@ Rules reproduced:
 Left out: re-attaching recently read files, todo lists and plans after compaction; session-memory
 compaction; the warning/error UI thresholds (20,000 tokens below the threshold).
 
-Knobs (defaults): enabled True, max_output_tokens None, auto_compact_window None,
-autocompact_pct_override None, buffer_tokens 13000, summary_output_reserve 20000,
+Knobs (defaults): enabled True, cli_version None, usage_anchored True, max_output_tokens None,
+auto_compact_window None, autocompact_pct_override None, buffer_tokens 13000,
+summary_output_reserve 20000,
 max_consecutive_failures 3, reactive_compact True, microcompact False,
 microcompact_keep_recent 5, microcompact_tools (Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit,
 Write), summary_max_tokens 20000.
@@ -46,10 +78,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import is_overflow_error
 from ctxbench.errors import ProviderOverflowError, SummarizerError
-from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.base import ProviderCall, Strategy
 from ctxbench.strategies.layers import split_system, transcript, with_placeholder
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
@@ -92,6 +125,28 @@ CONTINUATION = (
 MICROCOMPACT_PLACEHOLDER = "[Old tool result content cleared]"
 MICROCOMPACT_TOOLS = ("Read", "Bash", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write")
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>\s*", re.S)
+#: First CLI version whose output reserve is capped at MAX_OUTPUT_TOKENS_FOR_SUMMARY (changelog
+#: 2.1.21; the 2.1.39 records confirm the cap).
+CAPPED_RESERVE_SINCE = (2, 1, 21)
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``"2.1.39"`` -> ``(2, 1, 39)``; a suffix such as ``-beta`` is ignored."""
+    head = re.match(r"\d+(?:\.\d+)*", text.strip())
+    if head is None:
+        raise ValueError(f"cli_version must look like 2.1.39, not {text!r}")
+    return tuple(int(n) for n in head.group(0).split("."))
+
+
+def rough_tokens(message: Message) -> int:
+    """Claude Code's ``roughTokenCountEstimation``: ``ceil(chars / 4)`` per content block
+    (text, tool input as JSON, tool-result text, thinking)."""
+    blocks: list[str] = [p.text for p in message.parts or () if p.is_text] or [message.content]
+    blocks += [call.name + call.arguments for call in message.tool_calls]
+    for value in message.replay.values():
+        items = value if isinstance(value, list) else [value]
+        blocks += [str(b.get("thinking", "")) if isinstance(b, dict) else str(b) for b in items]
+    return sum(-(-len(b) // 4) for b in blocks if b)
 
 
 def format_summary(text: str) -> str:
@@ -104,6 +159,14 @@ def format_summary(text: str) -> str:
 @dataclass(frozen=True)
 class ClaudeCodeConfig:
     enabled: bool = field(default=True, metadata={"help": "auto-compact on (DISABLE_AUTO_COMPACT)"})
+    cli_version: str | None = field(
+        default=None,
+        metadata={"help": "Claude Code version whose threshold rule applies (None = newest)"},
+    )
+    usage_anchored: bool = field(
+        default=True,
+        metadata={"help": "count = last call's usage + chars/4 of newer messages (Claude Code)"},
+    )
     max_output_tokens: int | None = field(
         default=None, metadata={"help": "model output limit (None = the run's --reserved)"}
     )
@@ -131,6 +194,8 @@ class ClaudeCodeConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.cli_version is not None:
+            parse_version(self.cli_version)
         pct = self.autocompact_pct_override
         if pct is not None and not 0 < pct <= 100:
             raise ValueError(f"autocompact_pct_override must be within (0, 100], not {pct}")
@@ -151,8 +216,13 @@ class ClaudeCodeConfig:
 
 class ClaudeCode(Strategy[ClaudeCodeConfig]):
     name = "claude_code"
-    summary = "Claude Code auto-compact: 9-section summary at effective window - 13K (2nd-hand)."
-    source = "Claude Code autoCompact.ts via deobfuscated-source analyses (secondary)"
+    summary = (
+        "Claude Code auto-compact: 9-section summary at effective window - 13K, usage-anchored."
+    )
+    source = (
+        "Claude Code autoCompact.ts via deobfuscated-source analyses (secondary),"
+        " checked against recorded 2.1.39 compact_boundary entries"
+    )
     Config = ClaudeCodeConfig
     default_estimator = "claude_code"
 
@@ -160,6 +230,16 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
         super().__init__(config)
         self.failures = 0
         self.reactive_tried = False
+        #: (fingerprint of the assistant message of the newest anchored call, its tokens)
+        self.anchor: tuple[str, int] | None = None
+        #: the accepted attempt of the call just made, until its message is in the view
+        self.pending: ProviderCall | None = None
+        #: tokens the trace does not show (system prompt, tools), by the true counter and the
+        #: estimator: the first recorded prompt minus their counts of what the trace shows
+        self.hidden_prefix: int | None = None
+        self.hidden_estimate: int | None = None
+        self.recorded_usage_valid = True
+        self.last_recorded_prompt = 0
 
     # -- thresholds -----------------------------------------------------------------------------
     def effective_window(self, ctx: ReplayContext) -> int:
@@ -168,7 +248,8 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
         if cfg.auto_compact_window is not None:
             window = min(window, cfg.auto_compact_window)
         max_output = ctx.reserved if cfg.max_output_tokens is None else cfg.max_output_tokens
-        return window - min(max_output, cfg.summary_output_reserve)
+        capped = cfg.cli_version is None or parse_version(cfg.cli_version) >= CAPPED_RESERVE_SINCE
+        return window - (min(max_output, cfg.summary_output_reserve) if capped else max_output)
 
     def threshold(self, ctx: ReplayContext) -> int:
         effective = self.effective_window(ctx)
@@ -185,9 +266,56 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
     def breaker_tripped(self) -> bool:
         return self.failures >= self.config.max_consecutive_failures
 
+    # -- the count ------------------------------------------------------------------------------
+    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
+        """Keep the accepted attempt: its usage anchors the count once the call's message is in."""
+        if call.accepted:
+            self.pending = call
+
+    def observe_call(self, message: Message, call: ProviderCall, ctx: ReplayContext) -> None:
+        """Anchor the count on the call that produced ``message``: its recorded usage while that
+        describes the replayed view (neither we nor the recorded agent have compacted: a
+        recorded prompt that shrinks means the agent did), else the simulated provider's count
+        plus the hidden prefix. The first call with recorded usage reveals the hidden prefix."""
+        usage = call.recorded_usage
+        # Session files keep a streaming snapshot of output_tokens (often 1 for a long tool
+        # call); the final count is at least the estimate of what the call wrote.
+        recorded_output = usage.completion_tokens if usage is not None else None
+        output = max(recorded_output or 0, ctx.estimator.count_message(message))
+        prompt = usage.prompt_tokens if usage is not None else None
+        if prompt is not None:
+            if self.hidden_prefix is None:
+                self.hidden_prefix = max(0, prompt - call.true_tokens)
+                self.hidden_estimate = max(0, prompt - call.estimated_tokens)
+            if prompt < self.last_recorded_prompt:
+                self.recorded_usage_valid = False
+            self.last_recorded_prompt = prompt
+            if self.recorded_usage_valid:
+                self.anchor = (message.fingerprint, prompt + output)
+                return
+        self.anchor = (message.fingerprint, (self.hidden_prefix or 0) + call.true_tokens + output)
+
+    def context_tokens(self, ctx: ReplayContext) -> int:
+        """The count Claude Code compares with the threshold (see the module docstring)."""
+        messages = ctx.view.messages
+        if self.config.usage_anchored and self.anchor is not None:
+            fingerprint, tokens = self.anchor
+            for i in range(len(messages) - 1, -1, -1):
+                if messages[i].fingerprint == fingerprint:
+                    return tokens + sum(rough_tokens(m) for m in messages[i + 1 :])
+        return (self.hidden_estimate or 0) + ctx.view.estimated_tokens
+
+    def _observe_new_call(self, ctx: ReplayContext) -> None:
+        """The call replayed since the last decision, now that its message is in the view."""
+        last = next((m for m in reversed(ctx.view.messages) if m.role == "assistant"), None)
+        if last is not None and self.pending is not None:
+            self.observe_call(last, self.pending, ctx)
+        self.pending = None
+
     # -- hooks ----------------------------------------------------------------------------------
     def before_call(self, ctx: ReplayContext) -> None:
         self.reactive_tried = False
+        self._observe_new_call(ctx)
         if self.config.microcompact:
             cleared = microcompact(
                 ctx.view.messages,
@@ -196,9 +324,16 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
             )
             if cleared != list(ctx.view.messages):
                 ctx.apply("microcompact", cleared)
-        if not self.config.enabled or self.breaker_tripped:
-            return
-        if ctx.view.estimated_tokens >= self.threshold(ctx):
+        tokens, threshold = self.context_tokens(ctx), self.threshold(ctx)
+        active = self.config.enabled and not self.breaker_tripped
+        ctx.emit(
+            ev.DECISION,
+            tokens=tokens,
+            threshold=threshold,
+            anchored=self.anchor is not None and self.config.usage_anchored,
+            compact=active and tokens >= threshold,
+        )
+        if active and tokens >= threshold:
             self.compact(ctx, "autocompact")
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
@@ -230,6 +365,8 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
             return False
         self.failures = 0
         ctx.apply(layer, [*system, Message("user", CONTINUATION + text)])
+        self.recorded_usage_valid = False  # the recorded usage now describes another context
+        self.anchor = None
         return True
 
 

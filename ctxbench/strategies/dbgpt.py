@@ -205,16 +205,13 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         reserved = ctx.reserved if self.cfg.reserved_tokens is None else self.cfg.reserved_tokens
         return self.max_context(ctx) - reserved
 
-    def state_of(self, ratio: float, budget: int) -> str:
-        if budget <= 0 or ratio >= 1.0:
-            return "overflow"
-        if ratio >= self.cfg.critical_threshold:
-            return "critical"
-        if ratio >= self.cfg.error_threshold:
-            return "error"
-        if ratio >= self.cfg.warning_threshold:
-            return "warning"
-        return "normal"
+    def state_thresholds(self) -> tuple[tuple[float, str], ...]:
+        return (
+            (1.0, "overflow"),
+            (self.cfg.critical_threshold, "critical"),
+            (self.cfg.error_threshold, "error"),
+            (self.cfg.warning_threshold, "warning"),
+        )
 
     def _state(self, ctx: ReplayContext) -> str:
         budget = self.budget(ctx)

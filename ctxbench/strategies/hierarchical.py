@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from ctxbench.engine.context import ReplayContext, safe_component
 from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.layers import CONTEXT_MANAGER_ARTICLE
 from ctxbench.trace import Message, message_search_text, rounds
 
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -122,7 +123,7 @@ def latest_query(messages: Sequence[Message]) -> str:
 class Hierarchical(Strategy[HierarchicalConfig]):
     name = "hierarchical"
     summary = "ctxbench synthesis: hot rounds in the prompt, cold rounds retrieved by BM25."
-    source = "ContextManager design document (seeds/003) 'Hierarchical memory'; ctxbench synthesis"
+    source = f"{CONTEXT_MANAGER_ARTICLE}, 'Hierarchical memory'; ctxbench synthesis"
     Config = HierarchicalConfig
     default_estimator = "chars4"
 

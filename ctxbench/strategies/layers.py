@@ -21,6 +21,11 @@ from dataclasses import replace
 
 from ctxbench.trace import OBSERVATION_PREFIX, Message
 
+#: The design article three strategies reproduce (their ``source`` starts with it).
+CONTEXT_MANAGER_ARTICLE = (
+    '"Why Agent Conversations Aren\'t Just Chat Logs" (ContextManager design article)'
+)
+
 
 def split_system(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
     """(system messages, everything else), each in order."""

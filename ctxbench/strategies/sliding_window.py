@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ctxbench.engine.context import ReplayContext
 from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.layers import CONTEXT_MANAGER_ARTICLE
 from ctxbench.trace import Message
 
 
@@ -57,7 +58,7 @@ def window_of(
 class SlidingWindow(Strategy[SlidingWindowConfig]):
     name = "sliding_window"
     summary = "System + the last N whole rounds (optionally pinning the first user message)."
-    source = "ContextManager design document (seeds/003), 'Sliding window'"
+    source = f"{CONTEXT_MANAGER_ARTICLE}, 'Sliding window'"
     Config = SlidingWindowConfig
     default_estimator = "chars4"
 

@@ -38,7 +38,7 @@ from typing import Literal
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import SummarizerError
 from ctxbench.strategies.base import Strategy
-from ctxbench.strategies.layers import split_system, transcript
+from ctxbench.strategies.layers import CONTEXT_MANAGER_ARTICLE, split_system, transcript
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message, rounds
 
@@ -111,7 +111,7 @@ def split_old_recent(
 class SummarizeHalf(Strategy[SummarizeHalfConfig]):
     name = "summarize_half"
     summary = "Seed 003 ContextManager: over budget, summarise the oldest half of the rounds."
-    source = "ContextManager design document (seeds/003), build_for_llm / _compact"
+    source = f"{CONTEXT_MANAGER_ARTICLE}, build_for_llm / _compact"
     Config = SummarizeHalfConfig
     default_estimator = "chars4"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ctxbench import config as configuration
 from ctxbench.errors import ConfigError
 from ctxbench.registry import Registry
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
@@ -33,6 +34,19 @@ SUMMARIZERS.add(
 )
 
 
+def summarizer_params(
+    name: str, params: Mapping[str, Any], *, source: str | None = None
+) -> dict[str, Any]:
+    """``params`` typed by the summarizer's ``Config`` (strings such as ``--summarizer-set``
+    values converted by the field types); unknown keys and bad values are ConfigErrors."""
+    factory = SUMMARIZERS.load(name)
+    config = getattr(factory, "Config", None)
+    if config is None:  # a duck-typed plug-in: its constructor is the only check
+        return dict(params)
+    built = configuration.build(config, params, source=source or f"summarizer {name}")
+    return {key: getattr(built, key) for key in params}
+
+
 def build_summarizer(name: str, params: Mapping[str, Any] | None = None) -> Summarizer:
     """A summarizer instance from its registry name (or ``module:Class``) and parameters."""
     factory = SUMMARIZERS.load(name)
@@ -41,8 +55,9 @@ def build_summarizer(name: str, params: Mapping[str, Any] | None = None) -> Summ
             f"{name!r} is not a summarizer: {type(factory).__name__} is not a class",
             hint="give a Summarizer subclass as module:Class",
         )
+    typed = summarizer_params(name, params or {})
     try:
-        summarizer = factory(**dict(params or {}))
+        summarizer = factory(**typed)
     except TypeError as exc:
         raise ConfigError(
             f"bad parameters for summarizer {name!r}: {exc}", key="summarizer_params"
@@ -50,10 +65,10 @@ def build_summarizer(name: str, params: Mapping[str, Any] | None = None) -> Summ
     if not callable(getattr(summarizer, "summarize", None)):
         raise ConfigError(
             f"{name!r} is not a summarizer: it has no summarize(request, counter)",
-            hint="subclass ctxbench.summarizers.base.Summarizer",
+            hint="subclass ctxbench.Summarizer",
         )
     result: Summarizer = summarizer
     return result
 
 
-__all__ = ["SUMMARIZERS", "Summarizer", "SummaryRequest", "build_summarizer"]
+__all__ = ["SUMMARIZERS", "Summarizer", "SummaryRequest", "build_summarizer", "summarizer_params"]

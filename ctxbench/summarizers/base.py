@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import typing
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.trace import Message
@@ -35,9 +40,20 @@ class SummaryRequest:
 
 
 class Summarizer(ABC):
-    """Turns a :class:`SummaryRequest` into summary text, or raises ``SummarizerError``."""
+    """Turns a :class:`SummaryRequest` into summary text, or raises ``SummarizerError``.
+
+    ``Config`` is the frozen dataclass of its parameters. Unless a subclass sets one, it is
+    made from the constructor's keyword parameters (types and defaults are written once,
+    there; a callable parameter, such as a test's ``sleep``, is not a setting), so
+    ``--summarizer-set`` and ``summarizer_params`` are typed and unknown keys are errors."""
 
     name: str = "summarizer"
+    Config: ClassVar[type[Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "Config" not in cls.__dict__:
+            cls.Config = config_of(cls)
 
     @abstractmethod
     def summarize(self, request: SummaryRequest, counter: TokenCounter) -> str:
@@ -46,3 +62,23 @@ class Summarizer(ABC):
     def params(self) -> dict[str, object]:
         """The parameters that rebuild this summarizer (for result rows)."""
         return {}
+
+
+def config_of(cls: type) -> type[Any]:
+    """A frozen dataclass of ``cls``'s constructor settings (keyword parameters with a type)."""
+    init = next(c.__dict__["__init__"] for c in cls.__mro__ if "__init__" in c.__dict__)
+    hints = typing.get_type_hints(init) if init is not object.__init__ else {}
+    fields = []
+    for name, param in inspect.signature(cls).parameters.items():
+        hint = hints.get(name)
+        if (
+            hint is None
+            or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD)
+            or typing.get_origin(hint) is Callable
+        ):
+            continue
+        default = param.default if param.default is not param.empty else dataclasses.MISSING
+        fields.append((name, hint, dataclasses.field(default=default)))
+    config = dataclasses.make_dataclass(f"{cls.__name__}Config", fields, frozen=True)
+    config.__module__ = cls.__module__
+    return config

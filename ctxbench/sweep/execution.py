@@ -116,7 +116,7 @@ class SweepSummary:
 
 def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
     """What ``sweep.json`` holds: the resolved spec, its axes and the size of the plan."""
-    from ctxbench import __version__
+    from ctxbench.version import __version__
 
     return {
         "schema": SCHEMA,

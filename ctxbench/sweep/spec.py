@@ -52,14 +52,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxbench import config as configuration
-from ctxbench.cell.spec import (
-    DEFAULT_COUNTER,
-    DEFAULT_ERROR_STYLE,
-    DEFAULT_RESERVED,
-    DEFAULT_SEED,
-    DEFAULT_SUMMARIZER,
-    RunSpec,
-)
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, CANONICAL
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.result import Prices
@@ -132,13 +125,13 @@ class SweepSettings:
     defaults are one replay's (:mod:`ctxbench.cell.spec`)."""
 
     windows: tuple[int, ...] = ()
-    reserved: tuple[int, ...] = (DEFAULT_RESERVED,)
-    counters: tuple[str, ...] = (DEFAULT_COUNTER,)
+    reserved: tuple[int, ...] = (RunSpec.reserved,)
+    counters: tuple[str, ...] = (RunSpec.counter,)
     estimators: tuple[str, ...] = ("",)
-    summarizer: str = DEFAULT_SUMMARIZER
+    summarizer: str = RunSpec.summarizer
     summarizer_params: Mapping[str, Any] = field(default_factory=dict)
-    error_style: str = DEFAULT_ERROR_STYLE
-    seed: int = DEFAULT_SEED
+    error_style: str = RunSpec.error_style
+    seed: int = RunSpec.seed
     mine_probes: bool = False
     name: str = ""
     description: str = ""
@@ -227,22 +220,12 @@ class SweepSpec(SweepSettings):
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved spec as plain JSON (what ``sweep.json`` records)."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "traces": [configuration.to_params(t) for t in self.traces],
-            "strategies": [{"name": g.name, "params": dict(g.params)} for g in self.strategies],
-            "windows": list(self.windows),
-            "reserved": list(self.reserved),
-            "counters": list(self.counters),
-            "estimators": list(self.estimators),
-            "summarizer": self.summarizer,
-            "summarizer_params": dict(self.summarizer_params),
-            "error_style": self.error_style,
-            "seed": self.seed,
-            "mine_probes": self.mine_probes,
-            "prices": {k: configuration.to_params(v) for k, v in sorted(self.prices.items())},
-        }
+        out = configuration.to_params(self)
+        out["summarizer_params"] = dict(self.summarizer_params)
+        out["traces"] = [configuration.to_params(t) for t in self.traces]
+        out["strategies"] = [{"name": g.name, "params": dict(g.params)} for g in self.strategies]
+        out["prices"] = {k: configuration.to_params(v) for k, v in sorted(self.prices.items())}
+        return out
 
 
 #: Top-level keys that hold tables and are built separately.

@@ -21,12 +21,20 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from ctxbench.probes.model import PROBE_KINDS, Probe
+from ctxbench.probes.model import Probe
+from ctxbench.probes.scoring import normalise
 from ctxbench.synth import phrases
 from ctxbench.synth.arguments import argument_kind, call_arguments
 from ctxbench.synth.content import TAXONOMY, hex_id, image_part, render
 from ctxbench.synth.facts import draw_value, expand, near_duplicate
-from ctxbench.synth.scenario import MAX_CHARS, POSITIONS, FactSpec, ScenarioSpec, ToolDef
+from ctxbench.synth.scenario import (
+    BANK_KINDS,
+    MAX_CHARS,
+    POSITIONS,
+    FactSpec,
+    ScenarioSpec,
+    ToolDef,
+)
 from ctxbench.trace import Message, Part, ToolCall, Trace
 
 GENERATOR_VERSION = 1
@@ -147,15 +155,16 @@ class _TraceBuilder:
 
     def _chosen_facts(self) -> list[FactSpec]:
         chosen: list[FactSpec] = []
-        for kind in PROBE_KINDS:
+        for kind in BANK_KINDS:
             bank = list(self.spec.domain.bank(kind))
-            chosen += self.rng.sample(bank, self.spec.probes.count(kind))
+            for _ in range(self.spec.probes.repeat):
+                chosen += self.rng.sample(bank, self.spec.probes.count(kind))
             chosen += [f for f in self.spec.facts if f.kind == kind]
         return chosen
 
     def _plan(self) -> list[_Fact]:
         facts: list[_Fact] = []
-        offsets = {kind: self.rng.randrange(3) for kind in PROBE_KINDS}
+        offsets = {kind: self.rng.randrange(3) for kind in BANK_KINDS}
         seen: dict[str, int] = {}
         for spec in self._chosen_facts():
             n = seen.get(spec.kind, 0)
@@ -498,6 +507,35 @@ class _TraceBuilder:
             )
         return tuple(probes)
 
+    def _opening_probes(self) -> list[Probe]:
+        """Probes on the opening itself: the task (the first user message) and the system
+        prompt, each a phrase found in no other message (a strategy that drops the task, or
+        the system prompt, loses them)."""
+        probes = []
+        asks = (
+            ("task", "task", self.spec.task, 1, self.spec.probes.task, False),
+            ("constraint", "system", self.spec.system_prompt, 0, self.spec.probes.system, True),
+        )
+        for kind, name, text, index, count, rules in asks:
+            others = [normalise(m.content) for i, m in enumerate(self.messages) if i != index]
+            unique = [
+                p
+                for p in phrases.opening_phrases(text, self.language, rules=rules)
+                if not any(normalise(p) in other for other in others)
+            ]
+            for n, phrase in enumerate(unique[:count], start=1):
+                probes.append(
+                    Probe(
+                        id=f"{name}-{n}",
+                        kind=kind,
+                        question=phrases.opening_question(name, self.language),
+                        answers=(phrase,),
+                        evidence=(index,),
+                        meta={"position": "start", "planted": self.messages[index].role},
+                    )
+                )
+        return probes
+
     def build(self, seed: int, index: int) -> Trace:
         facts = self._plan()
         self._opening()
@@ -514,4 +552,5 @@ class _TraceBuilder:
             "generator_version": GENERATOR_VERSION,
         }
         tools = () if self.react else self.spec.tool_specs
-        return Trace(self.trace_id, tuple(self.messages), tools, self._probes(facts), meta)
+        probes = self._probes(facts) + tuple(self._opening_probes())
+        return Trace(self.trace_id, tuple(self.messages), tools, probes, meta)

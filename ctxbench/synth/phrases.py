@@ -3,6 +3,7 @@ unrelated sentences that carry distractor values. English and Chinese."""
 
 from __future__ import annotations
 
+import re
 from random import Random
 
 from ctxbench.synth import vocabulary as vocab
@@ -124,3 +125,54 @@ def distractor(rng: Random, language: str, value: str) -> str:
 
 def _noun(rng: Random, language: str) -> str:
     return rng.choice(_CJK_NOUNS if language == "zh" else vocab.TECH_NOUNS)
+
+
+# -- probes on the opening --------------------------------------------------------------------
+
+_CLAUSE = re.compile(r"[.!?;:,\n。！？；：，、]+")
+_SENTENCE = re.compile(r"[.!?。！？\n]+")
+_LEADING = ("and ", "or ", "but ", "then ", "also ", "please ")
+#: the shortest clause worth asking about, and how much of a long one the answer keeps
+_MIN_WORDS, _MAX_WORDS, _MIN_CJK = 4, 12, 6
+
+_OPENING_QUESTIONS = {
+    "en": {
+        "task": "What did the user ask for at the start?",
+        "system": "Which rule does the system prompt set?",
+    },
+    "zh": {"task": "用户一开始交代的任务是什么？", "system": "系统提示规定了哪条规则？"},
+}
+
+
+def opening_question(name: str, language: str) -> str:
+    """The question of a probe on the task ("task") or the system prompt ("system")."""
+    return _OPENING_QUESTIONS[language][name]
+
+
+def opening_phrases(text: str, language: str, *, rules: bool = False) -> list[str]:
+    """The clauses of an opening message worth a probe, longest first (ties in text order):
+    at least four words (six characters in Chinese), at most the first twelve words of a
+    clause, without a leading conjunction. Every phrase is a substring of ``text``.
+
+    ``rules`` (a system prompt) leaves out its first sentence when others follow: that one
+    says who the agent is ("You are ..."); the rules come after it."""
+    if rules:
+        first = _SENTENCE.search(text.strip())
+        if first and text.strip()[first.end() :].strip():
+            text = text.strip()[first.end() :]
+    out: list[tuple[int, int, str]] = []
+    for position, clause in enumerate(_CLAUSE.split(text)):
+        clause = " ".join(clause.split())
+        lowered = clause.lower()
+        for lead in _LEADING:
+            if lowered.startswith(lead):
+                clause, lowered = clause[len(lead) :], lowered[len(lead) :]
+        if language == "zh":
+            if len(clause) >= _MIN_CJK:
+                out.append((-len(clause), position, clause))
+            continue
+        words = clause.split()
+        if len(words) >= _MIN_WORDS:
+            kept = " ".join(words[:_MAX_WORDS])
+            out.append((-len(kept), position, kept))
+    return [phrase for _, _, phrase in sorted(out)]

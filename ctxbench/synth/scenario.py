@@ -29,6 +29,9 @@ from ctxbench.resources import resource_dir
 from ctxbench.synth.content import CONTENT_CLASSES
 from ctxbench.trace import ToolSpec
 
+#: Kinds planted from a domain's bank of facts; "task" probes ask about the opening itself.
+BANK_KINDS: tuple[str, ...] = tuple(k for k in PROBE_KINDS if k != "task")
+
 SCENARIO_SCHEMA = "ctxbench.scenario/1"
 FORMATS: tuple[str, ...] = ("tool_calls", "react_text")
 LANGUAGES: tuple[str, ...] = ("en", "zh")
@@ -197,13 +200,32 @@ class ProbeMix:
     distractors: int = field(
         default=1, metadata={"help": "near-duplicate values planted per fact value"}
     )
+    task: int = field(
+        default=1,
+        metadata={"help": "probes on phrases of the task (the first user message), kind task"},
+    )
+    system: int = field(
+        default=1,
+        metadata={"help": "probes on phrases of the system prompt, kind constraint"},
+    )
+    repeat: int = field(
+        default=1,
+        metadata={
+            "help": "draws of the bank per kind: more probes per trace (each copy plants "
+            "new values), so narrower intervals"
+        },
+    )
 
     def __post_init__(self) -> None:
         _check_probability(self.mid_trace)
-        if min(self.count(k) for k in PROBE_KINDS) < 0 or self.distractors < 0:
+        counts = [self.count(k) for k in BANK_KINDS] + [self.distractors, self.task, self.system]
+        if min(counts) < 0:
             raise ValueError("counts must be >= 0")
+        if self.repeat < 1:
+            raise ValueError("repeat must be >= 1")
 
     def count(self, kind: str) -> int:
+        """Facts of a bank kind drawn per copy (see ``repeat``)."""
         value: int = getattr(self, kind)
         return value
 
@@ -231,8 +253,8 @@ class FactSpec:
     ask: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in PROBE_KINDS:
-            raise ValueError(f"kind {self.kind!r} is not one of {', '.join(PROBE_KINDS)}")
+        if self.kind not in BANK_KINDS:
+            raise ValueError(f"kind {self.kind!r} is not one of {', '.join(BANK_KINDS)}")
         for name, allowed in (("where", WHERE), ("position", POSITIONS), ("ask", ASK)):
             value = getattr(self, name)
             if value and value not in allowed:
@@ -336,10 +358,15 @@ class ScenarioSpec:
         return self.rounds * calls * size
 
     def probe_counts(self) -> dict[str, int]:
-        """Probes per kind in every generated trace (bank draws plus explicit facts)."""
-        return {
-            k: self.probes.count(k) + sum(1 for f in self.facts if f.kind == k) for k in PROBE_KINDS
+        """Probes per kind in every generated trace (bank draws plus explicit facts, and at
+        most ``task`` / ``system`` on the opening: fewer when its text has fewer phrases)."""
+        counts = {
+            k: self.probes.repeat * self.probes.count(k) + sum(1 for f in self.facts if f.kind == k)
+            for k in BANK_KINDS
         }
+        counts["constraint"] += self.probes.system
+        counts["task"] = self.probes.task
+        return counts
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary (what ``ctxbench scenarios`` lists)."""
@@ -517,7 +544,7 @@ def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSp
             hint="list tools the scenario defines in [[tools]]",
         )
     probes = _build(ProbeMix, _table(data, "probes", source), source, "probes")
-    for kind in PROBE_KINDS:
+    for kind in BANK_KINDS:
         have = len(domain.bank(kind))
         if probes.count(kind) > have:
             raise ConfigError(

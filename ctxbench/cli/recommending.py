@@ -1,0 +1,115 @@
+"""``ctxbench recommend``: the config to deploy, with its uncertainty and its constraints."""
+
+from __future__ import annotations
+
+import click
+
+from ctxbench.decisions.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
+from ctxbench.errors import ConfigError
+
+
+def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
+    """``--weight KIND=W`` options as a mapping (the kinds are checked by KindWeights)."""
+    out: dict[str, float] = {}
+    for value in values:
+        kind, sep, number = value.partition("=")
+        try:
+            weight = float(number)
+        except ValueError:
+            weight = None
+        if not sep or weight is None:
+            raise ConfigError(
+                f"--weight {value!r} is not KIND=NUMBER", key="weight", hint="e.g. --weight task=2"
+            )
+        out[kind.strip()] = weight
+    return out
+
+
+@click.command("recommend")
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--window", "-w", type=int, help="Only this window (default: every window).")
+@click.option("--counter", "-c", help="Only this true counter (default: every counter).")
+@click.option(
+    "--max-failed-calls",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Failed calls a config may have over all its traces.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.FloatRange(min=0),
+    help="Token budget: mean input + summary + rejected prompt tokens per trace.",
+)
+@click.option("--allow-errors", is_flag=True, help="Do not exclude configs whose replays raised.")
+@click.option(
+    "--weight",
+    "weights",
+    multiple=True,
+    metavar="KIND=W",
+    help="Weight of a probe kind in retention (default 1 each; 0 leaves it out). Repeatable.",
+)
+@click.option(
+    "--level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_LEVEL,
+    show_default=True,
+    help="Confidence level of the intervals.",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=100),
+    default=DEFAULT_RESAMPLES,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Bootstrap seed.")
+def recommend(
+    results_dir: str,
+    window: int | None,
+    counter: str | None,
+    max_failed_calls: int,
+    max_tokens: float | None,
+    allow_errors: bool,
+    weights: tuple[str, ...],
+    level: float,
+    resamples: int,
+    seed: int,
+) -> None:
+    """Name the config to deploy per window and true counter of RESULTS_DIR.
+
+    Among the configs that meet the constraints (default: no failed calls, no replay errors),
+    the highest retention wins; configs whose paired interval with it includes 0 are tied,
+    and the cheapest of those is recommended. Also printed: the tied configs with how many
+    more traces would separate them, the knobs that made no difference (inert) and those
+    that did, and the fact kinds no config keeps. Intervals come from a seeded bootstrap
+    over traces, so the output is the same on every run.
+
+    \b
+    Examples:
+      ctxbench recommend reports/quickstart
+      ctxbench recommend results --window 32768 --max-tokens 400000 --weight task=2
+    """
+    from ctxbench.decisions.outcomes import Constraints, KindWeights, read_outcomes
+    from ctxbench.decisions.recommend import recommend as decide
+    from ctxbench.decisions.text import recommendation_text
+
+    constraints = Constraints(max_failed_calls, max_tokens, allow_errors)
+    kind_weights = KindWeights(parse_weights(weights))
+    rec = decide(
+        read_outcomes(results_dir),
+        constraints=constraints,
+        weights=kind_weights,
+        window=window,
+        counter=counter,
+        level=level,
+        resamples=resamples,
+        seed=seed,
+    )
+    if not rec.groups:
+        raise ConfigError(
+            "no runs in this window / counter",
+            path=results_dir,
+            hint="drop --window / --counter to see every group",
+        )
+    click.echo(recommendation_text(rec))

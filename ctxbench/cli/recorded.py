@@ -1,0 +1,82 @@
+"""``ctxbench recorded``: replay recorded sessions and compare the strategy's compactions with
+the ones the real agent recorded (Claude Code ``compact_boundary``, Codex ``compacted``)."""
+
+from __future__ import annotations
+
+import click
+
+from ctxbench.cell.traces import AUTO, open_traces
+from ctxbench.cli.importing import format_option
+from ctxbench.cli.running import strategy_params
+from ctxbench.formats import FORMATS
+from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render, replay_recorded
+
+
+@click.command("recorded")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--strategy",
+    "-s",
+    default="claude_code",
+    show_default=True,
+    help="The reproduction to check (a strategy name or module:Class).",
+)
+@click.option(
+    "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override one knob (repeatable)."
+)
+@format_option("TRACES")
+@click.option(
+    "--window",
+    "-w",
+    type=int,
+    default=CLAUDE_CODE_WINDOW,
+    show_default=True,
+    help="The model's context window.",
+)
+@click.option(
+    "--reserved",
+    type=int,
+    default=CLAUDE_CODE_MAX_OUTPUT,
+    show_default=True,
+    help="The model's output limit (Claude Code's default max output tokens).",
+)
+@click.option(
+    "--counter",
+    "-c",
+    default="tiktoken:o200k_base",
+    show_default=True,
+    help="The simulated provider's true counter.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of text.")
+def recorded(
+    traces: tuple[str, ...],
+    strategy: str,
+    sets: tuple[str, ...],
+    format_name: str,
+    window: int,
+    reserved: int,
+    counter: str,
+    as_json: bool,
+) -> None:
+    """Replay TRACES (recorded sessions, any importable format) through a strategy and print,
+    per recorded compaction, the call at which the strategy compacts and its count there
+    against the recorded pre-compaction count (Claude Code's preTokens).
+
+    The replay keeps the uncompacted history (the messages before each recorded boundary are
+    there). For claude_code the session's CLI version selects the threshold rule unless
+    --set cli_version=... is given.
+
+    \b
+    Examples:
+      ctxbench recorded ~/.claude/projects/my-proj/SESSION.jsonl
+      ctxbench recorded SESSION.jsonl -s claude_code --set usage_anchored=false --json
+    """
+    if format_name != AUTO and format_name not in FORMATS:
+        FORMATS.entry(format_name)  # raises with "did you mean"
+    params = strategy_params(strategy, None, sets)
+    parities = [
+        replay_recorded(trace, strategy, params, window=window, reserved=reserved, counter=counter)
+        for path in traces
+        for trace in open_traces(path, format_name).traces()
+    ]
+    click.echo(render(parities, as_json=as_json))

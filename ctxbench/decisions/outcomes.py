@@ -1,0 +1,210 @@
+"""What the decisions read of one run: its probes' outcomes, what it cost, what failed.
+
+Cost is what a deployment pays for: the input tokens of the calls that went through, plus the
+summary calls' tokens, plus the prompts the provider rejected (an overflow error is a request
+sent and refused; counting only accepted prompts makes a config that crashes early look
+cheap). Rejected prompt tokens come from the ``provider.call`` events; without an events file
+they are unknown and counted as 0, which the recommendation says.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ctxbench.engine import events as ev
+from ctxbench.errors import ConfigError
+from ctxbench.probes.model import PROBE_KINDS
+from ctxbench.report.leaderboard import ConfigKey
+from ctxbench.report.results import Results
+
+#: The outcome that counts as kept (``retention``); the others are stale, via_reference, lost.
+KEPT = "in_context"
+
+
+@dataclass(frozen=True)
+class KindWeights:
+    """How much a probe of each kind counts in retention (default: every probe counts 1,
+    which is the row's ``retention``). A weight of 0 leaves the kind out."""
+
+    weights: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for kind, weight in self.weights.items():
+            if kind not in PROBE_KINDS:
+                raise ConfigError(
+                    f"unknown probe kind {kind!r}",
+                    key="weight",
+                    hint=f"kinds: {', '.join(PROBE_KINDS)}",
+                )
+            if isinstance(weight, bool) or not math.isfinite(weight) or weight < 0:
+                raise ConfigError(
+                    f"the weight of {kind} must be a finite number >= 0, not {weight!r}",
+                    key="weight",
+                    hint="e.g. --weight task=2 --weight recall=0.5",
+                )
+
+    def of(self, kind: str) -> float:
+        return float(self.weights.get(kind, 1.0))
+
+    @property
+    def equal(self) -> bool:
+        return all(w == 1.0 for w in self.weights.values())
+
+    def describe(self) -> str:
+        if self.equal:
+            return "every probe counts 1"
+        return ", ".join(f"{k} x{w:g}" for k, w in sorted(self.weights.items()))
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What a config must meet to be recommended (the defaults are the issue's: a failed call
+    is a crash of the real agent, so none is allowed)."""
+
+    max_failed_calls: int = 0
+    #: mean cost per trace (input + summary + rejected tokens); None: no budget
+    max_tokens: float | None = None
+    #: a run whose replay raised disqualifies its config
+    allow_errors: bool = False
+
+    def describe(self) -> str:
+        parts = [
+            "no failed calls"
+            if self.max_failed_calls == 0
+            else f"at most {self.max_failed_calls} failed calls in all"
+        ]
+        if self.max_tokens is not None:
+            parts.append(f"at most {self.max_tokens:,.0f} tokens per trace")
+        if not self.allow_errors:
+            parts.append("no replay errors")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """One run reduced to what the decisions read."""
+
+    run_id: str
+    trace_id: str
+    config: ConfigKey
+    window: int
+    counter: str
+    #: (probe id, kind, outcome) in probe-id order; kind "" when only the row was read
+    probes: tuple[tuple[str, str, str], ...]
+    input_tokens: int
+    summary_tokens: int
+    rejected_tokens: int
+    failed_calls: int
+    overflow_errors: int
+    error: str | None
+    #: probe outcomes came from events (else they are rebuilt from the row's counts)
+    from_events: bool = True
+
+    @property
+    def cost(self) -> int:
+        """Input tokens of accepted calls + summary tokens + rejected prompt tokens."""
+        return self.input_tokens + self.summary_tokens + self.rejected_tokens
+
+    def only(self, probe_ids: set[str]) -> RunOutcome:
+        """The run with only the given probes (those every compared run scored)."""
+        return replace(self, probes=tuple(p for p in self.probes if p[0] in probe_ids))
+
+    def kept(self, weights: KindWeights) -> tuple[list[float], list[float]]:
+        """(kept 0/1, weight) per probe with a weight > 0 (probes of unknown kind count 1)."""
+        pairs = [
+            (1.0 if o == KEPT else 0.0, weights.of(k) if k else 1.0) for _, k, o in self.probes
+        ]
+        kept = [(v, w) for v, w in pairs if w > 0]
+        return [v for v, _ in kept], [w for _, w in kept]
+
+
+def _row_probes(row: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
+    """Probe outcomes rebuilt from a row's counts (no events: kinds and ids are unknown)."""
+    counts = [(KEPT, row.get("in_context"))] + [
+        (name, row.get(name)) for name in ("via_reference", "stale", "lost")
+    ]
+    out: list[tuple[str, str, str]] = []
+    for outcome, count in counts:
+        out += [(f"#{len(out) + i}", "", outcome) for i in range(int(count or 0))]
+    return tuple(out)
+
+
+@dataclass
+class _Seen:
+    """What the decisions read of one run's events: probe outcomes, rejected prompt tokens."""
+
+    probes: list[tuple[str, str, str]] = field(default_factory=list)
+    rejected: int = 0
+
+
+def outcome_of(row: Mapping[str, Any], seen: _Seen | None) -> RunOutcome:
+    """The outcome of one row, from its events when there are any."""
+    probes: tuple[tuple[str, str, str], ...]
+    if seen is not None:
+        probes, rejected, from_events = tuple(sorted(seen.probes)), seen.rejected, True
+    else:
+        probes, rejected, from_events = _row_probes(row), 0, False
+    return RunOutcome(
+        run_id=str(row["run_id"]),
+        trace_id=str(row["trace_id"]),
+        config=ConfigKey.of(row),
+        window=int(row["window"]),
+        counter=str(row.get("counter") or ""),
+        probes=probes,
+        input_tokens=int(row.get("input_tokens_total") or 0),
+        summary_tokens=int(row.get("summary_tokens") or 0),
+        rejected_tokens=rejected,
+        failed_calls=int(row.get("failed_calls") or 0),
+        overflow_errors=int(row.get("overflow_errors") or 0),
+        error=str(row["error"]) if row.get("error") else None,
+        from_events=from_events,
+    )
+
+
+#: Event types the decisions never read: skipped before parsing.
+_SKIP = (ev.CONTEXT_STATUS, ev.SNAPSHOT, ev.COMPACTION, ev.SUMMARY, ev.CALL_FAILED)
+
+
+def read_outcomes(directory: str | Path) -> list[RunOutcome]:
+    """Every run of a results directory, read through :class:`ctxbench.results.ResultsDir`."""
+    from ctxbench.results import ResultsDir
+
+    store = ResultsDir(directory)
+    seen: dict[str, _Seen] = {}
+    if store.has_events:
+        for e in store.events(skip=_SKIP):
+            run = seen.setdefault(str(e.get("run_id", "")), _Seen())
+            if e["type"] == ev.PROBE:
+                run.probes.append((str(e["probe_id"]), str(e["kind"]), str(e["outcome"])))
+            elif e["type"] == ev.PROVIDER_CALL and not e["ok"]:
+                run.rejected += int(e["true_tokens"])
+    return [outcome_of(row, seen.get(str(row["run_id"]))) for row in store.rows()]
+
+
+def outcomes(results: Results) -> list[RunOutcome]:
+    """Every run of results the report already read (its reduced events)."""
+    out = []
+    for row in results.rows:
+        events = results.events.get(str(row["run_id"])) if results.has_events else None
+        seen = None
+        if events is not None:
+            seen = _Seen(
+                [(p.probe_id, p.kind, p.outcome) for p in events.probes],
+                sum(c.true for c in events.calls if not c.ok),
+            )
+        out.append(outcome_of(row, seen))
+    return out
+
+
+def kind_retention(runs: Iterable[RunOutcome]) -> dict[str, tuple[float, int]]:
+    """kind -> (share of its probes kept, probes), pooled over runs (kinds known only)."""
+    kept: dict[str, list[int]] = {}
+    for run in runs:
+        for _, kind, outcome in run.probes:
+            if kind:
+                kept.setdefault(kind, []).append(outcome == KEPT)
+    return {k: (sum(v) / len(v), len(v)) for k, v in sorted(kept.items())}

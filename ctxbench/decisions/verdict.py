@@ -1,0 +1,92 @@
+"""The verdict strip at the top of the report: the config to deploy per window and counter.
+
+The data is :func:`ctxbench.decisions.recommend` with its default constraints; this module only
+renders it, as self-contained HTML (every string escaped here, so the page may embed it as
+is), with the same content ``ctxbench recommend`` prints in short.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from ctxbench.decisions.recommend import GroupVerdict, Recommendation, tokens_text
+from ctxbench.report.page import Chart, Section
+from ctxbench.report.results import Results
+
+_STYLE = (
+    "<style>.ctx-verdict{border:1px solid #c9d3e0;border-radius:6px;padding:.6em .9em;"
+    "margin:.5em 0 1em;background:#f7f9fc;font-size:.92em}.ctx-verdict table{border-collapse:"
+    "collapse;width:100%}.ctx-verdict th,.ctx-verdict td{text-align:left;padding:.25em .5em;"
+    "border-bottom:1px solid #e1e6ee;vertical-align:top}.ctx-verdict .none{color:#a33}"
+    ".ctx-verdict .muted{color:#667}</style>"
+)
+
+
+def verdict_of(results: Results) -> Recommendation:
+    """The recommendation of a results directory, with the default constraints."""
+    from ctxbench.decisions.outcomes import outcomes
+    from ctxbench.decisions.recommend import recommend
+
+    return recommend(outcomes(results))
+
+
+def verdict_section(results: Results) -> Section:
+    """The report's verdict section (the strip rides in a Chart block: trusted markup)."""
+    caption = "The config to deploy per window and true counter: ctxbench recommend " + str(
+        results.path
+    )
+    return Section(
+        "verdict",
+        "Verdict",
+        (Chart("verdict-strip", render_verdict(verdict_of(results)), caption),),
+    )
+
+
+def _row(g: GroupVerdict) -> str:
+    where = f"{g.window:,} · {escape(g.counter)}"
+    if g.pick is None:
+        return (
+            f"<tr><td>{where}</td><td class='none' colspan='3'>no config qualifies: "
+            f"{escape(g.why_none)}</td></tr>"
+        )
+    pick = g.pick
+    retention = pick.retention.text() if math.isfinite(pick.retention.point) else "-"
+    ties = (
+        "; ".join(
+            f"{escape(t.name)} ({'identical' if t.identical else t.retention_diff.text(signed=True)}"
+            + f", {escape(tokens_text(t.cost_diff.point, signed=True))} tokens/trace"
+            + (f"; ~{t.traces_needed:,} traces in all would separate" if t.traces_needed else "")
+            + ")"
+            for t in g.ties
+        )
+        or "none"
+    )
+    notes = []
+    inert = [f"{k.strategy}.{k.knob}" for k in g.knobs if k.verdict == "inert"]
+    if inert:
+        notes.append("inert knobs: " + ", ".join(inert))
+    if g.unkept_kinds:
+        notes.append("no config keeps: " + ", ".join(g.unkept_kinds))
+    extra = f"<div class='muted'>{escape('; '.join(notes))}</div>" if notes else ""
+    return (
+        f"<tr><td>{where}</td><td><b>{escape(pick.name)}</b>{extra}</td>"
+        f"<td>retention {escape(retention)}<br>{escape(tokens_text(pick.cost.point))} tokens/trace"
+        f", {pick.failed_calls} failed calls</td><td>{ties}</td></tr>"
+    )
+
+
+def render_verdict(rec: Recommendation) -> str:
+    """The verdict strip as HTML: one row per window and true counter."""
+    rows = "".join(_row(g) for g in rec.groups)
+    head = (
+        f"<p><b>Verdict</b> — {escape(rec.rule)}. Constraints: "
+        f"{escape(rec.constraints.describe())}. {rec.level:.0%} paired bootstrap intervals over "
+        f"traces ({rec.resamples:,} resamples, seed {rec.seed}).</p>"
+    )
+    notes = "".join(f"<p class='muted'>{escape(n)}</p>" for n in rec.notes)
+    table = (
+        "<table><thead><tr><th>window · true counter</th><th>deploy</th><th>its numbers</th>"
+        f"<th>indistinguishable from it</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return f"{_STYLE}<div class='ctx-verdict' id='verdict'>{head}{table}{notes}</div>"
