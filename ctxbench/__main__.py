@@ -1,5 +1,7 @@
-"""``python -m ctxbench``: the same as the ``ctxbench`` command."""
+"""``python -m ctxbench``: the same as the ``ctxbench`` command (exit codes included)."""
+
+import sys
 
 from ctxbench.cli import main
 
-main()
+sys.exit(main())

@@ -4,6 +4,12 @@ A result file is written under a temporary name beside it and renamed into place
 every byte is in, so a full disk or a read-only folder never leaves half a file, nor clobbers
 the previous one: the failure is an :class:`~ctxbench.errors.OutputError` naming the file,
 the OS's reason and what to do, and the temporary file is removed.
+
+Durability (issue 22): the temporary file is fsync'ed before the rename and its folder after,
+so after a power loss the file is the old one or the whole new one. The temporary name holds
+the writer's pid (``.NAME.PID.tmp``); one left by a killed process (its pid no longer alive)
+is removed by the next write of the same file. The temporary file is created exclusively and
+never through a symbolic link.
 """
 
 from __future__ import annotations
@@ -14,6 +20,56 @@ from pathlib import Path
 from typing import IO, Any
 
 from ctxbench.errors import OutputError
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def fsync_folder(path: Path) -> None:
+    """Make a rename or a new file in ``path`` durable (a no-op where directories cannot be
+    opened, as on Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - file systems that refuse fsync on a directory
+        pass
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    """Flush a written file to the disk (before the rename that publishes it)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_stale(path: Path) -> None:
+    """Remove the temporary files of ``path`` whose writer is dead (killed mid-write)."""
+    prefix = f".{path.name}."
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            name = entry.name
+            middle = name[len(prefix) : -len(".tmp")]
+            ours = name.startswith(prefix) and name.endswith(".tmp") and middle.isdigit()
+            if ours and not _alive(int(middle)):
+                discard(Path(entry.path))
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process is not writing it: a leftover of a recycled pid
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def discard(path: Path) -> None:
@@ -42,13 +98,16 @@ class AtomicFile:
     def __enter__(self) -> AtomicFile:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale(self.path)
+            discard(self.tmp)  # a leftover of this pid's earlier life
+            fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
             if "b" in self.mode:
-                self._fh = self.tmp.open(self.mode)
+                self._fh = os.fdopen(fd, self.mode)
             else:
                 # backslashreplace: a lone surrogate read from a JSON escape is written back
                 # as that escape, so the file stays valid UTF-8 (JSON and CSV alike)
-                self._fh = self.tmp.open(
-                    self.mode, encoding="utf-8", errors="backslashreplace", newline=""
+                self._fh = os.fdopen(
+                    fd, self.mode, encoding="utf-8", errors="backslashreplace", newline=""
                 )
         except OSError as exc:
             raise self._error(exc) from None
@@ -72,9 +131,13 @@ class AtomicFile:
     def __exit__(self, exc_type: object, *rest: object) -> None:
         assert self._fh is not None
         try:
+            if exc_type is None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
             self._fh.close()
             if exc_type is None:
                 os.replace(self.tmp, self.path)
+                fsync_folder(self.path.parent)
                 return
         except OSError as exc:
             discard(self.tmp)
@@ -83,4 +146,4 @@ class AtomicFile:
         discard(self.tmp)
 
 
-__all__ = ["AtomicFile", "discard"]
+__all__ = ["AtomicFile", "discard", "fsync_file", "fsync_folder", "remove_stale"]

@@ -35,6 +35,7 @@ from xml.etree import ElementTree as ET
 from ctxbench import jsontext
 from ctxbench.config import INT64_MAX
 from ctxbench.errors import ConfigError, CtxbenchError
+from ctxbench.escaping import markdown_cell, markdown_code, markdown_text, one_line, xml_text
 
 BASELINE_SCHEMA = "ctxbench.baseline/1"
 
@@ -585,7 +586,7 @@ def markdown_report(report: CheckReport) -> str:
     """A Markdown summary for CI job pages."""
     status = "❌ regression" if report.failed else "✅ no regression"
     out = [f"## ctxbench check: {status}", ""]
-    out += [f"> ⚠️ {w}" for w in report.warnings]
+    out += [f"> ⚠️ {markdown_text(w)}" for w in report.warnings]
     out += ["", summary_line(report), ""] if report.warnings else [summary_line(report), ""]
     for title, rows in (
         ("Regressions", finding_rows(report)),
@@ -595,17 +596,18 @@ def markdown_report(report: CheckReport) -> str:
             out += [f"### {title}", "", "| " + " | ".join(FINDING_HEADER) + " |"]
             out.append("|" + "---|" * len(FINDING_HEADER))
             for cells in rows:
-                out.append("| " + " | ".join(v.replace("|", "\\|") for v in cells) + " |")
+                text = [markdown_cell(cells[0]), *(markdown_text(v) for v in cells[1:])]
+                out.append("| " + " | ".join(text) + " |")
             out.append("")
     out += [f"- {line}" for line in report.intervals]
     for c in report.missing:
-        out.append(f"- missing: `{c.name}` (run `{c.run_id}`)")
+        out.append(f"- missing: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
     for c in report.new:
-        out.append(f"- new: `{c.name}` (run `{c.run_id}`)")
-    out += [f"- {line}" for line in match_notes(report)]
+        out.append(f"- new: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
+    out += [f"- {one_line(line)}" for line in match_notes(report)]
     if report.regressed:
         out += ["", "Where each regressed cell diverged:", "", "```sh"]
-        out += [diff_command(report, c) for c in report.regressed]
+        out += [one_line(diff_command(report, c)).replace("`", "\\`") for c in report.regressed]
         out.append("```")
     return "\n".join(out).rstrip() + "\n"
 
@@ -623,8 +625,8 @@ def junit_report(report: CheckReport) -> str:
         case = ET.SubElement(
             suite,
             "testcase",
-            classname=f"ctxbench.{strategy}" if strategy else "ctxbench",
-            name=c.name or c.key,
+            classname=xml_text(f"ctxbench.{strategy}" if strategy else "ctxbench"),
+            name=xml_text(c.name or c.key),
         )
         if c.status == "regressed":
             failures += 1
@@ -636,8 +638,11 @@ def junit_report(report: CheckReport) -> str:
                 + f"\nsee: {diff_command(report, c)}"
             )
             ET.SubElement(
-                case, "failure", message="; ".join(f.metric for f in c.findings), type="regression"
-            ).text = text
+                case,
+                "failure",
+                message=xml_text("; ".join(f.metric for f in c.findings)),
+                type="regression",
+            ).text = xml_text(text)
         elif c.status == "missing":
             if not report.tolerances.allow_missing:
                 failures += 1
@@ -653,9 +658,11 @@ def junit_report(report: CheckReport) -> str:
         failures += 1
         ET.SubElement(
             agg, "failure", message="aggregate regression", type="regression"
-        ).text = "\n".join(
-            f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
-            for f in report.aggregate
+        ).text = xml_text(
+            "\n".join(
+                f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+                for f in report.aggregate
+            )
         )
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))

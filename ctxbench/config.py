@@ -282,3 +282,33 @@ def load_toml(path: str | Path) -> dict[str, Any]:
             path=path,
             hint="numbers are counts and sizes: write them with fewer digits",
         ) from None
+
+
+def check_template(template: str, fields: Collection[str], *, key: str) -> None:
+    """A ``str.format`` template from a config: only ``fields``, no attribute or index access,
+    and no width or precision over :data:`~ctxbench.limits.MAX_FORMAT_WIDTH` (checked without
+    formatting, so ``{summary:>1000000000}`` costs nothing). Raises ValueError naming ``key``."""
+    import re
+    import string
+
+    from ctxbench.limits import MAX_FORMAT_WIDTH
+
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(f"{key} is not a valid format template: {exc}") from None
+    for _, name, spec, _ in parsed:
+        if name is None:
+            continue
+        if name not in fields:
+            raise ValueError(f"{key} must only use the fields {', '.join(fields)}, not {{{name}}}")
+        if "{" in (spec or ""):
+            raise ValueError(
+                f"nested fields in a format spec of {key} are not allowed ({{{name}}})"
+            )
+        widths = [int(n) for n in re.findall(r"\d+", spec or "")]
+        if widths and max(widths) > MAX_FORMAT_WIDTH:
+            raise ValueError(
+                f"the width or precision {max(widths)} in {{{name}:{spec}}} of {key} is over "
+                f"the limit of {MAX_FORMAT_WIDTH}"
+            )

@@ -16,12 +16,15 @@ tokenizing or writing the value would fail far from the file. Like Go's ``encodi
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, AnyStr
 
 from ctxbench.errors import ConfigError, CtxbenchError
+from ctxbench.limits import MAX_LINE_CHARS
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
 _SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -94,6 +97,57 @@ def _replace_surrogates(value: Any) -> Any:
     return value
 
 
+def bounded_lines(
+    fh: IO[AnyStr], *, path: str | Path, error: type[CtxbenchError] = ConfigError
+) -> Iterator[tuple[int, AnyStr]]:
+    """``(line number, line)`` of a JSON Lines file; a line over
+    :data:`~ctxbench.limits.MAX_LINE_CHARS` is an error as soon as that much of it is read."""
+    lineno = 0
+    while True:
+        line = fh.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > MAX_LINE_CHARS:
+            raise _too_long(f"line {lineno} is", path, lineno, error)
+        yield lineno, line
+
+
+def bounded_read(
+    fh: IO[AnyStr], *, path: str | Path, error: type[CtxbenchError] = ConfigError
+) -> AnyStr:
+    """A whole JSON document, refused when over :data:`~ctxbench.limits.MAX_LINE_CHARS`."""
+    text = fh.read(MAX_LINE_CHARS + 1)
+    if len(text) > MAX_LINE_CHARS:
+        raise _too_long("the document is", path, None, error)
+    return text
+
+
+def _too_long(
+    what: str, path: str | Path, line: int | None, error: type[CtxbenchError]
+) -> CtxbenchError:
+    return error(
+        f"{what} longer than {MAX_LINE_CHARS:,} characters, the limit of one JSON record "
+        "(ctxbench.limits.MAX_LINE_CHARS)",
+        path=path,
+        line=line,
+        hint="one record per line: split the file, or is this not a JSON (Lines) file?",
+    )
+
+
+def refuse_device(path: str | Path, error: type[CtxbenchError] = ConfigError) -> None:
+    """An error for a device or a socket given as a file (``/dev/zero`` never ends); regular
+    files and pipes (``/dev/stdin``, ``<(...)``) pass."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return  # the reader reports a missing or unreadable file itself
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        raise error(
+            "is a device or a socket, not a file", path=path, hint="give a trace or results file"
+        )
+
+
 def text_lines(
     path: str | Path, *, error: type[CtxbenchError] = ConfigError, hint: str
 ) -> Iterator[tuple[int, str]]:
@@ -101,7 +155,7 @@ def text_lines(
     is missing, unreadable or not UTF-8 raises ``error`` naming it, with ``hint``."""
     try:
         with open(path, encoding="utf-8-sig") as fh:
-            yield from enumerate(fh, 1)
+            yield from bounded_lines(fh, path=path, error=error)
     except FileNotFoundError:
         raise error("no such file", path=path, hint=hint) from None
     except UnicodeDecodeError as exc:

@@ -3,12 +3,19 @@
 Entries are lazy: a name maps to ``"module:attribute"`` and is imported only when used, so
 ``ctxbench --help`` never imports tokenizers or pandas. Unknown names get a "did you mean".
 User plug-ins are given as an import path, ``mypkg.module:MyStrategy``.
+
+Files are data (issue 22): a results directory, a row, a sweep file, a baseline or an events
+file can name a plug-in, but naming it must not run it. The Python API trusts its caller; the
+command line (:func:`plugin_policy`) imports only the plug-ins its arguments name, or any
+plug-in with ``ctxbench --allow-plugins``. A refused plug-in is an error naming it and the fix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +31,43 @@ class Entry:
     target: str
     summary: str = ""
     source: str = ""
+
+
+@dataclass(frozen=True)
+class PluginPolicy:
+    """Which plug-in import paths may be imported: every one (``allowed`` is None: the Python
+    API, or ``--allow-plugins``), or only those named on the command line."""
+
+    allowed: frozenset[str] | None = None
+
+    def permits(self, path: str) -> bool:
+        return self.allowed is None or path in self.allowed
+
+
+_policy = PluginPolicy()
+
+
+@contextlib.contextmanager
+def plugin_policy(allowed: Iterable[str] | None) -> Iterator[PluginPolicy]:
+    """Import only the plug-ins in ``allowed`` (every one when None) while the block runs."""
+    global _policy
+    previous = _policy
+    _policy = PluginPolicy(None if allowed is None else frozenset(allowed))
+    try:
+        yield _policy
+    finally:
+        _policy = previous
+
+
+def plugin_words(args: Iterable[str]) -> set[str]:
+    """The plug-in paths a command line names: every argument, ``--opt=VALUE`` and
+    ``KEY=VALUE`` value that has the ``module:attr`` shape."""
+    words = set()
+    for arg in args:
+        for word in (arg, arg.partition("=")[2]):
+            if _looks_like_plugin(word):
+                words.add(word)
+    return words
 
 
 class Registry:
@@ -60,6 +104,13 @@ class Registry:
             return import_path(self._entries[name].target)
         prefix = name.partition(":")[0]
         if _looks_like_plugin(name) and prefix not in self._name_prefixes():
+            if not _policy.permits(name):
+                raise UnknownNameError(
+                    f"{self.kind} plug-in {name!r} is named by a file, not on the command "
+                    "line: ctxbench does not import code that data names",
+                    hint=f"if you trust it, name it on the command line (--{self.kind} {name})"
+                    " or run `ctxbench --allow-plugins ...`",
+                )
             return import_path(name, kind=self.kind)
         raise self._unknown(name)
 

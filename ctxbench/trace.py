@@ -547,6 +547,26 @@ def message_search_text(message: Message) -> str:
     return "\n".join(pieces)
 
 
+def refuse_duplicate_call_ids(trace: Trace, *, source: str = "") -> None:
+    """A TraceFormatError naming the trace, the message and the id when a tool call id is used
+    twice: a replay matches results to calls by id, and a strategy names the files it writes
+    after them (DB-GPT's persisted result of the first call was overwritten by the second)."""
+    from ctxbench.errors import TraceFormatError
+
+    seen: dict[str, int] = {}
+    for i, msg in enumerate(trace.messages):
+        for call in msg.tool_calls:
+            if call.id in seen:
+                raise TraceFormatError(
+                    f"trace {trace.id!r}: message {i} reuses tool call id {call.id!r} "
+                    f"(first used at message {seen[call.id]})",
+                    path=source or None,
+                    key=f"$.messages[{i}].tool_calls",
+                    hint="give every tool call a unique id (`ctxbench validate` lists them)",
+                )
+            seen[call.id] = i
+
+
 def validate(trace: Trace) -> list[Problem]:
     """Structural problems of a trace, each with its message index and a fix hint."""
     problems: list[Problem] = []

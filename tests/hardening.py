@@ -180,3 +180,28 @@ def assert_cli_reports(argv: Sequence[str], path: str | Path) -> None:
     assert code == 2, (code, err)
     assert err.startswith("error: ") and str(path) in err.splitlines()[0], err
     assert "Traceback" not in err and "hint: " in err, err
+
+
+#: A one-trace, one-strategy sweep (``{strategy}``; ``{extra}`` adds top-level keys).
+SMALL_SWEEP = """
+windows = [3000]
+reserved = [200]
+counters = ["chars4"]
+{extra}
+[[traces]]
+path = "traces.jsonl"
+
+[[strategies]]
+name = "{strategy}"
+"""
+
+
+def small_sweep(folder: Path, strategy: str = "sliding_window", extra: str = "") -> Path:
+    """``folder/sweep.toml`` over one small trace ``a`` in ``folder/traces.jsonl``."""
+    from ctxbench.formats.canonical import write_traces
+    from tests.factories import tool_trace
+
+    write_traces(folder / "traces.jsonl", [tool_trace(6, output="x" * 800, trace_id="a")])
+    path = folder / "sweep.toml"
+    path.write_text(SMALL_SWEEP.format(strategy=strategy, extra=extra), "utf-8")
+    return path

@@ -99,7 +99,7 @@ def test_a_changed_knob_is_compared_with_its_old_value_under_match_by(
         ],
     )
     assert "warning_threshold 0.7 -> 0.8" in out.output
-    assert "dbgpt (warning_threshold=0.8) | support_agent-s0-0 | w=16384" in out.output
+    assert "dbgpt@0.8.2 (warning_threshold=0.8) | support_agent-s0-0 | w=16384" in out.output
     assert "0 missing, 0 new" in out.output
 
 

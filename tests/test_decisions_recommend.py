@@ -190,7 +190,7 @@ params = { min_keep_recent_rounds = [1, 5] }
     closing = swept.stdout.splitlines()
     assert closing[-3].startswith("recommendation (no failed calls")
     assert closing[-2].startswith(
-        "  w=131,072 tiktoken:o200k_base: dbgpt (min_keep_recent_rounds=1)"
+        "  w=131,072 tiktoken:o200k_base: dbgpt@0.8.2 (min_keep_recent_rounds=1)"
     )
     assert closing[-1] == f"  details: ctxbench recommend {results}"
     out = CliRunner().invoke(cli, ["recommend", str(results)])

@@ -28,6 +28,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.atomic_file",
             "ctxbench.version",
             "ctxbench.sizes",
+            "ctxbench.limits",
+            "ctxbench.escaping",
         ),
     ),
     (

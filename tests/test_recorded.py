@@ -150,6 +150,26 @@ def test_the_recorded_command_prints_text_or_json() -> None:
     assert isinstance(bad.exception, ConfigError) and "cli_version" in str(bad.exception)
 
 
+def test_parity_takes_recorded_as_the_other_side(tmp_path: Path) -> None:
+    out = CliRunner().invoke(cli, ["parity", "claude_code", "recorded", str(EXCERPT), "--json"])
+    assert out.exit_code == 0, out.output
+    (parity,) = json.loads(out.output)
+    assert parity["strategy"] == "claude_code" and parity["auto_matched"] is True
+    (row,) = parity["rows"]
+    assert row["replay_call"] == row["recorded_call"] == 7 and row["same_call"]
+    assert row["replay_tokens"] == row["pre_tokens"] == 167_094
+    # the same answer as the recorded command gives
+    same = CliRunner().invoke(cli, ["recorded", str(EXCERPT), "--json"])
+    assert json.loads(same.output) == [parity]
+    plain = tmp_path / "plain.jsonl"
+    write_traces(plain, [tool_trace(6)])
+    refused = CliRunner().invoke(cli, ["parity", "claude_code", "recorded", str(plain)])
+    assert isinstance(refused.exception, ConfigError)
+    assert "no recorded compaction" in str(refused.exception)
+    no_window = CliRunner().invoke(cli, ["parity", "dbgpt", "none", str(plain)])
+    assert no_window.exit_code == 2 and "--window" in no_window.output
+
+
 def test_after_a_recorded_compaction_the_sent_prompt_is_the_summary_and_what_followed() -> None:
     (trace,), _ = import_file(EXCERPT)
     rec = trace.recorded_compactions[0]

@@ -18,7 +18,7 @@ from ctxbench.engine.strategy import Strategy
 from ctxbench.strategies import build_strategy, strategy_class
 from ctxbench.summarizers import build_summarizer
 from ctxbench.summarizers.base import Summarizer
-from ctxbench.trace import Trace
+from ctxbench.trace import Trace, refuse_duplicate_call_ids
 
 
 def resolve_spec(spec: RunSpec) -> RunSpec:
@@ -76,7 +76,8 @@ def build_parts(spec: RunSpec) -> Parts:
 
 def run_spec(spec: RunSpec, trace: Trace, *, prices: Prices | None = None) -> ReplayOutput:
     """Replay one resolved cell; the row's ``replay_seconds`` is the only clock reading, and
-    the row is computed once, after it."""
+    the row is computed once, after it. A trace reusing a tool call id is refused."""
+    refuse_duplicate_call_ids(trace, source=spec.trace_source)
     parts = build_parts(spec)
     probes = None
     if spec.mine_probes and not trace.probes:

@@ -6,6 +6,7 @@ the same cell always gets the same id, on any machine, in any order.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -88,6 +89,26 @@ class RunSpec:
                 f"unknown run spec keys {unknown}",
                 hint=f"valid keys: {', '.join(sorted(known))}",
             )
+        for key, value in data.items():
+            problem = _field_problem(key, value)
+            if problem:
+                raise ConfigError(
+                    f"run spec key {key!r} {problem}, not {type(value).__name__}",
+                    key=f"spec.{key}",
+                    hint="the row was edited, or written by another ctxbench version",
+                )
+        required = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+        absent = [k for k in required if k not in data]
+        if absent:
+            raise ConfigError(
+                f"the run spec has no {', '.join(repr(k) for k in absent)}",
+                key=f"spec.{absent[0]}",
+                hint="the row was edited, or written by another ctxbench version",
+            )
         spec = cls(**{k: v for k, v in data.items() if k in known})
         if "run_id" in data and data["run_id"] != spec.run_id:
             raise ConfigError(
@@ -98,3 +119,31 @@ class RunSpec:
 
     def with_(self, **changes: Any) -> RunSpec:
         return replace(self, **changes)
+
+
+#: The JSON type every run spec field must have (text when not listed): a row is data.
+_FIELD_TYPES: dict[str, type] = {
+    "params": dict,
+    "summarizer_params": dict,
+    "window": int,
+    "reserved": int,
+    "seed": int,
+    "mine_probes": bool,
+}
+_TYPE_WORDS = {dict: "an object", int: "an integer", bool: "true or false", str: "text"}
+
+
+def _field_problem(key: str, value: Any) -> str:
+    """Why ``value`` cannot be run spec field ``key`` ("" when it can)."""
+    if key == "run_id":
+        return ""
+    expected = _FIELD_TYPES.get(key, str)
+    if (isinstance(value, bool) and expected is not bool) or not isinstance(value, expected):
+        return f"must be {_TYPE_WORDS[expected]}"
+    if isinstance(value, dict) and not all(isinstance(k, str) for k in value):
+        return "must have text keys"
+    try:  # a lone surrogate (from a JSON escape) has no UTF-8: the run id could not be computed
+        canonical_json(value).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return "must be valid Unicode text"
+    return ""

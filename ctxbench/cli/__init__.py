@@ -54,6 +54,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 class LazyGroup(click.Group):
     """A click group whose commands are imported only when invoked (or listed by --help)."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["ctxbench.argv"] = tuple(args)  # the plug-ins the user named (registry.py)
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name in COMMANDS if self._available(name)]
 
@@ -79,7 +83,14 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ctxbench")
-def cli() -> None:
+@click.option(
+    "--allow-plugins",
+    is_flag=True,
+    help="Import plug-ins (module:attr) that files name; by default only those given on the "
+    "command line are imported.",
+)
+@click.pass_context
+def cli(ctx: click.Context, allow_plugins: bool) -> None:
     """ctxbench: replay agent traces through context-compaction strategies, offline.
 
     \b
@@ -88,6 +99,10 @@ def cli() -> None:
       ctxbench run traces.jsonl --strategy dbgpt --window 32768 --counter tiktoken:o200k_base
       ctxbench sweep scenarios/quickstart.toml -o results/ && ctxbench report results/ -o report.html
     """
+    from ctxbench.registry import plugin_policy, plugin_words
+
+    named = None if allow_plugins else plugin_words(ctx.meta.get("ctxbench.argv", ()))
+    ctx.with_resource(plugin_policy(named))
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -9,13 +9,27 @@ import click
 from ctxbench import parity as comparison
 from ctxbench.parity import DEFAULT_TOLERANCE, TraceParity
 
+#: The SHIPPED argument that compares with the compactions the trace recorded.
+RECORDED = "recorded"
+
 
 @click.command("parity")
 @click.argument("reproduction")
 @click.argument("shipped")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("-w", "--window", type=click.IntRange(min=1), required=True, help="Model window.")
-@click.option("--reserved", type=click.IntRange(min=0), default=4096, show_default=True)
+@click.option(
+    "-w",
+    "--window",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Model window (required, except against `recorded`: Claude Code's 200,000).",
+)
+@click.option(
+    "--reserved",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Reserved output tokens [default: 4096; against `recorded`: 32,000].",
+)
 @click.option("-c", "--counter", default="tiktoken:o200k_base", show_default=True)
 @click.option("--summarizer", default="extractive", show_default=True)
 @click.option(
@@ -31,8 +45,8 @@ def parity_command(
     reproduction: str,
     shipped: str,
     traces: tuple[str, ...],
-    window: int,
-    reserved: int,
+    window: int | None,
+    reserved: int | None,
     counter: str,
     summarizer: str,
     tolerance: float,
@@ -45,14 +59,25 @@ def parity_command(
     messages, their true tokens are within --tolerance and both failed (or neither). Prints
     the agreement per trace and overall, and each trace's first divergence.
 
+    SHIPPED may be `recorded`: the compactions the real agent made, as the trace recorded them
+    (Claude Code `compact_boundary`, Codex `compacted`). Then each recorded compaction is
+    paired with the call at which REPRODUCTION compacts, and its count there is set against
+    the recorded pre-compaction count (Claude Code's preTokens).
+
     \b
     Examples:
       ctxbench parity dbgpt shipped:dbgpt@0.8.2 traces.jsonl -w 16384
       ctxbench parity hermes shipped:hermes@0.19.0 run.traj -w 32768 --json
+      ctxbench parity claude_code recorded ~/.claude/projects/my-proj/SESSION.jsonl
     """
     from ctxbench.cell.traces import open_traces
     from ctxbench.strategies import strategy_class
 
+    if shipped == RECORDED:
+        _against_recorded(reproduction, traces, fmt, window, reserved, counter, summarizer, as_json)
+        return
+    if window is None:
+        raise click.UsageError("give the model window with -w/--window (e.g. -w 32768)")
     strategy_class(reproduction), strategy_class(shipped)  # unknown names fail before replaying
     loaded = [t for path in traces for t in open_traces(path, fmt).traces()]
     results = comparison.parity(
@@ -60,7 +85,7 @@ def parity_command(
         reproduction,
         shipped,
         window=window,
-        reserved=reserved,
+        reserved=4096 if reserved is None else reserved,
         counter=counter,
         summarizer=summarizer,
         tolerance=tolerance,
@@ -79,6 +104,51 @@ def parity_command(
         f"{summary['tokens_within']}, failed {summary['same_failed']}); "
         f"{summary['identical_traces']} of {summary['traces']} traces identical"
     )
+
+
+def _against_recorded(
+    reproduction: str,
+    paths: tuple[str, ...],
+    fmt: str,
+    window: int | None,
+    reserved: int | None,
+    counter: str,
+    summarizer: str,
+    as_json: bool,
+) -> None:
+    """The ``recorded`` side: every trace must hold the compactions its agent recorded."""
+    from ctxbench.cell.traces import open_traces
+    from ctxbench.errors import ConfigError
+    from ctxbench.recorded import (
+        CLAUDE_CODE_MAX_OUTPUT,
+        CLAUDE_CODE_WINDOW,
+        render,
+        replay_recorded,
+    )
+    from ctxbench.strategies import strategy_class
+
+    strategy_class(reproduction)
+    parities = []
+    for path in paths:
+        for trace in open_traces(path, fmt).traces():
+            if not trace.recorded_compactions:
+                raise ConfigError(
+                    f"trace {trace.id!r} holds no recorded compaction to compare with",
+                    path=path,
+                    hint="`recorded` needs a session whose agent compacted (a Claude Code "
+                    "compact_boundary or a Codex compacted record)",
+                )
+            parities.append(
+                replay_recorded(
+                    trace,
+                    reproduction,
+                    window=CLAUDE_CODE_WINDOW if window is None else window,
+                    reserved=CLAUDE_CODE_MAX_OUTPUT if reserved is None else reserved,
+                    counter=counter,
+                    summarizer=summarizer,
+                )
+            )
+    click.echo(render(parities, as_json=as_json))
 
 
 def _line(result: TraceParity) -> str:

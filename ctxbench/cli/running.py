@@ -209,7 +209,8 @@ def run(
       ctxbench run --from-row reports/quickstart --run-id 0a1b2c3d4e5f6a7b --events ev.jsonl
     """
     if from_row:
-        rerun_row(from_row, run_id, events_file, files_dir, as_json)
+        given = configuration.parse_set(summarizer_sets)
+        rerun_row(from_row, run_id, events_file, files_dir, as_json, summarizer_params=given)
         return
     if not traces or not strategy or window is None:
         raise click.UsageError("give TRACES, --strategy and --window (or --from-row)")
@@ -335,25 +336,48 @@ def _auto_counter(trace: Any, seen: dict[str, str]) -> str:
 
 
 def rerun_row(
-    source: str, run_id: str | None, events_file: str | None, files_dir: str | None, as_json: bool
+    source: str,
+    run_id: str | None,
+    events_file: str | None,
+    files_dir: str | None,
+    as_json: bool,
+    *,
+    summarizer_params: Mapping[str, Any] | None = None,
 ) -> None:
     """Re-run the cell a result row describes (its ``spec`` column) and compare the rows.
 
+    The row is data: its plug-ins are not imported (registry.py), and a summarizer endpoint it
+    names is not called: summaries come from the cache only, unless the command line gives
+    the endpoint and the key variable (``--summarizer-set base_url=... api_key_env=...``).
     Exits 1 when a metric differs from the recorded row (timing columns aside)."""
     from ctxbench.cell.traces import load_trace
-    from ctxbench.engine.result import TIMING_COLUMNS, Prices
-    from ctxbench.results import ResultsDir, read_row, spec_of_row
+    from ctxbench.engine.result import TIMING_COLUMNS
+    from ctxbench.results import read_row, spec_of_row
+    from ctxbench.summarizers.openai_compat import cached_only
 
     row = read_row(source, run_id)
     spec = spec_of_row(row)
-    prices = None
-    if Path(source).is_dir():
-        recorded = ResultsDir(source).spec().get("spec", {}).get("prices", {})
-        if spec.counter in recorded:
-            prices = configuration.build(Prices, recorded[spec.counter], source=source)
-    output = run_spec(
-        spec, load_trace(spec.trace_source, spec.trace_id, spec.trace_hash), prices=prices
-    )
+    given = dict(summarizer_params or {})
+    live = {"base_url", "api_key_env"} <= given.keys()
+    if given:
+        from ctxbench.summarizers import summarizer_params as typed_params
+
+        typed = typed_params(spec.summarizer, given, source="--summarizer-set")
+        spec = spec.with_(summarizer_params={**spec.summarizer_params, **typed})
+    prices = recorded_prices(source, spec.counter)
+    trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
+    with contextlib.nullcontext(None) if live else cached_only() as offline:
+        output = run_spec(spec, trace, prices=prices)
+    if offline is not None and offline.refused:
+        raise ConfigError(
+            f"the row's summarizer calls {offline.refused[0]}, named by the row; "
+            f"{len(offline.refused)} summaries are not in the cache, and ctxbench does not "
+            "send an API key to an address a file chose",
+            path=source,
+            key="summarizer_params",
+            hint="to call it, give the endpoint and the key variable on the command line: "
+            "--summarizer-set base_url=URL --summarizer-set api_key_env=VARIABLE",
+        )
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         new, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
@@ -367,3 +391,29 @@ def rerun_row(
         )
         raise click.exceptions.Exit(1)
     click.echo(f"run {spec.run_id} reproduces the recorded row", err=True)
+
+
+def recorded_prices(source: str, counter: str) -> Any:
+    """The prices ``sweep.json`` recorded for ``counter`` (None when it holds none); a value
+    that is not a table is an error naming its key."""
+    from ctxbench.engine.result import Prices
+    from ctxbench.results import ResultsDir
+    from ctxbench.results.layout import SPEC_FILE
+
+    path = Path(source) / SPEC_FILE
+    if not Path(source).is_dir() or not path.exists():
+        return None
+    recorded = ResultsDir(source).spec().get("spec")
+    table: Any = recorded
+    for key in ("prices", counter):  # spec.prices.COUNTER: tables, or absent
+        table = table.get(key) if isinstance(table, Mapping) else None
+        if table is None:
+            return None
+        if not isinstance(table, Mapping):
+            raise ConfigError(
+                f"expected a table, got {table!r}"[:200],
+                path=path,
+                key="spec.prices" + ("" if key == "prices" else f".{counter}"),
+                hint="the sweep file was edited: restore it, or remove spec.prices",
+            )
+    return configuration.build(Prices, table, source=str(path))

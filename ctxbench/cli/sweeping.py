@@ -35,6 +35,17 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
     help="Run on a Dask LocalCluster of N worker processes.",
 )
 @click.option("--resume", is_flag=True, help="Continue a sweep in DIR; finished cells are kept.")
+@click.option(
+    "--reset",
+    is_flag=True,
+    help="With --resume: adopt a changed sweep file (finished cells it still has are kept).",
+)
+@click.option(
+    "--retry-failed/--no-retry-failed",
+    default=True,
+    show_default=True,
+    help="With --resume: run failed cells (error rows) again.",
+)
 @click.option("--csv", "with_csv", is_flag=True, help="Also write DIR/results.csv.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (for CI logs).")
 @click.option(
@@ -54,6 +65,8 @@ def sweep(
     scheduler: str | None,
     dask_local: int | None,
     resume: bool,
+    reset: bool,
+    retry_failed: bool,
     with_csv: bool,
     quiet: bool,
     dry_run: bool,
@@ -62,9 +75,10 @@ def sweep(
     """Replay every cell of SWEEP_FILE: traces x strategies (x parameter grids) x windows x
     reserved x counters x estimators.
 
-    Every finished cell is saved as it completes; --resume continues an interrupted sweep.
-    At the end DIR holds results.parquet (one row per cell, sorted by run_id), events.jsonl
-    and sweep.json. Results are the same whatever the executor or worker count.
+    Every finished cell is saved as it completes; --resume continues an interrupted sweep
+    (and runs failed cells again). At the end DIR holds results.parquet (one row per cell,
+    sorted by run_id), events.jsonl and sweep.json. Results are the same whatever the executor
+    or worker count. Exits 1 when a cell failed (its row holds the error).
 
     \b
     Examples:
@@ -86,8 +100,27 @@ def sweep(
         raise click.UsageError("give --scheduler or --dask-local, not both")
     if workers and (scheduler or dask_local):
         raise click.UsageError("--workers is for local processes; Dask sizes its own workers")
+    if reset and not resume:
+        raise click.UsageError("--reset adopts a changed sweep file when resuming: add --resume")
     executor = make_executor(workers, scheduler, dask_local)
-    execute(spec, out_dir, executor, resume=resume, with_csv=with_csv, batch=batch, quiet=quiet)
+    summary = execute(
+        spec,
+        out_dir,
+        executor,
+        resume=resume,
+        reset=reset,
+        retry_failed=retry_failed,
+        with_csv=with_csv,
+        batch=batch,
+        quiet=quiet,
+    )
+    if summary.failed:
+        click.echo(
+            f"{summary.failed} cells failed (their rows hold the error); "
+            "fix the cause and rerun with --resume to run them again",
+            err=True,
+        )
+        raise click.exceptions.Exit(1)
 
 
 def execute(
@@ -97,6 +130,8 @@ def execute(
     *,
     resume: bool,
     quiet: bool,
+    reset: bool = False,
+    retry_failed: bool = True,
     with_csv: bool = False,
     batch: int = DEFAULT_BATCH,
 ) -> Any:
@@ -121,6 +156,8 @@ def execute(
             out_dir,
             executor=executor,
             resume=resume,
+            reset=reset,
+            retry_failed=retry_failed,
             with_csv=with_csv,
             batch=batch,
             on_progress=show,
@@ -134,6 +171,14 @@ def execute(
     if bar is not None:
         bar.close()
     elapsed = time.monotonic() - started
+    for lineno, problem in summary.skipped_lines:
+        click.echo(
+            f"warning: {os.path.join(out_dir, 'cells.jsonl')}:{lineno}: damaged journal line "
+            f"skipped ({problem}); its cell ran again",
+            err=True,
+        )
+    if summary.dropped:
+        click.echo(f"--reset dropped {summary.dropped} cells the new spec no longer has", err=True)
     click.echo(
         f"{summary.cells} cells: {summary.ran} ran, {summary.skipped} already done, "
         f"{summary.failed} failed"

@@ -8,6 +8,7 @@ import typing
 from functools import cache
 
 from ctxbench.counting.base import Framing, TokenCounter
+from ctxbench.errors import UnknownNameError
 from ctxbench.registry import Registry
 
 COUNTERS = Registry("counter", list_command="ctxbench counters")
@@ -93,9 +94,14 @@ def get_counter(spec: str) -> TokenCounter:
 
         return profile_counter(spec)
     factory = COUNTERS.load(spec)
-    counter = factory()
+    if not callable(factory):
+        raise _not_a_counter(spec, f"it is a {type(factory).__name__}, not a class or factory")
+    try:
+        counter = factory()
+    except TypeError as exc:  # a function that needs arguments: not a counter factory
+        raise _not_a_counter(spec, f"calling it failed: {exc}") from None
     if not isinstance(counter, TokenCounter):
-        raise TypeError(f"counter {spec!r} built {type(counter).__name__}, not a TokenCounter")
+        raise _not_a_counter(spec, f"it built {type(counter).__name__}, not a TokenCounter")
     return counter
 
 
@@ -108,6 +114,14 @@ def check_counter(spec: str) -> None:
         check_profile_spec(spec)
     else:
         COUNTERS.load(spec)
+
+
+def _not_a_counter(spec: str, why: str) -> UnknownNameError:
+    return UnknownNameError(
+        f"{spec!r} is not a counter: {why}",
+        hint="give a TokenCounter subclass (or a function returning one) as module:attr, "
+        "or a name from `ctxbench counters`",
+    )
 
 
 def counter_kind(spec: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxbench.counting.base import TokenCounter
@@ -278,7 +278,7 @@ class ReplayContext:
         ``relative_path`` components are sanitised; the returned path is what the prompt cites.
         """
         parts = [safe_component(p) for p in relative_path.split("/") if p not in ("", ".", "..")]
-        path = "/".join(parts) or "file"
+        path = _unused("/".join(parts) or "file", content, self.files)
         self.files[path] = content
         self.emit(
             ev.SNAPSHOT, path=path, bytes=len(content), sha256=hashlib.sha256(content).hexdigest()
@@ -290,6 +290,22 @@ class ReplayContext:
             "utf-8", "surrogatepass"
         )
         return self.write_file(relative_path, data)
+
+
+def _unused(path: str, content: bytes, files: Mapping[str, bytes]) -> str:
+    """``path``, or ``name~2.ext``, ``name~3.ext``, ... when another content already has it:
+    a file a strategy wrote is never replaced by a later one (its snapshot event's hash
+    would no longer match the file)."""
+    if files.get(path, content) == content:
+        return path
+    folder, _, name = path.rpartition("/")
+    stem, dot, suffix = name.rpartition(".") if "." in name.lstrip(".") else (name, "", "")
+    n = 2
+    while True:
+        candidate = f"{folder + '/' if folder else ''}{stem}~{n}{dot}{suffix}"
+        if files.get(candidate, content) == content:
+            return candidate
+        n += 1
 
 
 def _ranges(indices: Sequence[int]) -> list[list[int]]:

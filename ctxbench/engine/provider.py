@@ -178,12 +178,15 @@ class SimulatedProvider:
     def __post_init__(self) -> None:
         if self.window <= 0:
             raise ConfigError(
-                f"window must be a positive number of tokens, not {self.window}", key="window"
+                f"window must be a positive number of tokens, not {self.window}",
+                key="window",
+                hint="give the model's context window in tokens, e.g. 32768",
             )
         if self.reserved < 0 or self.reserved >= self.window:
             raise ConfigError(
                 f"reserved ({self.reserved}) must be >= 0 and smaller than the window ({self.window})",
                 key="reserved",
+                hint="lower the output reservation (--reserved) or raise the window",
             )
         if self.error_style not in ERROR_STYLES:
             raise ConfigError(

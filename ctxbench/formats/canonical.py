@@ -129,11 +129,12 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
         raise TraceFormatError(
             "is a directory, not a trace file", path=path, hint="give the .jsonl files inside it"
         )
+    jsontext.refuse_device(path, TraceFormatError)
     stem_suffix = Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
     with reading(path):
         if stem_suffix == ".json":
             with _open_text(path) as fh:
-                text = fh.read()
+                text = jsontext.bounded_read(fh, path=path, error=TraceFormatError)
             if not text.strip():
                 raise TraceFormatError("the file is empty", path=path, hint="give a trace file")
             data = jsontext.loads(text, path=path, error=TraceFormatError)
@@ -142,7 +143,7 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
                 yield parse_trace(item, path=path)
             return
         with _open_text(path) as fh:
-            for lineno, line in enumerate(fh, start=1):
+            for lineno, line in jsontext.bounded_lines(fh, path=path, error=TraceFormatError):
                 if not line.strip():
                     continue
                 data = jsontext.loads(

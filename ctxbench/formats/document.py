@@ -62,7 +62,7 @@ def _inner_suffix(path: Path) -> str:
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int | None, Any]]:
     with reading(path), _open(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, line in jsontext.bounded_lines(fh, path=path, error=TraceFormatError):
             if not line.strip():
                 continue
             yield lineno, _loads(line, path, lineno)
@@ -88,6 +88,7 @@ def open_document(path: str | Path) -> Document:
         raise TraceFormatError(
             "is a directory, not a trace file", path=path, hint="give the files inside it"
         )
+    jsontext.refuse_device(path, TraceFormatError)
     with reading(path):
         with path.open("rb") as raw:
             magic = raw.read(4)
@@ -96,7 +97,7 @@ def open_document(path: str | Path) -> Document:
         if _inner_suffix(path) in JSONL_SUFFIXES:
             return _first_line(path)
         with _open(path) as fh:
-            text = fh.read()
+            text = jsontext.bounded_read(fh, path=path, error=TraceFormatError)
     if not text.strip():
         raise TraceFormatError(
             "the file is empty", path=path, hint="give a file with recorded traces"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ctxbench.errors import OutputError
+from ctxbench.errors import CtxbenchError, OutputError
 
 
 def write_files(
@@ -41,3 +41,18 @@ def write_files(
                 tmp.unlink()
             raise OutputError.from_os_error(exc, target, then=then) from None
     return [target for target, _ in targets]
+
+
+def refuse_links(
+    root: Path, names: Iterable[str], *, error: type[CtxbenchError] = OutputError
+) -> None:
+    """An error if any of ``names`` (relative to ``root``) is a symbolic link: a link planted
+    in a results directory would make a sweep write outside it, or a reader read a device."""
+    for name in names:
+        path = root / name
+        if path.is_symlink():
+            raise error(
+                "is a symbolic link: ctxbench does not follow links inside a results directory",
+                path=path,
+                hint="remove the link, or give another directory",
+            )

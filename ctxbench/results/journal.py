@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxbench.engine.events import event_problem
 from ctxbench.engine.result import RunResult
-from ctxbench.errors import ResultsError
+from ctxbench.errors import CtxbenchError, ResultsError
 from ctxbench.results.table import column_types
 
 RUN_ID = re.compile(rb'^\{"run_id":"([^"]+)"')
@@ -39,11 +39,10 @@ def journal_index(journal: Path) -> dict[str, tuple[int, int]]:
     return index
 
 
-def read_record(journal: Path, where: tuple[int, int]) -> dict[str, Any]:
-    """One journal record; a corrupt line is an error naming its line number."""
-    with journal.open("rb") as fh:
-        fh.seek(where[0])
-        line = fh.read(where[1])
+def parse_line(line: bytes) -> tuple[Any, str]:
+    """One journal line parsed, and what is wrong with it ("" if nothing): the sweep's
+    recovery skips a damaged line, readers raise on it."""
+    record: Any = None
     try:
         record = json.loads(line)
         problem = _record_problem(record)
@@ -53,6 +52,19 @@ def read_record(journal: Path, where: tuple[int, int]) -> dict[str, Any]:
         problem = "JSON nested too deeply"
     except ValueError as exc:  # malformed JSON, or a number too long to read
         problem = getattr(exc, "msg", "a number has too many digits")
+    if not problem:
+        match = RUN_ID.match(line)
+        if match is None or match.group(1).decode("utf-8", "replace") != record.get("run_id"):
+            problem = "its run_id is damaged"
+    return record, problem
+
+
+def read_record(journal: Path, where: tuple[int, int]) -> dict[str, Any]:
+    """One journal record; a corrupt line is an error naming its line number."""
+    with journal.open("rb") as fh:
+        fh.seek(where[0])
+        line = fh.read(where[1])
+    record, problem = parse_line(line)
     if problem:
         with journal.open("rb") as fh:
             lineno = fh.read(where[0]).count(b"\n") + 1
@@ -85,10 +97,26 @@ def _record_problem(record: Any) -> str:
             not isinstance(value, allowed) or (isinstance(value, bool) and tp is not bool)
         ):
             return f"row column {column} holds {value!r}"
+    spec_problem = row_spec_problem(record["row"])
+    if spec_problem:
+        return spec_problem
     for i, event in enumerate(record["events"]):
         problem = event_problem(event)
         if problem is None and not isinstance(event.get("step"), int):
             problem = "$.step", "step must be an integer"
         if problem is not None:
             return f"event {i}: {problem[1]}"
+    return ""
+
+
+def row_spec_problem(row: Mapping[str, Any]) -> str:
+    """What is wrong with a row's ``spec`` column ("" if nothing): ``run --from-row`` and
+    ``check`` read it as a run spec, so its shape is checked with the rest of the row (a row
+    is data: issue 22)."""
+    from ctxbench.results.reader import spec_of_row
+
+    try:
+        spec_of_row(row)
+    except CtxbenchError as exc:
+        return f"row column spec: {exc.message}"
     return ""

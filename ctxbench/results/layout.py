@@ -28,6 +28,8 @@ EVENTS = "events.jsonl"
 LOCK = ".lock"
 #: The files derived from the journal when a sweep ends (a resumed sweep removes them first).
 FINAL_FILES = (RESULTS, RESULTS_CSV, EVENTS)
+#: Every name a sweep writes at the top of its directory (temporary files aside).
+OWN_FILES = frozenset({SPEC_FILE, JOURNAL, FILES, LOCK, *FINAL_FILES})
 #: The row files a results directory may hold, in the order readers prefer them.
 ROW_FILES = (RESULTS, RESULTS_JSONL)
 #: Every file whose presence makes a folder a results directory.

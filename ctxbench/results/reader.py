@@ -19,6 +19,7 @@ from ctxbench.engine.events import Event, event_problem
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ResultsError
 from ctxbench.results import layout
+from ctxbench.results.files import refuse_links
 from ctxbench.results.journal import journal_index, read_record
 from ctxbench.results.table import read_rows
 
@@ -38,6 +39,7 @@ class ResultsDir:
                 hint="give the -o DIR of a `ctxbench sweep` run "
                 "(or a folder holding `ctxbench run --out DIR/results.jsonl`)",
             )
+        refuse_links(self.path, sorted({*layout.OWN_FILES, *layout.ROW_FILES}), error=ResultsError)
 
     @property
     def complete(self) -> bool:

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench import jsontext
-from ctxbench.atomic_file import AtomicFile, discard
+from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError, OutputError, ResultsError
+from ctxbench.escaping import csv_cell
 from ctxbench.results.layout import REBUILD, RESUME
 
 #: Rows per parquet row group when writing a table.
@@ -75,7 +76,7 @@ class TableWriter:
     def add(self, row: Mapping[str, Any]) -> None:
         self._batch.append(row)
         if self._csv_writer is not None:
-            self._csv_writer.writerow(row)
+            self._csv_writer.writerow({k: csv_cell(v) for k, v in row.items()})
         if len(self._batch) >= ROW_GROUP:
             self._flush()
 
@@ -105,7 +106,9 @@ class TableWriter:
             try:
                 if self.csv is not None:
                     self.csv.__exit__(None)
+                fsync_file(self.parquet_tmp)
                 os.replace(self.parquet_tmp, self.parquet)
+                fsync_folder(self.parquet.parent)
                 return
             except OutputError as exc:
                 error = exc
@@ -139,7 +142,7 @@ def write_rows(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> None:
         else:
             writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else [])
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
 
 
 def _clean(value: Any) -> Any:
@@ -169,6 +172,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                         hint="each line of a results file is one JSON row",
                     )
                 )
+    from ctxbench.results.journal import row_spec_problem
+
     rows = []
     for number, record in enumerate(records, 1):
         if not isinstance(record, dict):
@@ -185,6 +190,15 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 path=path,
                 line=number,
                 hint="this is not a ctxbench results file",
+            )
+        problem = row_spec_problem(record) if "spec" in record else ""
+        if problem:
+            raise ResultsError(
+                f"row {number} (run {record.get('run_id')!r}): {problem}",
+                path=path,
+                line=None if path.suffix == ".parquet" else number,
+                key="spec",
+                hint=REBUILD,
             )
         rows.append({k: _clean(v) for k, v in record.items()})
     return rows

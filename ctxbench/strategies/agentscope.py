@@ -95,6 +95,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
+from ctxbench import config as configuration
 from ctxbench.counting.base import TokenCounter, replay_text, tool_schemas
 from ctxbench.counting.estimators import AgentScopeCounter
 from ctxbench.engine.context import ReplayContext, safe_component
@@ -351,12 +352,9 @@ class AgentScopeConfig:
             raise ValueError(
                 f"context_buffer_ratio must be within [0, 1], not {self.context_buffer_ratio}"
             )
-        try:
-            self.summary_template.format(**{name: "" for name, _, _ in SUMMARY_FIELDS})
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(
-                f"summary_template must only use the fields {', '.join(f for f, _, _ in SUMMARY_FIELDS)}: {exc}"
-            ) from None
+        configuration.check_template(
+            self.summary_template, [name for name, _, _ in SUMMARY_FIELDS], key="summary_template"
+        )
         check_release(self.release, RELEASES)
         if "{runtime_state}" not in self.state_template:
             raise ValueError("runtime_state_template must contain {runtime_state}")

@@ -11,29 +11,40 @@ never stored on the summarizer, never part of :meth:`params`, never written to t
 scrubbed (before any cut) from error messages, which end up in events and result rows, and from
 the summary itself (a proxy that echoes the request must not put the key in the cache).
 
-Errors become :class:`SummarizerError` with ``kind``: ``timeout``, ``http`` (non-2xx status),
-``auth`` (401/402/403, or the key's variable is unset), ``connection`` (refused, unreachable,
-cut mid-response), ``empty`` (no text) or ``malformed`` (not a chat-completion body, or not
-HTTP). Timeouts, connection errors, 429 and 5xx are retried ``max_retries`` times with
-exponential backoff (``backoff * 2**attempt`` seconds).
+Errors become :class:`SummarizerError` with ``kind``: ``timeout``, ``http`` (non-2xx status,
+or a redirect), ``auth`` (401/402/403, or the key's variable is unset or not a valid key),
+``connection`` (refused, unreachable, cut mid-response), ``empty`` (no text), ``malformed`` (not
+a chat-completion body, or not HTTP), ``too_large`` (over :data:`MAX_RESPONSE_BYTES`) or
+``offline`` (not cached, and the endpoint was named by a file: :func:`cached_only`).
+Timeouts, connection errors, 429 and 5xx are retried ``max_retries`` times with exponential
+backoff (``backoff * 2**attempt`` seconds).
+
+Limits (issue 22): ``timeout`` bounds each request as a whole (connect, send, headers and
+body), not each socket read, so a server trickling a byte at a time cannot hold a replay; a
+reply over :data:`MAX_RESPONSE_BYTES` is refused while it is read; redirects are never
+followed, so the key never goes to an address the endpoint chose. Proxies are not used.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
 import os
+import socket
+import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import ConfigError, SummarizerError
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
+from ctxbench.summarizers.secret import Secret
 
 DEFAULT_CACHE_DIR = Path("~/.cache/ctxbench/summaries")
 CACHE_SCHEMA = "ctxbench.summary-cache/1"
@@ -41,6 +52,31 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 AUTH_STATUS = frozenset({401, 402, 403})
 #: How much of a failed response is read for its error message.
 EXCERPT_BYTES = 65_536
+#: The largest reply read: a summary is a few thousand tokens; 100 MB replies exhausted memory.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+_READ_CHUNK = 65_536
+
+
+@dataclass
+class CachedOnly:
+    """While :func:`cached_only` holds: the endpoints a cache miss did not call."""
+
+    refused: list[str] = field(default_factory=list)
+
+
+_cached_only: CachedOnly | None = None
+
+
+@contextlib.contextmanager
+def cached_only() -> Iterator[CachedOnly]:
+    """Serve summaries from the cache only: for a summarizer whose endpoint and key variable
+    come from a file (a row re-run with ``--from-row``), never from the user."""
+    global _cached_only
+    previous, _cached_only = _cached_only, CachedOnly()
+    try:
+        yield _cached_only
+    finally:
+        _cached_only = previous
 
 
 class OpenAISummarizer(Summarizer):
@@ -66,7 +102,7 @@ class OpenAISummarizer(Summarizer):
                 key="model",
                 hint='pass summarizer params such as {"model": "gpt-4o-mini", "base_url": "..."}',
             )
-        if not base_url.startswith(("http://", "https://")):
+        if not base_url.startswith(("http://", "https://")) or not _host(base_url):
             raise ConfigError(
                 f"base_url must be an http(s) URL, not {base_url!r}",
                 key="base_url",
@@ -167,22 +203,30 @@ class OpenAISummarizer(Summarizer):
         cached = self._cached(key)
         if cached is not None:
             return cached
-        secret = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-        if self.api_key_env and not secret:
+        if _cached_only is not None:
+            _cached_only.refused.append(self.endpoint)
             raise SummarizerError(
-                f"environment variable {self.api_key_env} is not set (the API key for "
-                f"{self.endpoint})",
-                kind="auth",
+                f"no cached summary, and {self.endpoint} (named by a file) is not called",
+                kind="offline",
             )
-        text = self._post(body, secret)
+        secret = Secret.from_env(self.api_key_env, self.endpoint)
+        try:
+            text = self._post(body, secret)
+        except SummarizerError as exc:
+            raise SummarizerError(secret.scrub(exc.message), kind=exc.kind) from None
+        except Exception as exc:  # whatever http.client raises must not carry the key out
+            raise SummarizerError(
+                secret.scrub(f"request to {self.endpoint} failed: {type(exc).__name__}: {exc}"),
+                kind="connection",
+            ) from None
         self._store(key, text)
         return text
 
-    def _post(self, body: dict[str, Any], secret: str) -> str:
+    def _post(self, body: dict[str, Any], secret: Secret) -> str:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if secret:
-            headers["Authorization"] = f"Bearer {secret}"
+        if secret.value:
+            headers["Authorization"] = f"Bearer {secret.value}"
         last: SummarizerError | None = None
         for attempt in range(self.max_retries + 1):
             if attempt:
@@ -194,38 +238,43 @@ class OpenAISummarizer(Summarizer):
         assert last is not None
         raise last
 
-    def _once(self, data: bytes, headers: dict[str, str], secret: str) -> str:
-        request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
+    def _once(self, data: bytes, headers: dict[str, str], secret: Secret) -> str:
+        """One request, bounded as a whole by ``timeout``: a watchdog shuts the socket down
+        when the deadline passes, whatever read is blocked then."""
         self.requests_sent += 1
+        url = urllib.parse.urlsplit(self.endpoint)
+        connection_class = (
+            http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = _excerpt(_error_body(exc), secret, 300)
-            error = SummarizerError(
-                f"HTTP {exc.code} from {self.endpoint}: {detail}".rstrip(": "),
-                kind="auth" if exc.code in AUTH_STATUS else "http",
-            )
-            if exc.code in RETRYABLE_STATUS:
-                raise _Retryable(error) from None
-            raise error from None
+            connection = connection_class(_host(self.endpoint), url.port, timeout=self.timeout)
+        except (ValueError, http.client.InvalidURL) as exc:
+            raise SummarizerError(
+                f"bad endpoint {self.endpoint}: {exc}", kind="connection"
+            ) from None
+        watchdog = _Watchdog(self.timeout)
+        response: http.client.HTTPResponse | None = None
+        try:
+            connection.connect()
+            watchdog.watch(connection.sock)
+            path = url.path + (f"?{url.query}" if url.query else "")
+            connection.request("POST", path or "/", body=data, headers=headers)
+            response = connection.getresponse()
+            status = response.status
+            raw = _read_capped(response, MAX_RESPONSE_BYTES if status < 300 else EXCERPT_BYTES)
+        except _TooLarge as exc:
+            raise SummarizerError(
+                f"the response from {self.endpoint} is over {exc.limit:,} bytes "
+                f"(declared {exc.declared})"
+                if exc.declared
+                else f"the response from {self.endpoint} is over {exc.limit:,} bytes",
+                kind="too_large",
+            ) from None
         except TimeoutError as exc:
             raise _Retryable(self._timeout(exc)) from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise _Retryable(self._timeout(exc.reason)) from None
-            reason = _scrub(str(exc.reason), secret)
-            raise _Retryable(
-                SummarizerError(f"cannot reach {self.endpoint}: {reason}", kind="connection")
-            ) from None
-        except OSError as exc:
-            raise _Retryable(
-                SummarizerError(
-                    f"connection to {self.endpoint} failed: {_scrub(str(exc), secret)}",
-                    kind="connection",
-                )
-            ) from None
         except http.client.IncompleteRead as exc:
+            if watchdog.fired:
+                raise _Retryable(self._timeout(exc)) from None
             raise _Retryable(
                 SummarizerError(
                     f"the connection to {self.endpoint} broke after {len(exc.partial)} bytes "
@@ -233,25 +282,59 @@ class OpenAISummarizer(Summarizer):
                     kind="connection",
                 )
             ) from None
+        except OSError as exc:  # refused, reset (RemoteDisconnected), unreachable
+            if watchdog.fired:
+                raise _Retryable(self._timeout(exc)) from None
+            raise _Retryable(
+                SummarizerError(
+                    f"cannot reach {self.endpoint}: {secret.scrub(str(exc))}", kind="connection"
+                )
+            ) from None
         except http.client.HTTPException as exc:  # not HTTP at all (a bad status line, ...)
+            if watchdog.fired:
+                raise _Retryable(self._timeout(exc)) from None
             raise SummarizerError(
                 f"malformed HTTP response from {self.endpoint}: {type(exc).__name__} "
                 f"{_excerpt(str(exc), secret, 200)!r}",
                 kind="malformed",
             ) from None
+        finally:
+            watchdog.cancel()
+            if response is not None:
+                response.close()  # it holds the socket open, whatever the connection does
+            connection.close()
+        if watchdog.fired:  # the deadline passed as the last byte came in
+            raise _Retryable(self._timeout(TimeoutError()))
+        if 300 <= status < 400:
+            target = response.getheader("Location") or "?"
+            raise SummarizerError(
+                f"HTTP {status} from {self.endpoint}: redirects are not followed (to "
+                f"{_excerpt(_origin(target), secret, 200)}); give the final URL as base_url",
+                kind="http",
+            )
+        if status >= 400 or status < 200:
+            detail = _excerpt(raw.decode("utf-8", "replace"), secret, 300)
+            error = SummarizerError(
+                f"HTTP {status} from {self.endpoint}: {detail}".rstrip(": "),
+                kind="auth" if status in AUTH_STATUS else "http",
+            )
+            if status in RETRYABLE_STATUS:
+                raise _Retryable(error)
+            raise error
         return self._text(raw, secret)
 
     def _timeout(self, exc: BaseException) -> SummarizerError:
         return SummarizerError(
-            f"no response from {self.endpoint} within {self.timeout} s ({type(exc).__name__})",
+            f"no complete response from {self.endpoint} within {self.timeout} s "
+            f"({type(exc).__name__})",
             kind="timeout",
         )
 
-    def _text(self, raw: bytes, secret: str) -> str:
+    def _text(self, raw: bytes, secret: Secret) -> str:
         try:
             payload = json.loads(raw.decode("utf-8"))
             content = payload["choices"][0]["message"]["content"]
-        except (UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError):
+        except (UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError, RecursionError):
             snippet = _excerpt(raw[:EXCERPT_BYTES].decode("utf-8", "replace"), secret, 200)
             raise SummarizerError(
                 f"malformed response from {self.endpoint} (expected choices[0].message.content): "
@@ -264,7 +347,87 @@ class OpenAISummarizer(Summarizer):
             )
         if not isinstance(content, str) or not content.strip():
             raise SummarizerError(f"empty summary from {self.endpoint}", kind="empty")
-        return _scrub(content, secret)  # a proxy echoing the request must not cache the key
+        return secret.scrub(content)  # a proxy echoing the request must not cache the key
+
+
+class _Watchdog:
+    """Shuts the request's socket down at its deadline, unblocking any read. It holds the
+    socket itself: ``http.client`` drops the connection's reference once a response that
+    closes the connection is being read."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            self._sock = sock
+            if self.fired:
+                self._shutdown()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+class _TooLarge(Exception):
+    def __init__(self, limit: int, declared: str | None) -> None:
+        super().__init__(limit)
+        self.limit = limit
+        self.declared = declared
+
+
+def _read_capped(response: http.client.HTTPResponse, limit: int) -> bytes:
+    """The body, refused as soon as it (or its declared length) is over ``limit`` bytes;
+    error bodies are cut at ``limit`` instead."""
+    declared = response.getheader("Content-Length")
+    refuse = limit == MAX_RESPONSE_BYTES
+    if refuse and declared and declared.strip().isdigit() and int(declared) > limit:
+        raise _TooLarge(limit, declared.strip())
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = response.read1(_READ_CHUNK)
+        if not chunk:
+            if response.length:  # the server closed before the length it declared
+                raise http.client.IncompleteRead(b"".join(chunks), response.length)
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            if refuse:
+                raise _TooLarge(limit, None)
+            break
+    return b"".join(chunks)[:limit]
+
+
+def _host(url: str) -> str:
+    try:
+        return urllib.parse.urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+
+
+def _origin(url: str) -> str:
+    """scheme://host:port of a URL (no path or query: they may hold anything)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.netloc else "?"
+    except ValueError:
+        return "?"
 
 
 class _Retryable(Exception):
@@ -275,22 +438,10 @@ class _Retryable(Exception):
         self.error = error
 
 
-def _scrub(text: str, secret: str) -> str:
-    return text.replace(secret, "***") if secret else text
-
-
-def _excerpt(text: str, secret: str, limit: int) -> str:
+def _excerpt(text: str, secret: Secret, limit: int) -> str:
     """The start of a server's text for an error message: scrubbed first, then cut, so a cut
     never leaves a piece of the key."""
-    return _scrub(text, secret)[:limit]
+    return secret.scrub(text)[:limit]
 
 
-def _error_body(error: urllib.error.HTTPError) -> str:
-    """The start of an error response's body ("" when even that cannot be read)."""
-    try:
-        return error.read(EXCERPT_BYTES).decode("utf-8", "replace")
-    except (OSError, http.client.HTTPException):
-        return ""
-
-
-__all__ = ["OpenAISummarizer"]
+__all__ = ["MAX_RESPONSE_BYTES", "OpenAISummarizer", "cached_only"]

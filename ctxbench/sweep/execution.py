@@ -65,8 +65,26 @@ class Plan:
 
 
 def plan(spec: SweepSpec) -> Plan:
-    """Read the sources once and list the cells (nothing runs)."""
-    return Plan(tuple(catalogue(spec.traces)), tuple(spec.configs()))
+    """Read the sources once and list the cells (nothing runs). A sweep replaying more than
+    :data:`~ctxbench.limits.MAX_SWEEP_MESSAGES` messages (cells x trace length) is refused."""
+    from ctxbench.errors import ConfigError
+    from ctxbench.limits import MAX_SWEEP_MESSAGES
+
+    configs = tuple(spec.configs())
+    entries = []
+    messages = 0
+    for entry in catalogue(spec.traces):
+        entries.append(entry)
+        messages += entry.messages * len(configs)
+        if messages > MAX_SWEEP_MESSAGES:
+            raise ConfigError(
+                f"the sweep would replay over {MAX_SWEEP_MESSAGES:,} messages ({len(entries)}+ "
+                f"traces x {len(configs)} configurations), the limit of one sweep "
+                "(ctxbench.limits.MAX_SWEEP_MESSAGES)",
+                key="traces",
+                hint="split it into several sweeps (fewer traces or fewer axis values each)",
+            )
+    return Plan(tuple(entries), configs)
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,10 @@ class SweepSummary:
     failed: int
     failed_examples: tuple[tuple[str, str], ...]
     out: Path
+    #: damaged journal lines skipped on resume: (line number, problem); their cells ran again
+    skipped_lines: tuple[tuple[int, str], ...] = ()
+    #: finished cells of an earlier spec that ``reset`` dropped
+    dropped: int = 0
 
 
 def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
@@ -115,6 +137,8 @@ def run_sweep(
     *,
     executor: Executor | None = None,
     resume: bool = False,
+    reset: bool = False,
+    retry_failed: bool = True,
     with_csv: bool = False,
     batch: int = DEFAULT_BATCH,
     on_progress: Callable[[Progress], None] | None = None,
@@ -122,16 +146,26 @@ def run_sweep(
     """Run every cell of ``spec`` not yet in ``out`` and write the final table there.
 
     Each finished cell is persisted as it completes, so an interrupted sweep resumes
-    (``resume=True``) where it stopped. The executor is closed when the sweep ends.
+    (``resume=True``) where it stopped; failed cells run again unless ``retry_failed`` is
+    False. A resumed directory whose ``sweep.json`` holds another spec is refused unless
+    ``reset``, which keeps the finished cells the new spec still has. The executor is closed
+    when the sweep ends.
     """
     import json
 
     executor = executor or InlineExecutor()
+    dropped = 0
     try:
-        with ResultsWriter(out, resume=resume) as writer:
+        with ResultsWriter(out, resume=resume, retry_failed=retry_failed) as writer:
             planned = plan(spec)
-            writer.write_spec(sweep_record(spec, planned))
+            record = sweep_record(spec, planned)
             wanted = set(planned.run_ids())
+            previous = None if reset else writer.previous_spec()
+            if previous is not None:
+                refuse_changed_spec(previous, record, Path(out))
+            if reset:
+                dropped = writer.keep_only(wanted)
+            writer.write_spec(record)
             skipped = len(wanted & writer.finished)
             done = failed = 0
             examples: list[tuple[str, str]] = []
@@ -153,4 +187,41 @@ def run_sweep(
             failed = writer.finalize(wanted, with_csv=with_csv)
     finally:
         executor.close()
-    return SweepSummary(planned.cells, done, skipped, failed, tuple(examples), Path(out))
+    return SweepSummary(
+        planned.cells,
+        done,
+        skipped,
+        failed,
+        tuple(examples),
+        Path(out),
+        tuple(writer.skipped_lines),
+        dropped,
+    )
+
+
+def refuse_changed_spec(previous: Mapping[str, Any], record: Mapping[str, Any], out: Path) -> None:
+    """An OutputError naming what changed when ``sweep.json`` holds another spec: resuming
+    would mix the old spec's cells into the new one's results."""
+    import json
+
+    from ctxbench.errors import OutputError
+    from ctxbench.sweep.store import SPEC_FILE
+
+    before = previous.get("spec")
+    after = json.loads(json.dumps(record["spec"], sort_keys=True, default=str))
+    if before == after:
+        return
+    old = before if isinstance(before, Mapping) else {}
+    changed = [k for k in sorted(set(old) | set(after)) if old.get(k) != after.get(k)]
+
+    def short(value: Any) -> str:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    described = "; ".join(f"{k}: {short(old.get(k))} -> {short(after.get(k))}" for k in changed[:4])
+    raise OutputError(
+        f"the sweep spec changed since this directory was started ({described or 'unreadable'})",
+        path=out / SPEC_FILE,
+        hint="resume with the same sweep file, or add --reset to adopt the new spec "
+        "(finished cells it still has are kept, the others dropped)",
+    )

@@ -16,6 +16,7 @@ from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import CANONICAL, SourceRef, iter_traces
 from ctxbench.errors import ConfigError
 from ctxbench.sweep.spec import TraceSource
+from ctxbench.trace import refuse_duplicate_call_ids
 
 
 def refs_of(source: TraceSource) -> list[SourceRef]:
@@ -71,12 +72,14 @@ class TraceEntry:
 
 def catalogue(sources: Iterable[TraceSource]) -> Iterator[TraceEntry]:
     """Every trace of every source, read once and forgotten. A trace listed twice (same id and
-    content) is kept once; two different traces with one id are an error."""
+    content) is kept once; two different traces with one id, or a trace reusing a tool call
+    id, are errors (before any cell runs)."""
     seen: dict[str, tuple[str, str]] = {}
     for source in sources:
         for ref in refs_of(source):
             text = str(ref)
             for index, trace in enumerate(iter_traces(ref)):
+                refuse_duplicate_call_ids(trace, source=f"{text}#{index}")
                 digest = trace.content_hash
                 earlier = seen.get(trace.id)
                 if earlier is not None:

@@ -2,13 +2,30 @@
 when it ends (the layout is :mod:`ctxbench.results.layout`; the reader is
 :class:`ctxbench.results.ResultsDir`).
 
-Crash safety: the journal line is a cell's commit. The lines of a task's cells are written
-with one ``os.write`` and fsync'ed after the cells' files, so a SIGKILL or power loss leaves at worst a torn last line
-(no trailing newline), which ``--resume`` cuts off before it appends; a cell is finished when
-and only when its line is complete. The three final files are derived from the journal and
-replaced atomically (temp file + rename) when the sweep ends; a resumed sweep removes them
-first, so their presence means the last run finished. Rows and events are the same bytes
-whichever executor and worker count produced them; only ``replay_seconds`` differs.
+Crash safety (the contract, issue 22): the journal line is a cell's commit. A task's cells are
+written as: their files (each fsync'ed, then their folders), then their journal lines in one
+``os.write`` and one fsync. So after a SIGKILL or a power loss:
+
+- a cell whose line is complete is finished, and its files are on disk;
+- at worst the last line is torn (no newline): ``--resume`` cuts it off before it appends,
+  and that cell runs again; a line damaged some other way (a flipped byte) is skipped and
+  reported by its line number, the lines after it still count, and its cell runs again;
+- ``sweep.json`` and the three final files are written to a temporary file, fsync'ed, renamed
+  into place and the directory fsync'ed, so each is the old file or the whole new one; the
+  final files are derived from the journal, so a power loss before the rename loses nothing
+  but the time to rebuild them; a resumed sweep removes them first, so their presence means
+  the last run finished;
+- temporary files a killed run left (``.NAME.PID.tmp``) are removed by the next run.
+
+What a power loss can lose: the cells of tasks whose journal write had not returned from its
+fsync (they run again). Rows and events are the same bytes whichever executor and worker count
+produced them; only ``replay_seconds`` differs.
+
+The directory is ctxbench's own: a new sweep refuses a directory holding other files, and
+nothing in it is followed through a symbolic link (a link planted at ``files/`` or the journal
+would write outside it). ``--resume`` refuses a changed sweep spec (naming what changed) unless
+``--reset``, which keeps the finished cells the new spec still has and drops the others.
+Failed cells (error rows) are run again by ``--resume`` unless ``--no-retry-failed``.
 """
 
 from __future__ import annotations
@@ -16,37 +33,44 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ctxbench.atomic_file import AtomicFile
+from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
 from ctxbench.engine.events import Event, event_line
 from ctxbench.errors import OutputError
-from ctxbench.results.files import write_files
-from ctxbench.results.journal import RUN_ID, journal_index, read_record
+from ctxbench.results.files import refuse_links, write_files
+from ctxbench.results.journal import RUN_ID, journal_index, parse_line, read_record
 from ctxbench.results.layout import (
     EVENTS,
     FILES,
     FINAL_FILES,
     JOURNAL,
     LOCK,
+    OWN_FILES,
     RESULTS,
     RESULTS_CSV,
     RESUME,
     SPEC_FILE,
 )
+from ctxbench.results.reader import ResultsDir
 from ctxbench.results.table import TableWriter
 
 
 class ResultsWriter:
-    """The writing side, used by one sweep at a time (it holds ``DIR/.lock``)."""
+    """The writing side, used by one sweep at a time (it holds ``DIR/.lock``).
 
-    def __init__(self, path: str | Path, *, resume: bool) -> None:
+    ``finished`` are the cells the journal holds (failed ones left out when ``retry_failed``),
+    ``skipped_lines`` the damaged journal lines ``(line number, problem)`` that were skipped."""
+
+    def __init__(self, path: str | Path, *, resume: bool, retry_failed: bool = True) -> None:
         self.path = Path(path)
         self._fd: int | None = None
         self._lock: IO[bytes] | None = None
         try:
             self.path.mkdir(parents=True, exist_ok=True)
+            refuse_links(self.path, sorted(OWN_FILES))
             self._lock = _lock(self.path / LOCK)
         except OSError as exc:
             raise OutputError.from_os_error(exc, self.path) from None
@@ -58,31 +82,95 @@ class ResultsWriter:
                 path=self.path,
                 hint="add --resume to continue it, or give an empty directory",
             )
+        if not journal.exists():
+            foreign = sorted(
+                p.name for p in self.path.iterdir() if p.name != LOCK and not _temporary(p.name)
+            )
+            if foreign:
+                self.close()
+                raise OutputError(
+                    f"holds files ctxbench did not write ({', '.join(foreign[:3])}"
+                    + (", ..." if len(foreign) > 3 else "")
+                    + "): a sweep needs a directory of its own",
+                    path=self.path,
+                    hint="give a new or empty directory with -o",
+                )
         try:
+            remove_temporaries(self.path)
             for name in FINAL_FILES:
                 (self.path / name).unlink(missing_ok=True)
-            self.finished = _recover(journal)
-            self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            recovered = _recover(journal)
+            self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644)
+            fsync_folder(self.path)
         except OSError as exc:
             self.close()
             raise OutputError.from_os_error(exc, journal) from None
+        self.skipped_lines = recovered.skipped
+        self.failed_before = {rid for rid, failed in recovered.cells.items() if failed}
+        self.finished = {
+            rid for rid, failed in recovered.cells.items() if not (failed and retry_failed)
+        }
+
+    def previous_spec(self) -> dict[str, Any] | None:
+        """What ``sweep.json`` held when this run started (None if there was none)."""
+        if not (self.path / SPEC_FILE).exists():
+            return None
+        return ResultsDir(self.path).spec()
 
     def write_spec(self, spec: Mapping[str, Any]) -> None:
         _atomic_text(self.path / SPEC_FILE, json.dumps(spec, indent=2, sort_keys=True) + "\n")
 
+    def keep_only(self, run_ids: Iterable[str]) -> int:
+        """Rewrite the journal with the finished cells of ``run_ids`` only (``--reset``): the
+        last good line of each, in journal order; the other cells' files are removed. Returns
+        how many cells were dropped."""
+        import shutil
+
+        keep = set(run_ids)
+        journal = self.path / JOURNAL
+        index = journal_index(journal)
+        chosen = sorted(
+            (where for rid, where in index.items() if rid in keep and rid in self.finished),
+            key=lambda where: where[0],
+        )
+        dropped = set(index) - keep
+        assert self._fd is not None, "keep_only() after close()"
+        with journal.open("rb") as src, AtomicFile(journal, "wb", then=RESUME) as out:
+            for offset, length in chosen:
+                src.seek(offset)
+                out.write(src.read(length))
+        os.close(self._fd)
+        self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+        for rid in dropped:
+            folder = self.path / FILES / rid
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
+        self.finished &= keep
+        self.failed_before &= keep
+        return len(dropped)
+
     def append(self, cells: Sequence[tuple[str, str, Mapping[str, bytes]]]) -> None:
-        """Persist finished cells ``(run_id, record, files)``: their files first, then their
-        journal lines in one write and one fsync (a line is a cell's commit)."""
+        """Persist finished cells ``(run_id, record, files)``: their files first (fsync'ed),
+        then their journal lines in one write and one fsync (a line is a cell's commit)."""
         for run_id, _, files in cells:
             if files:
-                write_files(self.path / FILES / run_id, files, then=RESUME)
+                root = self.path / FILES / run_id
+                refuse_links(self.path, [FILES, f"{FILES}/{run_id}", *_folders(run_id, files)])
+                written = write_files(root, files, then=RESUME)
+                try:
+                    for target in written:
+                        fsync_file(target)
+                    for folder in sorted({t.parent for t in written} | {root, root.parent}):
+                        fsync_folder(folder)
+                except OSError as exc:
+                    raise OutputError.from_os_error(exc, root, then=RESUME) from None
         # backslashreplace: a lone surrogate (from a JSON escape in a trace) stays an escape
         data = "".join(record + "\n" for _, record, _ in cells).encode("utf-8", "backslashreplace")
         assert self._fd is not None, "append() after close()"
         try:
-            written = os.write(self._fd, data)
-            while written < len(data):
-                written += os.write(self._fd, data[written:])
+            written_bytes = os.write(self._fd, data)
+            while written_bytes < len(data):
+                written_bytes += os.write(self._fd, data[written_bytes:])
             os.fsync(self._fd)
         except OSError as exc:
             raise OutputError.from_os_error(exc, self.path / JOURNAL, then=RESUME) from None
@@ -131,13 +219,47 @@ class ResultsWriter:
         self.close()
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _folders(run_id: str, files: Mapping[str, bytes]) -> set[str]:
+    """Every folder (relative to the results directory) a cell's files go into."""
+    out = set()
+    for relative in files:
+        parts = Path(relative).parts[:-1]
+        for i in range(1, len(parts) + 1):
+            out.add("/".join((FILES, run_id, *parts[:i])))
+    return out
+
+
+def _temporary(name: str) -> bool:
+    """Whether ``name`` is a temporary file ctxbench writes before a rename."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def remove_temporaries(root: Path) -> int:
+    """Remove the temporary files a killed run left in a results directory (the caller holds
+    its lock, so no live sweep owns them). Returns how many were removed."""
+    removed = 0
+    folders = [root]
+    files_root = root / FILES
+    if files_root.is_dir() and not files_root.is_symlink():
+        folders += [Path(d) for d, _, _ in os.walk(files_root)]
+    for folder in folders:
+        for entry in os.scandir(folder):
+            if _temporary(entry.name) and entry.is_file(follow_symlinks=False):
+                discard(Path(entry.path))
+                removed += 1
+    return removed
+
+
 def _lock(path: Path) -> IO[bytes] | None:
     """An exclusive lock on ``path`` (Unix); a second sweep on the same dir is an error."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: no lock
         return None
-    handle = path.open("wb")
+    handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | _NOFOLLOW, 0o644), "wb")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -150,25 +272,44 @@ def _lock(path: Path) -> IO[bytes] | None:
     return handle
 
 
-def _recover(journal: Path) -> set[str]:
-    """The run ids finished so far; a torn last line (no newline) is cut off."""
+@dataclass(frozen=True)
+class Recovered:
+    """What the journal holds: run id -> whether its row is an error (the last line of each
+    cell wins), and the damaged lines that were skipped."""
+
+    cells: dict[str, bool]
+    skipped: list[tuple[int, str]]
+
+
+def _recover(journal: Path) -> Recovered:
+    """Read the journal: a torn last line (no newline) is cut off; a damaged complete line is
+    skipped and reported by line number, and the lines after it still count."""
+    cells: dict[str, bool] = {}
+    skipped: list[tuple[int, str]] = []
     if not journal.exists():
-        return set()
-    finished = set()
+        return Recovered(cells, skipped)
     good = 0
     with journal.open("rb") as fh:
-        for line in fh:
+        for lineno, line in enumerate(fh, start=1):
             if not line.endswith(b"\n"):
                 break
-            match = RUN_ID.match(line)
-            if match is None:
-                break
-            finished.add(match.group(1).decode("utf-8", "replace"))
             good += len(line)
+            if not line.strip():
+                continue
+            match = RUN_ID.match(line)
+            record, problem = parse_line(line)
+            rid = match.group(1).decode("utf-8", "replace") if match else None
+            if problem or rid is None:
+                skipped.append((lineno, problem or "no run_id at the start"))
+                if rid is not None:
+                    cells.pop(rid, None)  # its last line is damaged: the cell runs again
+                continue
+            cells[rid] = record["row"]["error"] is not None
     if good < journal.stat().st_size:
         with journal.open("r+b") as fh:
             fh.truncate(good)
-    return finished
+            os.fsync(fh.fileno())
+    return Recovered(cells, skipped)
 
 
 def _atomic_text(path: Path, text: str) -> None:

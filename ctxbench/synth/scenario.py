@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from ctxbench import config as configuration
 from ctxbench.errors import ConfigError
+from ctxbench.limits import MAX_TRACE_CHARS
 from ctxbench.probes.model import PROBE_KINDS
 from ctxbench.resources import resource_dir
 from ctxbench.synth.content import CONTENT_CLASSES
@@ -341,6 +342,21 @@ class ScenarioSpec:
         total = sum(c.weight for c in self.output.values()) or 1.0
         return {name: round(c.weight / total, 4) for name, c in self.output.items() if c.weight > 0}
 
+    def expected_chars(self) -> float:
+        """The expected characters of tool output in one trace: rounds x calls per round x
+        output size, each as the generator draws it (log-normal means, clipped)."""
+        total = sum(c.weight for c in self.output.values()) or 1.0
+        normal = sum(
+            c.weight
+            / total
+            * min(c.max_chars, max(c.min_chars, c.median_chars * math.exp(c.sigma**2 / 2)))
+            for c in self.output.values()
+        )
+        large = min(MAX_CHARS, self.large.median_chars * math.exp(self.large.sigma**2 / 2))
+        size = self.large.probability * large + (1 - self.large.probability) * normal
+        calls = 1 + self.parallel.probability * (self.parallel.max_calls - 1)
+        return self.rounds * calls * size
+
     def probe_counts(self) -> dict[str, int]:
         """Probes per kind in every generated trace (bank draws plus explicit facts, and at
         most ``task`` / ``system`` on the opening: fewer when its text has fewer phrases)."""
@@ -553,7 +569,7 @@ def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSp
                 key=f"facts[{i}].tool",
                 hint="name a tool the scenario defines in [[tools]], or leave tool empty",
             )
-    return ScenarioSpec(
+    spec = ScenarioSpec(
         name=name,
         description=_scalar(data, "description", str, source, default=""),
         rounds=rounds,
@@ -571,6 +587,16 @@ def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSp
         facts=facts,
         source=str(source),
     )
+    if spec.expected_chars() > MAX_TRACE_CHARS:
+        raise ConfigError(
+            f"one trace would hold about {spec.expected_chars():,.0f} characters of tool output "
+            f"(rounds x calls x output size), over the limit of {MAX_TRACE_CHARS:,} "
+            "(ctxbench.limits.MAX_TRACE_CHARS)",
+            path=source,
+            key="rounds",
+            hint="lower rounds or the output sizes; generate more traces instead of longer ones",
+        )
+    return spec
 
 
 def load_domain(
