@@ -64,7 +64,8 @@ def spec_for(trace: Trace, source: Path, threshold: float) -> RunSpec:
             trace_id=trace.id,
             trace_hash=trace.content_hash,
             strategy="dbgpt",
-            params={"warning_threshold": threshold},
+            # the documented design compacts native tool-calling rounds (0.8.2 never does)
+            params={"warning_threshold": threshold, "release": "design"},
             window=WINDOW,
             counter="tiktoken:o200k_base",
             trace_source=str(source),

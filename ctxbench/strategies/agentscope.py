@@ -279,7 +279,7 @@ RELEASES: dict[str, AgentScopeRelease] = {
         time_injection=False,
         empty_context_aborts=False,
         summary=(
-            "seeds/002 and REFERENCE.md A2: per-message counts, the docs' prompt and reminder, "
+            "the documented design (per-message counts, the docs' prompt and reminder, "
             "an offloader, no time injection"
         ),
     ),

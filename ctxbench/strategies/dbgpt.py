@@ -194,7 +194,7 @@ RELEASES: dict[str, DbgptRelease] = {
         design_snapshots=True,
         observation_age_from="view",
         summary=(
-            "seeds/000 and the docs: four working layers, a persistent view, rounds at tool "
+            "the documented design: four working layers, a persistent view, rounds at tool "
             "results too, window-scaled persistence with a per-turn budget"
         ),
     ),

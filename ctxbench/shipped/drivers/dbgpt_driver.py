@@ -37,13 +37,17 @@ Summary requests (Layer 3, never reached in 0.8.2 because of the defect) go to c
 
 from __future__ import annotations
 
+# wire takes the protocol's stdout over: it must be imported before any framework module,
+# which may print (dbgpt.configs prints "Setting random seed to 42" on stdout)
+import wire  # isort: skip
+
+# isort: split
 import asyncio
 import logging
 import types
 from typing import Any
 
 import dbgpt
-import wire
 from dbgpt.agent.core import base_agent
 from dbgpt.agent.core.agent import AgentMessage
 from dbgpt.agent.core.base_agent import ConversableAgent

@@ -97,8 +97,8 @@ RELEASES: dict[str, HermesRelease] = {
         ceil_rounding=True,
         later_knobs=True,
         summary=(
-            "context_compressor.py at 0000416b34a3dad10c39446ab62c6626c609c30f (REFERENCE.md "
-            "A4), compress() triggered by the estimate before each call: model_thresholds, "
+            "context_compressor.py at hermes-agent commit 0000416b34a3dad10c39446ab62c6626c609c30f "
+            "(unreleased), compress() triggered by the estimate before each call: model_thresholds, "
             "threshold_tokens_cap, proactive prune, min_tail_user_messages, the pressure pass, "
             "the 8-message prune floor, the 160K summary-input cap, ceiling rounding"
         ),
