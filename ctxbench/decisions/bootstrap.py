@@ -8,7 +8,7 @@ stated only when that interval excludes 0.
 Probes are nested in traces, so drawing whole traces (the cluster bootstrap) carries the
 probe-to-probe spread too; drawing the probes again inside each drawn trace (the two-stage
 scheme, Davison & Hinkley 1997 section 3.8) counts it twice: measured on synthetic data with a
-known effect, its 90% intervals covered 98-99% of the time (tests/test_decisions_bootstrap.py).
+known effect, its 90% intervals covered 98-99% of the time (tests/decisions/test_bootstrap.py).
 So probes are drawn only when there is one trace (``probes=True`` forces the two stages, for
 conservative intervals). Intervals are Hesterberg's expanded percentile intervals (Hesterberg
 2015, "What teachers should know about the bootstrap", section 4.4): the tail probability is

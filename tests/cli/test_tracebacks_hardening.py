@@ -4,7 +4,7 @@
 ``check`` (it exited 1, the regression code, with an AttributeError); a 10^9 format width in
 ``summary_template`` (MemoryError); a single-line file over the line limit (MemoryError at
 2.1 GB RSS per GB); ``trace_source: /dev/zero`` in a results directory on ``report`` (memory
-exhausted). The "a counter that is not a counter" case is in test_hardening_trust.py.
+exhausted). The "a counter that is not a counter" case is in tests/test_registry_hardening.py.
 """
 
 from __future__ import annotations

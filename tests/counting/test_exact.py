@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +16,9 @@ from ctxbench.counting.chat_template import ChatTemplateCounter, load, openai_me
 from ctxbench.counting.hf_counter import llama3_tool_call
 from ctxbench.counting.tiktoken_counter import o200k_base
 from ctxbench.trace import Message, ToolCall, ToolSpec
+from tests import GOLDEN as GOLDEN_DIR
 
-GOLDEN = json.loads(
-    (Path(__file__).parent / "golden" / "tokenizer_golden.json").read_text(encoding="utf-8")
-)
+GOLDEN = json.loads((GOLDEN_DIR / "tokenizer_golden.json").read_text(encoding="utf-8"))
 CASES = [(spec, name) for spec, entries in GOLDEN["ids"].items() for name in entries]
 
 

@@ -16,8 +16,8 @@ from ctxbench.counting import tiktoken_counter
 from ctxbench.counting.tiktoken_counter import ENCODINGS, load_encoding
 from ctxbench.counting.vendored import ENV_VAR, manifest, read_vendored, tokenizers_dir
 from ctxbench.errors import TokenizerNotFoundError
+from tests import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 VENDORED = REPO / "tokenizers"
 LLAMA_NOTICE = (
     "Llama 3.2 is licensed under the Llama 3.2 Community License, "

@@ -28,7 +28,7 @@ class ForgetsTask(Strategy):
 
     name: ClassVar[str] = "forgets_task"
     summary: ClassVar[str] = "drops the task"
-    source: ClassVar[str] = "tests/test_decisions_gate.py"
+    source: ClassVar[str] = "tests/decisions/test_gate.py"
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
@@ -124,7 +124,7 @@ def test_diff_takes_a_baseline_results_directory_and_a_current_one(
 
 def test_a_strategy_that_forgets_its_task_fails_the_gate(tmp_path: Path) -> None:
     none = '\n[[strategies]]\nname = "none"\n'
-    forgets = '\n[[strategies]]\nname = "tests.test_decisions_gate:ForgetsTask"\n'
+    forgets = '\n[[strategies]]\nname = "tests.decisions.test_gate:ForgetsTask"\n'
     before = run_sweep(sweep_file(tmp_path / "a.toml", none, 131072), tmp_path / "before")
     after = run_sweep(sweep_file(tmp_path / "b.toml", forgets, 131072), tmp_path / "after")
     baseline = _save(make_baseline(ResultsDir(before).rows(), str(before)), tmp_path / "b.json")

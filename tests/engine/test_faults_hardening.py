@@ -48,10 +48,10 @@ from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.failing import KINDS, FailingSummarizer
 from ctxbench.summarizers.openai_compat import OpenAISummarizer
 from ctxbench.sweep import ResultsDir, load_sweep, run_sweep
+from tests import REPO
 from tests.factories import tool_trace
 from tests.replaying import Recording
 
-REPO = Path(__file__).resolve().parents[1]
 CHARS4 = get_counter("chars4")
 
 #: 123 messages (> OpenHands' 100 events), ~25k tokens against a 6,000-token window: every

@@ -13,8 +13,9 @@ import pytest
 from ctxbench.errors import TraceFormatError
 from ctxbench.formats.importing import import_file
 from ctxbench.trace import Trace, validate
+from tests import GOLDEN
 
-SESSIONS = Path(__file__).parent / "golden" / "sessions"
+SESSIONS = GOLDEN / "sessions"
 EXCERPT = SESSIONS / "claude_code_session.jsonl"
 TRANSCRIPTS = "marot+spotter/test/fixtures/transcripts"
 #: SOURCES.md: calls, thinking blocks with text, (call, trigger, preTokens) per session

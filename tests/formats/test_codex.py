@@ -9,8 +9,9 @@ from typing import Any
 
 from ctxbench.formats.importing import import_file
 from ctxbench.trace import Trace, validate
+from tests import GOLDEN
 
-EXCERPT = Path(__file__).parent / "golden" / "sessions" / "codex_rollout.jsonl"
+EXCERPT = GOLDEN / "sessions" / "codex_rollout.jsonl"
 OUTPUTS = ("reasoning", "function_call", "custom_tool_call", "web_search_call")
 
 

@@ -5,8 +5,8 @@ flipped, re-encoded, emptied, nested past any parser) and its parsed values repl
 infinities, huge numbers, deep nesting, wrong types). Either the file still reads, and what
 it reads works downstream, or the error is ctxbench's own, naming the file, the line / key /
 JSON path and the fix. The recorded formats' importers are fuzzed the same way in
-``test_formats_importing.py``; ``--set`` values and TOML files in ``test_hardening_config.py``;
-results directories in ``test_hardening_results.py``.
+``tests/formats/test_importing.py``; ``--set`` values and TOML files in ``tests/test_config_hardening.py``;
+results directories in ``tests/results/test_reader_hardening.py``.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ from typing import Any
 
 from ctxbench.formats.importing import import_file
 from ctxbench.trace import Trace
+from tests import GOLDEN
 
-LOGS = Path(__file__).parent / "golden" / "sessions" / "openhands_logs"
+LOGS = GOLDEN / "sessions" / "openhands_logs"
 SHARED = "OpenHands+software-agent-sdk/tests/fixtures/llm_data"
 
 

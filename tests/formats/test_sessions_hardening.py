@@ -2,7 +2,7 @@
 results with Claude thinking.
 
 Fuzzed from the committed excerpts (``tests/golden/sessions``) in the style of
-``test_hardening_inputs.py``: truncated lines, values replaced or deleted, ids removed, message
+``tests/formats/test_inputs_hardening.py``: truncated lines, values replaced or deleted, ids removed, message
 ids written again after another call, entry types nobody knows, damaged bytes. Either the file
 imports (and round-trips), or the error is ctxbench's own naming the file, the line or JSON path
 and the fix: never a traceback, never the importer's catch-all "unexpected shape".
@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from ctxbench.errors import CtxbenchError
 from ctxbench.formats.canonical import read_traces, trace_line, write_traces
 from ctxbench.formats.importing import ImportReport, import_file
+from tests import GOLDEN
 from tests.hardening import assert_cli_reports, assert_names_the_problem, damaged, dumps, mutated
 
-SESSIONS = Path(__file__).parent / "golden" / "sessions"
+SESSIONS = GOLDEN / "sessions"
 JSONL: dict[str, Path] = {
     "claude_code": SESSIONS / "claude_code_session.jsonl",
     "codex": SESSIONS / "codex_rollout.jsonl",

@@ -11,6 +11,7 @@ import pytest
 from ctxbench.formats.importing import import_file
 from ctxbench.formats.tau2_bench import AGENT_INSTRUCTION
 from ctxbench.trace import Trace
+from tests import GOLDEN
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_an_unknown_agent_keeps_the_policy_and_says_the_prompt_is_approximate(
     assert "my_agent" in traces[0].meta["system_prompt_note"]
 
 
-CLAUDE_THINKING = Path(__file__).parent / "golden" / "sessions" / "tau2_claude_thinking.json"
+CLAUDE_THINKING = GOLDEN / "sessions" / "tau2_claude_thinking.json"
 
 
 def test_anthropic_thinking_blocks_in_raw_data_are_replayed() -> None:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from ctxbench.report.screenshot import capture, chromium_path, launch, only_local
+from tests.report.test_write import REPORT_SECTIONS
 from tests.report_data import HOSTILE_ID, IMG, SCRIPT, WINDOWS, built_report
-from tests.test_report_write import REPORT_SECTIONS
 
 pytestmark = pytest.mark.browser
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ctxbench.report.thresholds import swept_params, threshold_maps
-from tests.test_report_leaderboard import row
+from tests.report.test_leaderboard import row
 
 
 def params(w: float, e: float, keep: int = 3) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from ctxbench.report.decisions import CallRecord
 from ctxbench.report.results import RunEvents
 from ctxbench.report.timeline import pick_timelines, timeline
-from tests.test_report_leaderboard import row
+from tests.report.test_leaderboard import row
 
 
 def test_a_timeline_reads_first_attempts_and_marks_every_rejection() -> None:

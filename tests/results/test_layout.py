@@ -17,7 +17,7 @@ from ctxbench.results.layout import EVENTS, JOURNAL, RESULTS
 from ctxbench.testing import run_sweep
 from tests.factories import tool_trace
 from tests.hardening import run_main
-from tests.test_hardening_results import SWEEP  # the same small sweep, damaged there
+from tests.results.test_reader_hardening import SWEEP  # the same small sweep, damaged there
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@
    tables, the journal, snapshot files, the report, the response cache or error messages, even
    when the endpoint echoes the key back (in a 401 body or in the summary itself).
 
-The report's escaping of trace content is tested in the browser (test_report_browser.py).
+The report's escaping of trace content is tested in the browser (tests/report/test_browser.py).
 """
 
 from __future__ import annotations

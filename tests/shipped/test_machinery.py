@@ -28,8 +28,8 @@ from ctxbench.shipped.strategy import SHIPPED, ShippedStrategy
 from ctxbench.sweep.task import Task, run_task
 from ctxbench.synth import generate, load_scenario
 from ctxbench.trace import Message, Trace
+from tests import REPO
 
-HERE = Path(__file__).parent
 SCRIPTED = Release("scripted", "scripted", "1", driver="scripted_driver.py")
 
 
@@ -51,7 +51,7 @@ class Scripted(ShippedStrategy):
         return Environment(SCRIPTED, Path(sys.prefix), manifest)
 
     def driver_program(self) -> Path:
-        return HERE / "shipped_drivers" / "scripted_driver.py"
+        return REPO / "tests" / "shipped_drivers" / "scripted_driver.py"
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +69,9 @@ def trace() -> Trace:
 
 def replay_scripted(trace: Trace, **params: Any) -> list[dict[str, Any]]:
     spec = resolve_spec(
-        RunSpec(trace.id, trace.content_hash, "tests.test_shipped:Scripted", params, 16_384)
+        RunSpec(
+            trace.id, trace.content_hash, "tests.shipped.test_machinery:Scripted", params, 16_384
+        )
     )
     return [e.to_dict() for e in run_spec(spec, trace).events]
 
@@ -191,7 +193,7 @@ def test_a_sweep_goes_on_after_a_crashed_driver_and_reuses_live_ones(
         {"mode": "keep", "at": 3},
         {"mode": "keep", "at": 4},
     ]
-    name = "tests.test_shipped:Scripted"
+    name = "tests.shipped.test_machinery:Scripted"
     cells = tuple(
         resolve_spec(
             RunSpec(trace.id, trace.content_hash, name, p, 16_384, trace_source=f"{source}#0")

@@ -30,9 +30,8 @@ from ctxbench.sweep import (
     run_sweep,
 )
 from ctxbench.sweep.store import ResultsWriter
+from tests import REPO
 from tests.factories import react_trace, tool_trace
-
-REPO = Path(__file__).resolve().parents[1]
 
 SWEEP = """
 windows = [3000, 6000]

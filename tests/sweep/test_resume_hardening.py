@@ -26,9 +26,9 @@ import pytest
 from ctxbench.formats.canonical import write_traces
 from ctxbench.results.layout import JOURNAL, RESULTS, RESULTS_CSV
 from ctxbench.sweep import ResultsDir, load_sweep, plan
+from tests import REPO
 from tests.factories import tool_trace
 
-REPO = Path(__file__).resolve().parents[1]
 SWEEP = """
 windows = [{windows}]
 reserved = [200]

@@ -17,7 +17,7 @@ from ctxbench.report.screenshot import chromium_path, launch, only_local
 from ctxbench.trace import Message
 from ctxbench.view import build
 from ctxbench.view.serve import HOST, make_server
-from tests.test_report_browser import _unavailable
+from tests.report.test_browser import _unavailable
 from tests.viewing import two_runs
 
 pytestmark = pytest.mark.browser
