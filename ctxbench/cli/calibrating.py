@@ -21,6 +21,13 @@ from ctxbench.calibration import (
 )
 from ctxbench.calibration import calibrate as measure
 from ctxbench.cell.traces import open_traces
+from ctxbench.cli.options import (
+    counter_option,
+    file_option,
+    json_option,
+    quiet_option,
+    traces_argument,
+)
 from ctxbench.cli.output import print_table
 from ctxbench.counting import get_counter
 from ctxbench.counting.auto import AUTO, Choice, choose, choose_for, pooling_warning
@@ -224,10 +231,8 @@ def _profile_path(base: Path, model: str, several: bool) -> Path:
 
 
 @click.command("calibrate")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option(
-    "--counter",
-    "-c",
+@traces_argument(required=True)
+@counter_option(
     "counter_spec",
     required=True,
     help="Counter to measure (see `ctxbench counters`), e.g. tiktoken:o200k_base; "
@@ -252,11 +257,10 @@ def _profile_path(base: Path, model: str, several: bool) -> Path:
     default=None,
     help="Fit a scale on the base count (default: only for a stand-in tokenizer, e.g. Claude).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object.")
-@click.option(
+@json_option("Print exactly one JSON object.")
+@file_option(
     "--save-profile",
     "profile_file",
-    type=click.Path(dir_okay=False),
     default=None,
     help="Fit the framing the provider adds (per message, per tool call, constant) and write it "
     "here (with --by-model: one file per model, FILE.<model>.json).",
@@ -266,7 +270,7 @@ def _profile_path(base: Path, model: str, several: bool) -> Path:
     default=None,
     help="Model family stored in the profile (default: the traces' meta.model).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar or notes on stderr.")
+@quiet_option("No progress bar or notes on stderr.")
 def calibrate(
     traces: tuple[str, ...],
     counter_spec: str,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ctxbench.cell.spec import RunSpec
+from ctxbench.cli.options import json_option, quiet_option, traces_argument
 from ctxbench.cli.output import print_table
 from ctxbench.cli.progress import terminal_bar
 from ctxbench.counting.auto import AUTO
@@ -21,7 +22,7 @@ DEFAULT_COUNTERS = (RunSpec.counter,)
 
 
 @click.command("counters")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per counter.")
+@json_option("One JSON object per counter.")
 def counters(as_json: bool) -> None:
     """List every token counter with its kind (exact / estimator) and source.
 
@@ -47,7 +48,7 @@ def counters(as_json: bool) -> None:
 
 
 @click.command("count")
-@click.argument("traces", nargs=-1, type=click.Path(dir_okay=False))
+@traces_argument()
 @click.option(
     "--counter",
     "specs",
@@ -64,8 +65,8 @@ def counters(as_json: bool) -> None:
     help="Which earlier reasoning the provider counts (default: as each counter renders it; "
     "with `auto`, the model family's rule).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@json_option("Print JSON instead of a table.")
+@quiet_option()
 def count(
     traces: tuple[str, ...],
     specs: tuple[str, ...],

@@ -6,26 +6,22 @@ from pathlib import Path
 
 import click
 
+from ctxbench.cli.options import dir_option, quiet_option, workers_option
+
 QUICKSTART = "quickstart.toml"
 
 
 @click.command("demo")
-@click.option(
+@dir_option(
     "--out",
     "-o",
     "out_dir",
     default="reports/quickstart",
     show_default=True,
-    type=click.Path(file_okay=False),
     help="Results directory; the report is written inside it.",
 )
-@click.option(
-    "--workers",
-    "-j",
-    type=click.IntRange(min=1),
-    help="Local worker processes (default: one per CPU).",
-)
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@workers_option("Local worker processes (default: one per CPU).")
+@quiet_option()
 def demo(out_dir: str, workers: int | None, quiet: bool) -> None:
     """Run scenarios/quickstart.toml (every embedded scenario x 3 strategies x 3 windows x
     2 tokenizers) into OUT, then write OUT/report.html. Running it again continues an

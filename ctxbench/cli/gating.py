@@ -14,6 +14,7 @@ import click
 
 from ctxbench import check as gate
 from ctxbench.atomic_file import AtomicFile
+from ctxbench.cli.options import dir_option, file_option
 from ctxbench.errors import ConfigError
 
 
@@ -33,9 +34,7 @@ def _write(path: str, text: str) -> None:
 
 @click.command("baseline")
 @click.argument("results_dir", type=click.Path(file_okay=False))
-@click.option(
-    "-o", "--out", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write."
-)
+@file_option("-o", "--out", required=True, help="Baseline JSON to write.")
 def baseline(results_dir: str, out: str) -> None:
     """Record the metrics of every cell of RESULTS_DIR as a baseline.
 
@@ -57,13 +56,7 @@ def baseline(results_dir: str, out: str) -> None:
 
 @click.command("check")
 @click.argument("results_dir", type=click.Path(file_okay=False))
-@click.option(
-    "--baseline",
-    "baseline_file",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="From `ctxbench baseline`.",
-)
+@file_option("--baseline", "baseline_file", required=True, help="From `ctxbench baseline`.")
 @click.option(
     "--max-retention-drop",
     type=float,
@@ -90,20 +83,13 @@ def baseline(results_dir: str, out: str) -> None:
     help="Pair cells left unmatched by run id and key when they agree on these fields "
     "(any of trace,strategy,window,counter): a changed knob is compared with its old value.",
 )
-@click.option(
+@dir_option(
     "--baseline-results",
-    type=click.Path(file_okay=False),
     help="The baseline's results directory, for the printed `ctxbench diff` commands "
     "(default: the one `ctxbench baseline` recorded).",
 )
-@click.option(
-    "--junit", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per cell)."
-)
-@click.option(
-    "--markdown",
-    type=click.Path(dir_okay=False),
-    help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).",
-)
+@file_option("--junit", help="Write JUnit XML (one test case per cell).")
+@file_option("--markdown", help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).")
 def check(
     results_dir: str,
     baseline_file: str,
@@ -152,12 +138,7 @@ def check(
 @click.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option(
-    "--results",
-    "results_dir",
-    type=click.Path(file_okay=False),
-    help="A results directory: A and B are then run ids in it.",
-)
+@dir_option("--results", "results_dir", help="A results directory: A and B are then run ids in it.")
 @click.option(
     "--run-a",
     help="Run id to take from A (an events file of several runs, or a results directory).",

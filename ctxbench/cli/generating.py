@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import click
 
+from ctxbench.cli.options import at_least_option, file_option, json_option
 from ctxbench.cli.output import print_table
 from ctxbench.cli.progress import ProgressBar
 from ctxbench.formats.canonical import write_traces
@@ -16,12 +17,8 @@ from ctxbench.trace import Trace
 
 @click.command("gen")
 @click.argument("scenario")
-@click.option(
-    "--output",
-    "-o",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Canonical trace file to write (.jsonl or .jsonl.gz).",
+@file_option(
+    "--output", "-o", required=True, help="Canonical trace file to write (.jsonl or .jsonl.gz)."
 )
 @click.option(
     "--seed",
@@ -30,14 +27,7 @@ from ctxbench.trace import Trace
     show_default=True,
     help="Seed; the same scenario and seed give byte-identical traces.",
 )
-@click.option(
-    "--traces",
-    "count",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="How many traces to generate.",
-)
+@at_least_option("--traces", "count", minimum=1, default=1, help="How many traces to generate.")
 def gen(scenario: str, output: str, seed: int, count: int) -> None:
     """Generate synthetic traces of SCENARIO (an embedded name or a .toml file).
 
@@ -63,9 +53,7 @@ def gen(scenario: str, output: str, seed: int, count: int) -> None:
 
 
 @click.command("scenarios")
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the full description of each scenario as JSON."
-)
+@json_option("Print the full description of each scenario as JSON.")
 def scenarios(as_json: bool) -> None:
     """List the embedded scenarios: rounds, format, content mix and probes per trace.
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ctxbench.cli.options import file_option, json_option
 from ctxbench.errors import ConfigError
 from ctxbench.formats import FORMATS
 from ctxbench.formats.canonical import write_traces
@@ -60,16 +61,8 @@ def format_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any
     metavar="COL",
     help="Dataset column holding the messages (default: messages, conversations, ...).",
 )
-@click.option(
-    "--out",
-    "-o",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Canonical traces to write (.jsonl).",
-)
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print one JSON report per source instead of text."
-)
+@file_option("--out", "-o", required=True, help="Canonical traces to write (.jsonl).")
+@json_option("Print one JSON report per source instead of text.")
 def import_(
     files: tuple[str, ...],
     format_name: str,

@@ -6,18 +6,18 @@ from pathlib import Path
 
 import click
 
+from ctxbench.cli.options import file_option, traces_argument
 from ctxbench.errors import ConfigError
 
 
 @click.command("init")
-@click.argument("traces", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-@click.option(
+@traces_argument(exists=True)
+@file_option(
     "--out",
     "-o",
     "out_file",
     default="sweep.toml",
     show_default=True,
-    type=click.Path(dir_okay=False),
     help="The sweep file to write.",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")

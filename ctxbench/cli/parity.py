@@ -7,6 +7,8 @@ import json
 import click
 
 from ctxbench import parity as comparison
+from ctxbench.cell.spec import RunSpec
+from ctxbench.cli.options import at_least_option, counter_option, json_option, traces_argument
 from ctxbench.parity import DEFAULT_TOLERANCE, TraceParity
 
 #: The SHIPPED argument that compares with the compactions the trace recorded.
@@ -16,7 +18,7 @@ RECORDED = "recorded"
 @click.command("parity")
 @click.argument("reproduction")
 @click.argument("shipped")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@traces_argument(exists=True, required=True)
 @click.option(
     "-w",
     "--window",
@@ -30,17 +32,16 @@ RECORDED = "recorded"
     default=None,
     help="Reserved output tokens [default: 4096; against `recorded`: 32,000].",
 )
-@click.option("-c", "--counter", default="tiktoken:o200k_base", show_default=True)
-@click.option("--summarizer", default="extractive", show_default=True)
-@click.option(
+@counter_option(default=RunSpec.counter, show_default=True)
+@click.option("--summarizer", default=RunSpec.summarizer, show_default=True)
+@at_least_option(
     "--tolerance",
-    type=click.FloatRange(min=0),
+    minimum=0,
     default=DEFAULT_TOLERANCE,
-    show_default=True,
     help="Relative token difference under which two prompts count as the same size.",
 )
 @click.option("--format", "fmt", default="auto", show_default=True, help="Format of TRACES.")
-@click.option("--json", "as_json", is_flag=True, help="Print the per-trace results as JSON.")
+@json_option("Print the per-trace results as JSON.")
 def parity_command(
     reproduction: str,
     shipped: str,

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import click
 
 from ctxbench.cell.traces import AUTO, open_traces
+from ctxbench.cli.options import at_least_option, file_option, json_option, traces_argument
 from ctxbench.cli.progress import ProgressBar
 from ctxbench.formats.canonical import write_traces
 from ctxbench.probes.mining import DEFAULT_MAX_PER_TRACE
@@ -23,19 +24,17 @@ def probes() -> None:
 
 
 @probes.command("mine")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option(
+@traces_argument(required=True)
+@file_option(
     "--output",
     "-o",
     required=True,
-    type=click.Path(dir_okay=False),
     help="Where to write the traces (canonical .jsonl) or, with --probes-only, the probe file.",
 )
-@click.option(
+@at_least_option(
     "--max-per-trace",
-    type=click.IntRange(min=1),
+    minimum=1,
     default=DEFAULT_MAX_PER_TRACE,
-    show_default=True,
     help="At most this many probes per trace, spread over its early, middle and late thirds.",
 )
 @click.option(
@@ -56,7 +55,7 @@ def probes() -> None:
     is_flag=True,
     help="Write a probe file ({trace_id, probes} per line) instead of whole traces.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the counts per file as JSON.")
+@json_option("Print the counts per file as JSON.")
 @click.option(
     "--why",
     "why",

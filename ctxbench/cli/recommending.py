@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ctxbench.cli.options import at_least_option, counter_option
 from ctxbench.decisions.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ctxbench.errors import ConfigError
 
@@ -28,12 +29,11 @@ def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
 @click.command("recommend")
 @click.argument("results_dir", type=click.Path(file_okay=False))
 @click.option("--window", "-w", type=int, help="Only this window (default: every window).")
-@click.option("--counter", "-c", help="Only this true counter (default: every counter).")
-@click.option(
+@counter_option(help="Only this true counter (default: every counter).")
+@at_least_option(
     "--max-failed-calls",
-    type=click.IntRange(min=0),
+    minimum=0,
     default=0,
-    show_default=True,
     help="Failed calls a config may have over all its traces.",
 )
 @click.option(
@@ -56,13 +56,7 @@ def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
     show_default=True,
     help="Confidence level of the intervals.",
 )
-@click.option(
-    "--resamples",
-    type=click.IntRange(min=100),
-    default=DEFAULT_RESAMPLES,
-    show_default=True,
-    help="Bootstrap resamples.",
-)
+@at_least_option("--resamples", minimum=100, default=DEFAULT_RESAMPLES, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Bootstrap seed.")
 def recommend(
     results_dir: str,

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import click
 
+from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.cli.importing import format_option
+from ctxbench.cli.options import counter_option, json_option, sets_option, traces_argument
 from ctxbench.cli.running import strategy_params
 from ctxbench.formats import FORMATS
 from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render, replay_recorded
 
 
 @click.command("recorded")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@traces_argument(required=True)
 @click.option(
     "--strategy",
     "-s",
@@ -21,9 +23,7 @@ from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render
     show_default=True,
     help="The reproduction to check (a strategy name or module:Class).",
 )
-@click.option(
-    "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override one knob (repeatable)."
-)
+@sets_option()
 @format_option("TRACES")
 @click.option(
     "--window",
@@ -40,14 +40,10 @@ from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render
     show_default=True,
     help="The model's output limit (Claude Code's default max output tokens).",
 )
-@click.option(
-    "--counter",
-    "-c",
-    default="tiktoken:o200k_base",
-    show_default=True,
-    help="The simulated provider's true counter.",
+@counter_option(
+    default=RunSpec.counter, show_default=True, help="The simulated provider's true counter."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of text.")
+@json_option("Print one JSON list instead of text.")
 def recorded(
     traces: tuple[str, ...],
     strategy: str,

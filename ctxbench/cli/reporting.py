@@ -6,6 +6,13 @@ import click
 
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO
+from ctxbench.cli.options import (
+    at_least_option,
+    counter_option,
+    file_option,
+    quiet_option,
+    traces_argument,
+)
 from ctxbench.cli.sizes import TOKENS
 from ctxbench.report.write import DEFAULT_WINDOWS, ESTIMATORS, Written
 
@@ -18,17 +25,14 @@ def _done(written: Written) -> None:
 
 @click.command("report")
 @click.argument("results_dir", type=click.Path(file_okay=False))
-@click.option(
-    "--out", "-o", required=True, type=click.Path(dir_okay=False), help="The HTML file to write."
-)
-@click.option(
+@file_option("--out", "-o", required=True, help="The HTML file to write.")
+@file_option(
     "--prices",
     "prices_file",
-    type=click.Path(dir_okay=False),
     help='TOML of USD per million tokens by true counter ([prices."tiktoken:o200k_base"]).',
 )
 @click.option("--title", default="", help="Page title (default: from the sweep's name).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@quiet_option()
 def report(results_dir: str, out: str, prices_file: str | None, title: str, quiet: bool) -> None:
     """Write the HTML report of RESULTS_DIR: one self-contained file, no network needed to
     open it (inline CSS, JS and SVG charts).
@@ -62,10 +66,8 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
 
 
 @click.command("drift")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option(
-    "--counter",
-    "-c",
+@traces_argument(required=True)
+@counter_option(
     "counters",
     multiple=True,
     default=(RunSpec.counter,),
@@ -80,11 +82,10 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     type=TOKENS,
     help=f"Window for decision drift (repeatable; default {', '.join(map(str, DEFAULT_WINDOWS))}).",
 )
-@click.option(
+@at_least_option(
     "--reserved",
-    type=click.IntRange(min=0),
+    minimum=0,
     default=RunSpec.reserved,
-    show_default=True,
     help="Output reservation: the limit is window - reserved.",
 )
 @click.option(
@@ -101,11 +102,9 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     show_default=True,
     help="Trace format (auto detects; canonical, or a recorded format such as tau2_bench).",
 )
-@click.option(
-    "--out", "-o", required=True, type=click.Path(dir_okay=False), help="The HTML file to write."
-)
+@file_option("--out", "-o", required=True, help="The HTML file to write.")
 @click.option("--title", default="", help="Page title.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@quiet_option()
 def drift(
     traces: tuple[str, ...],
     counters: tuple[str, ...],

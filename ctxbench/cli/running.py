@@ -16,6 +16,14 @@ from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
+from ctxbench.cli.options import (
+    counter_option,
+    dir_option,
+    file_option,
+    json_option,
+    sets_option,
+    traces_argument,
+)
 from ctxbench.cli.output import print_table
 from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
 from ctxbench.engine.events import event_line
@@ -80,21 +88,14 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 
 
 @click.command("run")
-@click.argument("traces", nargs=-1, type=click.Path(dir_okay=False))
+@traces_argument()
 @click.option(
     "--strategy",
     "-s",
     help="Strategy name (see `ctxbench strategies`) or module:Class.",
 )
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False),
-    help="TOML file with the strategy's knobs.",
-)
-@click.option(
-    "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override one knob (repeatable)."
-)
+@file_option("--config", "config_file", help="TOML file with the strategy's knobs.")
+@sets_option()
 @click.option(
     "--window", "-w", type=TOKENS, help="The model's context window in true tokens (32k = 32,768)."
 )
@@ -105,9 +106,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",
 )
-@click.option(
-    "--counter",
-    "-c",
+@counter_option(
     default=RunSpec.counter,
     show_default=True,
     help="The provider's TRUE counter (`auto`: picked from each trace's meta.model).",
@@ -140,33 +139,17 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     show_default=True,
     help="Seed for randomised summarizers.",
 )
-@click.option(
-    "--probes",
-    "probes_file",
-    type=click.Path(dir_okay=False),
-    help="JSONL of {trace_id, probes} for recorded traces.",
-)
+@file_option("--probes", "probes_file", help="JSONL of {trace_id, probes} for recorded traces.")
 @click.option("--mine-probes", is_flag=True, help="Mine probes for traces that have none.")
-@click.option(
-    "--events",
-    "events_file",
-    type=click.Path(dir_okay=False),
-    help="Write every event as JSON lines.",
-)
-@click.option(
-    "--out",
-    "out_file",
-    type=click.Path(dir_okay=False),
-    help="Write the rows (.jsonl, .csv or .parquet).",
-)
-@click.option(
+@file_option("--events", "events_file", help="Write every event as JSON lines.")
+@file_option("--out", "out_file", help="Write the rows (.jsonl, .csv or .parquet).")
+@dir_option(
     "--files-dir",
     default=None,
-    type=click.Path(file_okay=False),
     help="Write the snapshot / offload files strategies produce here (one folder per run "
     "id); without it none are written (probes are scored during the replay either way).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print rows as JSON lines.")
+@json_option("Print rows as JSON lines.")
 @click.option(
     "--from-row",
     "from_row",

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ctxbench.cli.options import json_option
 from ctxbench.shipped import environment
 from ctxbench.shipped.releases import RELEASES, find_release
 
@@ -39,7 +40,7 @@ def install(releases: tuple[str, ...], force: bool) -> None:
 
 
 @shipped.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print the environments as JSON.")
+@json_option("Print the environments as JSON.")
 def list_(as_json: bool) -> None:
     """The known releases, whether each is installed, its hash and install time."""
     from ctxbench.strategies import SHIPPED_STRATEGIES

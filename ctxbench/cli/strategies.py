@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from ctxbench.cli.options import json_option
+
 
 def strategy_listing() -> list[dict[str, Any]]:
     """``[{name, summary, source, knobs, releases}]`` for every registered strategy, sorted by
@@ -38,9 +40,7 @@ def _knob_line(knob: dict[str, Any]) -> str:
 
 
 @click.command("strategies")
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print a JSON list of {name, summary, source, knobs}."
-)
+@json_option("Print a JSON list of {name, summary, source, knobs}.")
 def strategies(as_json: bool) -> None:
     """List compaction strategies: one line each, where each comes from, and its knobs.
 

@@ -9,24 +9,19 @@ from typing import Any
 
 import click
 
+from ctxbench.cli.options import at_least_option, dir_option, quiet_option, workers_option
 from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
 
 
 @click.command("sweep")
 @click.argument("sweep_file", type=click.Path(dir_okay=False))
-@click.option(
+@dir_option(
     "--out",
     "-o",
     "out_dir",
-    type=click.Path(file_okay=False),
     help="Results directory (created; see ctxbench.results.layout for its layout).",
 )
-@click.option(
-    "--workers",
-    "-j",
-    type=click.IntRange(min=1),
-    help="Local worker processes (default: one per CPU; 1 runs in this process).",
-)
+@workers_option("Local worker processes (default: one per CPU; 1 runs in this process).")
 @click.option("--scheduler", metavar="ADDRESS", help="Run on a Dask cluster (tcp://host:8786).")
 @click.option(
     "--dask-local",
@@ -47,17 +42,11 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
     help="With --resume: run failed cells (error rows) again.",
 )
 @click.option("--csv", "with_csv", is_flag=True, help="Also write DIR/results.csv.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar (for CI logs).")
+@quiet_option("No progress bar (for CI logs).")
 @click.option(
     "--dry-run", is_flag=True, help="Print the number of cells and the axes; run nothing."
 )
-@click.option(
-    "--batch",
-    type=click.IntRange(min=1),
-    default=DEFAULT_BATCH,
-    show_default=True,
-    help="Cells of one trace per task.",
-)
+@at_least_option("--batch", minimum=1, default=DEFAULT_BATCH, help="Cells of one trace per task.")
 def sweep(
     sweep_file: str,
     out_dir: str | None,

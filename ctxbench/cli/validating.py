@@ -8,12 +8,13 @@ import sys
 import click
 
 from ctxbench.cell.traces import open_traces
+from ctxbench.cli.options import json_option, traces_argument
 from ctxbench.trace import validate as validate_trace
 
 
 @click.command("validate")
-@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per problem.")
+@traces_argument(required=True)
+@json_option("One JSON object per problem.")
 def validate(traces: tuple[str, ...], as_json: bool) -> None:
     """Check TRACES (canonical .jsonl/.json) for structural problems.
 

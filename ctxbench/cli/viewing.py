@@ -4,27 +4,28 @@ from __future__ import annotations
 
 import click
 
+from ctxbench.cli.options import dir_option, file_option, quiet_option
+
 
 @click.command("view")
 @click.argument("source", type=click.Path(exists=True))
-@click.option(
+@dir_option(
     "--out",
     "-o",
     "out_dir",
-    type=click.Path(file_okay=False),
     help="Directory to write the viewer into (default: SOURCE/viewer for a results "
     "directory, else SOURCE's name + .viewer).",
 )
-@click.option(
+@file_option(
     "--rows",
     "rows_file",
-    type=click.Path(exists=True, dir_okay=False),
+    exists=True,
     help="For an events file: the rows of the same run (`ctxbench run --out rows.jsonl`).",
 )
 @click.option("--run", "run_ids", multiple=True, metavar="RUN_ID", help="Show only these runs.")
 @click.option("--serve", is_flag=True, help="Serve the viewer on 127.0.0.1 and open nothing else.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@quiet_option()
 def view(
     source: str,
     out_dir: str | None,
