@@ -201,6 +201,23 @@ def build(cls: type[C], params: Mapping[str, Any], *, source: str | None = None)
         ) from None
 
 
+def require_non_negative(config: object, *names: str) -> None:
+    """A ``__post_init__`` check: the first of ``names`` below 0 is a ``ValueError`` (None, a
+    field left unset, passes), worded the same for every config."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None and value < 0:
+            raise ValueError(f"{name} must be >= 0, not {value}")
+
+
+def require_positive(config: object, *names: str) -> None:
+    """A ``__post_init__`` check: the first of ``names`` at or below 0 is a ``ValueError``."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be > 0, not {value}")
+
+
 def field_named(message: str, names: Sequence[str], given: Collection[str] = ()) -> str | None:
     """The field a ``__post_init__`` check's message is about: the first field it names,
     preferring fields the user set (``0 < warning_threshold <= error_threshold``, only

@@ -219,14 +219,7 @@ class ReplayContext:
         """
         input_tokens = self._true_counter.count(request.prompt)
         if self.summarizer is None:
-            self.emit(
-                ev.SUMMARY,
-                layer=request.layer,
-                ok=False,
-                input_tokens=0,
-                output_tokens=0,
-                error="no summarizer",
-            )
+            self._summary_failed(request, 0, "no summarizer")
             raise SummarizerError("no summarizer configured", kind="missing")
         try:
             try:
@@ -238,24 +231,10 @@ class ReplayContext:
                     f"the summarizer raised {type(exc).__name__}: {exc}", kind="crash"
                 ) from exc
         except SummarizerError as exc:
-            self.emit(
-                ev.SUMMARY,
-                layer=request.layer,
-                ok=False,
-                input_tokens=input_tokens,
-                output_tokens=0,
-                error=f"{exc.kind}: {exc.message}",
-            )
+            self._summary_failed(request, input_tokens, f"{exc.kind}: {exc.message}")
             raise
         if not isinstance(text, str) or not text.strip():
-            self.emit(
-                ev.SUMMARY,
-                layer=request.layer,
-                ok=False,
-                input_tokens=input_tokens,
-                output_tokens=0,
-                error="empty: the summarizer returned no text",
-            )
+            self._summary_failed(request, input_tokens, "empty: the summarizer returned no text")
             raise SummarizerError("the summarizer returned an empty summary", kind="empty")
         self.emit(
             ev.SUMMARY,
@@ -266,6 +245,39 @@ class ReplayContext:
             error=None,
         )
         return text
+
+    def _summary_failed(self, request: SummaryRequest, input_tokens: int, error: str) -> None:
+        self.emit(
+            ev.SUMMARY,
+            layer=request.layer,
+            ok=False,
+            input_tokens=input_tokens,
+            output_tokens=0,
+            error=error,
+        )
+
+    def summary_request(
+        self,
+        strategy: str,
+        layer: str,
+        messages: Sequence[Message],
+        *,
+        prompt: str,
+        sections: tuple[str, ...],
+        max_tokens: int | None,
+        previous_summary: str | None = None,
+    ) -> SummaryRequest:
+        """The request of one summary of ``messages``, keyed by this call and ``layer``."""
+        return SummaryRequest(
+            strategy=strategy,
+            layer=layer,
+            prompt=prompt,
+            messages=tuple(messages),
+            sections=sections,
+            max_tokens=max_tokens,
+            previous_summary=previous_summary,
+            key=self.request_key(layer),
+        )
 
     def request_key(self, layer: str) -> str:
         """A stable key for a summary request: trace, call, layer and seed."""

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from ctxbench.config import require_non_negative
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.context import ReplayContext
 from ctxbench.strategies.base import Strategy
@@ -66,8 +67,7 @@ class ClearToolUsesConfig:
     def __post_init__(self) -> None:
         if self.trigger < 0 or self.keep < 0:
             raise ValueError(f"trigger and keep must be >= 0 (got {self.trigger}, {self.keep})")
-        if self.clear_at_least is not None and self.clear_at_least < 0:
-            raise ValueError(f"clear_at_least must be >= 0, not {self.clear_at_least}")
+        require_non_negative(self, "clear_at_least")
 
 
 @dataclass(frozen=True)

@@ -78,13 +78,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ctxbench.config import require_non_negative, require_positive
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import is_overflow_error
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.strategies.base import ProviderCall, Strategy
 from ctxbench.strategies.layers import split_system, transcript, with_placeholder
-from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
 
 COMPACT_PROMPT = """\
@@ -199,19 +199,15 @@ class ClaudeCodeConfig:
         pct = self.autocompact_pct_override
         if pct is not None and not 0 < pct <= 100:
             raise ValueError(f"autocompact_pct_override must be within (0, 100], not {pct}")
-        for name in ("max_output_tokens", "auto_compact_window"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ValueError(f"{name} must be > 0, not {value}")
-        for name in (
+        require_positive(self, "max_output_tokens", "auto_compact_window")
+        require_non_negative(
+            self,
             "buffer_tokens",
             "summary_output_reserve",
             "max_consecutive_failures",
             "microcompact_keep_recent",
             "summary_max_tokens",
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
+        )
 
 
 class ClaudeCode(Strategy[ClaudeCodeConfig]):
@@ -349,14 +345,13 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
         system, history = split_system(ctx.view.messages)
         if not history:
             return False
-        request = SummaryRequest(
-            strategy=self.name,
-            layer=layer,
+        request = ctx.summary_request(
+            self.name,
+            layer,
+            history,
             prompt=transcript(history) + "\n\n[user]: " + COMPACT_PROMPT,
-            messages=tuple(history),
             sections=SUMMARY_SECTIONS,
             max_tokens=self.config.summary_max_tokens,
-            key=ctx.request_key(layer),
         )
         try:
             text = format_summary(ctx.summarize(request))

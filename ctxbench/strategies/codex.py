@@ -41,11 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ctxbench.config import require_non_negative, require_positive
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import SummarizerError
 from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import drop_unpaired, split_system, transcript
-from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
 
 SUMMARIZATION_PROMPT = """\
@@ -189,14 +189,8 @@ class CodexConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.auto_compact_token_limit is not None and self.auto_compact_token_limit <= 0:
-            raise ValueError(
-                f"auto_compact_token_limit must be > 0, not {self.auto_compact_token_limit}"
-            )
-        if self.user_message_max_tokens < 0:
-            raise ValueError(
-                f"user_message_max_tokens must be >= 0, not {self.user_message_max_tokens}"
-            )
+        require_positive(self, "auto_compact_token_limit")
+        require_non_negative(self, "user_message_max_tokens")
 
 
 def remove_first_item(messages: list[Message]) -> list[Message]:
@@ -243,14 +237,13 @@ class Codex(Strategy[CodexConfig]):
         ):
             history = remove_first_item(history)
             trimmed += 1
-        request = SummaryRequest(
-            strategy=self.name,
-            layer="codex",
+        request = ctx.summary_request(
+            self.name,
+            "codex",
+            history,
             prompt=transcript(history) + "\n\n[user]: " + SUMMARIZATION_PROMPT,
-            messages=tuple(history),
             sections=SUMMARY_SECTIONS,
             max_tokens=cfg.summary_max_tokens,
-            key=ctx.request_key("codex"),
         )
         try:
             summary = ctx.summarize(request)

@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ctxbench.config import require_non_negative
 from ctxbench.engine.context import ReplayContext
 from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import FullHistory, drop_unpaired, safe_start_forward
@@ -173,8 +174,7 @@ class LangChainTrimConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.max_tokens is not None and self.max_tokens < 0:
-            raise ValueError(f"max_tokens must be >= 0, not {self.max_tokens}")
+        require_non_negative(self, "max_tokens")
         for name in ("start_on", "end_on"):
             unknown = [t for t in getattr(self, name) if t not in MESSAGE_TYPES]
             if unknown:

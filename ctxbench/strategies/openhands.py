@@ -52,7 +52,6 @@ from ctxbench.strategies.layers import (
     safe_start_forward,
     split_system,
 )
-from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
 
 SUMMARY_PROMPT = """You are maintaining a context-aware state summary for an interactive agent.
@@ -220,15 +219,14 @@ class OpenHandsSummarizing(Strategy[OpenHandsSummarizingConfig]):
         if not forgotten:
             return None
         previous_text = previous.content if previous is not None else NO_SUMMARY
-        request = SummaryRequest(
-            strategy=self.name,
-            layer="openhands_summarizing",
+        request = ctx.summary_request(
+            self.name,
+            "openhands_summarizing",
+            forgotten,
             prompt=summary_prompt(previous_text, forgotten, cfg.max_event_length),
-            messages=tuple(forgotten),
             sections=SUMMARY_SECTIONS,
             max_tokens=cfg.summary_max_tokens,
             previous_summary=previous.content if previous is not None else None,
-            key=ctx.request_key("openhands_summarizing"),
         )
         try:
             text = ctx.summarize(request)

@@ -35,11 +35,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ctxbench.config import require_non_negative, require_positive
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import SummarizerError
 from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import CONTEXT_MANAGER_ARTICLE, split_system, transcript
-from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message, rounds
 
 SUMMARY_PROMPT = """\
@@ -81,18 +81,13 @@ class SummarizeHalfConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.token_budget is not None and self.token_budget <= 0:
-            raise ValueError(f"token_budget must be > 0, not {self.token_budget}")
+        require_positive(self, "token_budget")
         if not 0.0 < self.summarize_fraction <= 1.0:
             raise ValueError(
                 f"summarize_fraction must be within (0, 1], not {self.summarize_fraction}"
             )
-        if self.keep_recent_tool_rounds < 0:
-            raise ValueError(
-                f"keep_recent_tool_rounds must be >= 0, not {self.keep_recent_tool_rounds}"
-            )
-        if self.summary_max_tokens <= 0:
-            raise ValueError(f"summary_max_tokens must be > 0, not {self.summary_max_tokens}")
+        require_non_negative(self, "keep_recent_tool_rounds")
+        require_positive(self, "summary_max_tokens")
 
 
 def split_old_recent(
@@ -136,14 +131,13 @@ class SummarizeHalf(Strategy[SummarizeHalfConfig]):
         if not old:
             return None
         old = previous + old
-        request = SummaryRequest(
-            strategy=self.name,
-            layer="summarize_half",
+        request = ctx.summary_request(
+            self.name,
+            "summarize_half",
+            old,
             prompt=SUMMARY_PROMPT.format(conversation=transcript(old)),
-            messages=tuple(old),
             sections=SUMMARY_SECTIONS,
             max_tokens=cfg.summary_max_tokens,
-            key=ctx.request_key("summarize_half"),
         )
         try:
             text = ctx.summarize(request)
