@@ -13,7 +13,7 @@ from random import Random
 from typing import Any
 
 from ctxbench.synth import vocabulary as vocab
-from ctxbench.synth.content import hex_id, snake
+from ctxbench.synth.content import hex_id, pick, snake
 
 ARGUMENT_KINDS: tuple[str, ...] = (
     "path",
@@ -120,22 +120,19 @@ def random_path(rng: Random) -> str:
 
 
 def random_command(rng: Random) -> str:
-    roll = rng.randrange(8)
-    if roll == 0:
-        return f"pytest {random_path(rng)} -q -x"
-    if roll == 1:
-        return f"grep -rn {snake(rng)} src/"
-    if roll == 2:
-        return f"git log --oneline -n {rng.randint(5, 30)}"
-    if roll == 3:
-        return f"ls -la {rng.choice(('src', 'tests', 'config', 'scripts'))}/{rng.choice(vocab.TECH_NOUNS)}"
-    if roll == 4:
-        return f"python -m {rng.choice(vocab.TECH_NOUNS)}.{snake(rng, 1)} --dry-run"
-    if roll == 5:
-        return f"kubectl logs deploy/{rng.choice(vocab.SERVICES)} --since={rng.randint(5, 90)}m"
-    if roll == 6:
-        return f"cat {random_path(rng)}"
-    return f"git diff --stat HEAD~{rng.randint(1, 6)}"
+    return pick(
+        rng,
+        lambda: f"pytest {random_path(rng)} -q -x",
+        lambda: f"grep -rn {snake(rng)} src/",
+        lambda: f"git log --oneline -n {rng.randint(5, 30)}",
+        lambda: (
+            f"ls -la {rng.choice(('src', 'tests', 'config', 'scripts'))}/{rng.choice(vocab.TECH_NOUNS)}"
+        ),
+        lambda: f"python -m {rng.choice(vocab.TECH_NOUNS)}.{snake(rng, 1)} --dry-run",
+        lambda: f"kubectl logs deploy/{rng.choice(vocab.SERVICES)} --since={rng.randint(5, 90)}m",
+        lambda: f"cat {random_path(rng)}",
+        lambda: f"git diff --stat HEAD~{rng.randint(1, 6)}",
+    )
 
 
 def random_sql(rng: Random) -> str:

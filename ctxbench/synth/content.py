@@ -18,10 +18,12 @@ import struct
 import zlib
 from collections.abc import Callable, Sequence
 from random import Random
-from typing import Any
+from typing import Any, TypeVar
 
 from ctxbench.synth import vocabulary as vocab
 from ctxbench.trace import Part
+
+T = TypeVar("T")
 
 CONTENT_CLASSES: tuple[str, ...] = ("prose", "code", "json", "logs", "sql_table", "csv", "cjk")
 
@@ -46,6 +48,12 @@ def render(kind: str, rng: Random, chars: int, inserts: Sequence[str] = ()) -> s
 
 
 # -- small pieces ------------------------------------------------------------------------------
+
+
+def pick(rng: Random, *makers: Callable[[], T]) -> T:
+    """One of ``makers``, chosen uniformly, called: only the chosen one draws from ``rng``, so
+    the draws are those of the ``randrange`` if-chain it stands for."""
+    return makers[rng.randrange(len(makers))]()
 
 
 def hex_id(rng: Random, n: int) -> str:
@@ -180,47 +188,38 @@ def _function(rng: Random, indent: str) -> list[str]:
         f"{indent}def {verb}_{noun}(self, {arg}: int, *, {flag}: bool = False) -> {ret}:",
         f'{inner}"""{verb.capitalize()} the {noun} and its {other} records."""',
     ]
+    body: tuple[Callable[[], list[str]], ...] = (
+        lambda: [
+            f"{inner}if not {arg}:",
+            f'{inner}    raise ValueError(f"missing {noun} id: {{{arg}!r}}")',
+        ],
+        lambda: [
+            f"{inner}for item in self._{other}s.get({arg}, []):",
+            f"{inner}    item.{rng.choice(vocab.VERBS)}({flag}={flag})",
+        ],
+        lambda: [
+            f"{inner}{other} = self.{snake(rng)}({arg}, limit={rng.choice((10, 50, 100, 500))})"
+        ],
+        lambda: [f'{inner}logger.debug("{verb} {noun} %s in %.2fms", {arg}, elapsed * 1000)'],
+        lambda: [
+            f"{inner}try:",
+            f"{inner}    result = await self._client.{verb}({arg})",
+            f"{inner}except {rng.choice(vocab.EXCEPTIONS)} as exc:",
+            f"{inner}    raise {camel(rng)}Error(str(exc)) from exc",
+        ],
+        lambda: [f"{inner}# {sentence(rng).rstrip('.?:')}"],
+        lambda: [
+            f"{inner}{noun}_map: dict[str, {camel(rng)}] = {{k: v for k, v in {other}.items() if v.{flag}}}"
+        ],
+        lambda: [
+            f'{inner}self._metrics.increment("{noun}.{verb}", tags={{"{flag}": str({flag})}})'
+        ],
+        lambda: [
+            f"{inner}{snake(rng)} = {rng.choice(('None', '0', '[]', '{}', 'False', repr(snake(rng))))}"
+        ],
+    )
     for _ in range(rng.randint(3, 11)):
-        roll = rng.randrange(9)
-        if roll == 0:
-            lines += [
-                f"{inner}if not {arg}:",
-                f'{inner}    raise ValueError(f"missing {noun} id: {{{arg}!r}}")',
-            ]
-        elif roll == 1:
-            lines += [
-                f"{inner}for item in self._{other}s.get({arg}, []):",
-                f"{inner}    item.{rng.choice(vocab.VERBS)}({flag}={flag})",
-            ]
-        elif roll == 2:
-            lines.append(
-                f"{inner}{other} = self.{snake(rng)}({arg}, limit={rng.choice((10, 50, 100, 500))})"
-            )
-        elif roll == 3:
-            lines.append(
-                f'{inner}logger.debug("{verb} {noun} %s in %.2fms", {arg}, elapsed * 1000)'
-            )
-        elif roll == 4:
-            lines += [
-                f"{inner}try:",
-                f"{inner}    result = await self._client.{verb}({arg})",
-                f"{inner}except {rng.choice(vocab.EXCEPTIONS)} as exc:",
-                f"{inner}    raise {camel(rng)}Error(str(exc)) from exc",
-            ]
-        elif roll == 5:
-            lines.append(f"{inner}# {sentence(rng).rstrip('.?:')}")
-        elif roll == 6:
-            lines.append(
-                f"{inner}{noun}_map: dict[str, {camel(rng)}] = {{k: v for k, v in {other}.items() if v.{flag}}}"
-            )
-        elif roll == 7:
-            lines.append(
-                f'{inner}self._metrics.increment("{noun}.{verb}", tags={{"{flag}": str({flag})}})'
-            )
-        else:
-            lines.append(
-                f"{inner}{snake(rng)} = {rng.choice(('None', '0', '[]', '{}', 'False', repr(snake(rng))))}"
-            )
+        lines += pick(rng, *body)
     lines.append(
         f"{inner}return {rng.choice(('result', other, 'None', f'{noun}_map', 'len(' + other + ')'))}"
     )
@@ -319,23 +318,31 @@ def _json(rng: Random, chars: int, inserts: list[str]) -> str:
 
 def _app_message(rng: Random) -> str:
     noun = rng.choice(vocab.TECH_NOUNS)
-    roll = rng.randrange(7)
-    if roll == 0:
-        return (
+    return pick(
+        rng,
+        lambda: (
             f"request completed method={rng.choice(('GET', 'GET', 'POST', 'PUT'))} path={rng.choice(vocab.HTTP_PATHS)}/{rng.randrange(1, 99999)} "
             f"status={rng.choice((200, 200, 200, 201, 204, 400, 404, 500, 503))} duration_ms={rng.randrange(1, 3000)} request_id={hex_id(rng, 16)}"
-        )
-    if roll == 1:
-        return f"retrying {noun} batch attempt={rng.randint(1, 5)}/5 backoff_ms={rng.choice((100, 200, 400, 800, 1600))} cause={rng.choice(vocab.EXCEPTIONS)}"
-    if roll == 2:
-        return f"cache {rng.choice(('hit', 'miss', 'miss', 'evict'))} key={noun}:{rng.randrange(1, 99999)} ttl={rng.choice((30, 60, 300, 3600))}s"
-    if roll == 3:
-        return f"pool stats active={rng.randrange(0, 64)} idle={rng.randrange(0, 32)} waiting={rng.randrange(0, 12)} max=64"
-    if roll == 4:
-        return f"processed {rng.randrange(1, 20000)} {noun} records in {rng.uniform(0.01, 30):.3f}s lag={rng.randrange(0, 9000)}ms partition={rng.randrange(0, 32)}"
-    if roll == 5:
-        return f"{noun} {hex_id(rng, 8)}-{hex_id(rng, 4)}-{hex_id(rng, 4)} state {rng.choice(vocab.STATUSES)} -> {rng.choice(vocab.STATUSES)}"
-    return f"gc pause {rng.uniform(0.1, 90):.1f}ms heap_used={rng.randrange(100, 4000)}MB heap_max=4096MB"
+        ),
+        lambda: (
+            f"retrying {noun} batch attempt={rng.randint(1, 5)}/5 backoff_ms={rng.choice((100, 200, 400, 800, 1600))} cause={rng.choice(vocab.EXCEPTIONS)}"
+        ),
+        lambda: (
+            f"cache {rng.choice(('hit', 'miss', 'miss', 'evict'))} key={noun}:{rng.randrange(1, 99999)} ttl={rng.choice((30, 60, 300, 3600))}s"
+        ),
+        lambda: (
+            f"pool stats active={rng.randrange(0, 64)} idle={rng.randrange(0, 32)} waiting={rng.randrange(0, 12)} max=64"
+        ),
+        lambda: (
+            f"processed {rng.randrange(1, 20000)} {noun} records in {rng.uniform(0.01, 30):.3f}s lag={rng.randrange(0, 9000)}ms partition={rng.randrange(0, 32)}"
+        ),
+        lambda: (
+            f"{noun} {hex_id(rng, 8)}-{hex_id(rng, 4)}-{hex_id(rng, 4)} state {rng.choice(vocab.STATUSES)} -> {rng.choice(vocab.STATUSES)}"
+        ),
+        lambda: (
+            f"gc pause {rng.uniform(0.1, 90):.1f}ms heap_used={rng.randrange(100, 4000)}MB heap_max=4096MB"
+        ),
+    )
 
 
 def _logs(rng: Random, chars: int, inserts: list[str]) -> str:
