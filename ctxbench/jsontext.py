@@ -19,7 +19,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, AnyStr
 
@@ -146,6 +146,20 @@ def refuse_device(path: str | Path, error: type[CtxbenchError] = ConfigError) ->
         raise error(
             "is a device or a socket, not a file", path=path, hint="give a trace or results file"
         )
+
+
+def json_lines(
+    lines: Iterable[tuple[int, str]],
+    *,
+    path: str | Path,
+    error: type[CtxbenchError] = ConfigError,
+    hint: str,
+) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of the non-blank ``lines`` of a JSON Lines file (from
+    :func:`bounded_lines` or :func:`text_lines`); a line that is not JSON raises ``error``."""
+    for lineno, line in lines:
+        if line.strip():
+            yield lineno, loads(line, path=path, line=lineno, error=error, hint=hint)
 
 
 def text_lines(

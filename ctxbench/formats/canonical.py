@@ -30,10 +30,28 @@ def schema() -> dict[str, Any]:
     return result
 
 
-def _open_text(path: Path) -> IO[str]:
+def open_text(path: Path) -> IO[str]:
+    """A trace file's text, gunzipped when it ends in ``.gz`` (a byte-order mark skipped)."""
     if path.suffix == ".gz":
         return gzip.open(path, "rt", encoding="utf-8-sig")
     return path.open("r", encoding="utf-8-sig")
+
+
+def inner_suffix(path: Path) -> str:
+    """The suffix under a ``.gz`` (``.jsonl`` of ``a.jsonl.gz``), else the file's own."""
+    return Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
+
+
+def trace_file(path: str | Path, *, inside: str) -> Path:
+    """``path``, refused when missing, a directory (``inside``: what to give instead) or a
+    device, before anything opens it."""
+    path = Path(path)
+    if not os.path.exists(path):  # never raises (a name too long, a NUL byte)
+        raise TraceFormatError("no such file", path=path, hint="check the path")
+    if path.is_dir():
+        raise TraceFormatError("is a directory, not a trace file", path=path, hint=inside)
+    jsontext.refuse_device(path, TraceFormatError)
+    return path
 
 
 def parse_trace(data: Any, *, path: str | Path, line: int | None = None) -> Trace:
@@ -122,18 +140,10 @@ def reading(path: str | Path) -> Iterator[None]:
 
 def read_traces(path: str | Path) -> Iterator[Trace]:
     """Stream the traces of a canonical ``.jsonl`` / ``.jsonl.gz`` / ``.json`` file."""
-    path = Path(path)
-    if not os.path.exists(path):  # never raises (a name too long, a NUL byte)
-        raise TraceFormatError("no such file", path=path, hint="check the path")
-    if path.is_dir():
-        raise TraceFormatError(
-            "is a directory, not a trace file", path=path, hint="give the .jsonl files inside it"
-        )
-    jsontext.refuse_device(path, TraceFormatError)
-    stem_suffix = Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
+    path = trace_file(path, inside="give the .jsonl files inside it")
     with reading(path):
-        if stem_suffix == ".json":
-            with _open_text(path) as fh:
+        if inner_suffix(path) == ".json":
+            with open_text(path) as fh:
                 text = jsontext.bounded_read(fh, path=path, error=TraceFormatError)
             if not text.strip():
                 raise TraceFormatError("the file is empty", path=path, hint="give a trace file")
@@ -142,17 +152,14 @@ def read_traces(path: str | Path) -> Iterator[Trace]:
             for item in items:
                 yield parse_trace(item, path=path)
             return
-        with _open_text(path) as fh:
-            for lineno, line in jsontext.bounded_lines(fh, path=path, error=TraceFormatError):
-                if not line.strip():
-                    continue
-                data = jsontext.loads(
-                    line,
-                    path=path,
-                    line=lineno,
-                    error=TraceFormatError,
-                    hint="each line must be one complete JSON object; was the file truncated?",
-                )
+        with open_text(path) as fh:
+            lines = jsontext.bounded_lines(fh, path=path, error=TraceFormatError)
+            for lineno, data in jsontext.json_lines(
+                lines,
+                path=path,
+                error=TraceFormatError,
+                hint="each line must be one complete JSON object; was the file truncated?",
+            ):
                 yield parse_trace(data, path=path, line=lineno)
 
 

@@ -7,17 +7,15 @@ then streamed line by line. Syntax errors name the file and the line.
 
 from __future__ import annotations
 
-import gzip
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from ctxbench import jsontext
 from ctxbench.errors import TraceFormatError
-from ctxbench.formats.canonical import reading
+from ctxbench.formats.canonical import inner_suffix, open_text, reading, trace_file
 
 Layout = Literal["json", "jsonl", "parquet"]
 
@@ -50,53 +48,28 @@ class Document:
         yield from _jsonl_records(self.path)
 
 
-def _open(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig")
-    return path.open("r", encoding="utf-8-sig")
-
-
-def _inner_suffix(path: Path) -> str:
-    return Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
-
-
 def _jsonl_records(path: Path) -> Iterator[tuple[int | None, Any]]:
-    with reading(path), _open(path) as fh:
-        for lineno, line in jsontext.bounded_lines(fh, path=path, error=TraceFormatError):
-            if not line.strip():
-                continue
-            yield lineno, _loads(line, path, lineno)
-
-
-def _loads(text: str, path: Path, lineno: int | None) -> Any:
-    return jsontext.loads(
-        text,
-        path=path,
-        line=lineno,
-        error=TraceFormatError,
-        hint="was the file truncated? each JSON Lines line must be one complete JSON value",
-    )
+    with reading(path), open_text(path) as fh:
+        yield from jsontext.json_lines(
+            jsontext.bounded_lines(fh, path=path, error=TraceFormatError),
+            path=path,
+            error=TraceFormatError,
+            hint="was the file truncated? each JSON Lines line must be one complete JSON value",
+        )
 
 
 def open_document(path: str | Path) -> Document:
     """Open ``path`` and parse what detection needs. JSON Lines is recognised by its suffix,
     or by a whole-document parse that stops at a second value ("Extra data")."""
-    path = Path(path)
-    if not os.path.exists(path):  # never raises (a name too long, a NUL byte)
-        raise TraceFormatError("no such file", path=path, hint="check the path")
-    if path.is_dir():
-        raise TraceFormatError(
-            "is a directory, not a trace file", path=path, hint="give the files inside it"
-        )
-    jsontext.refuse_device(path, TraceFormatError)
+    path = trace_file(path, inside="give the files inside it")
     with reading(path):
         with path.open("rb") as raw:
             magic = raw.read(4)
         if magic == PARQUET_MAGIC:
             return Document(path, "parquet")
-        if _inner_suffix(path) in JSONL_SUFFIXES:
+        if inner_suffix(path) in JSONL_SUFFIXES:
             return _first_line(path)
-        with _open(path) as fh:
+        with open_text(path) as fh:
             text = jsontext.bounded_read(fh, path=path, error=TraceFormatError)
     if not text.strip():
         raise TraceFormatError(

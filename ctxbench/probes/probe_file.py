@@ -37,16 +37,12 @@ def load_probes(path: str | Path) -> dict[str, tuple[Probe, ...]]:
     lines = jsontext.text_lines(
         path, error=TraceFormatError, hint="check its permissions, and that it is UTF-8 text"
     )
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        data = jsontext.loads(
-            line,
-            path=path,
-            line=lineno,
-            error=TraceFormatError,
-            hint='each line holds one {"trace_id": ..., "probes": [...]} object',
-        )
+    for lineno, data in jsontext.json_lines(
+        lines,
+        path=path,
+        error=TraceFormatError,
+        hint='each line holds one {"trace_id": ..., "probes": [...]} object',
+    ):
         if (
             not isinstance(data, dict)
             or not isinstance(data.get("trace_id"), str)
