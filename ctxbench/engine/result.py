@@ -178,15 +178,7 @@ def result_from_events(
     }
     cost = prices.cost(input_total, cached_total, summary_in, summary_out) if prices else None
     return RunResult(
-        run_id=identity.run_id,
-        trace_id=identity.trace_id,
-        strategy=identity.strategy,
-        params=identity.params,
-        window=identity.window,
-        reserved=identity.reserved,
-        counter=identity.counter,
-        estimator=identity.estimator,
-        summarizer=identity.summarizer,
+        **asdict(identity),  # the identity columns, as the spec gave them
         calls=len(calls),
         failed_calls=failed,
         overflow_errors=overflow,
@@ -212,5 +204,4 @@ def result_from_events(
         ctxbench_version=_version(),
         schema_version=SCHEMA_VERSION,
         error=error,
-        spec=identity.spec,
     )

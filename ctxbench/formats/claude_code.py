@@ -41,7 +41,7 @@ from typing import Any
 from ctxbench.formats import openai_chat
 from ctxbench.formats.document import Document
 from ctxbench.formats.importer import Importer, ImportOptions
-from ctxbench.formats.importing import UNMAPPED_ENTRIES
+from ctxbench.formats.importing import SessionLog
 from ctxbench.formats.location import At, rest
 from ctxbench.trace import Message, Part, RecordedCompaction, ToolCall, Trace, Usage
 
@@ -169,18 +169,14 @@ class _Call:
         )
 
 
-class _Session:
+class _Session(SessionLog):
     """Messages built from the entries of one file, in order."""
 
     def __init__(self, file: str) -> None:
-        self.file = file
-        self.messages: list[Message] = []
-        self.calls = 0
+        super().__init__(file)
         self.open: _Call | None = None
         self.closed: dict[str, int | None] = {}  # message id -> its first line
-        self.compactions: list[RecordedCompaction] = []
         self.awaiting_summary = False
-        self.unmapped: Counter[str] = Counter()
         self.session: dict[str, Any] = {}
         #: subagent id -> the Task tool call that started it (from agent_progress entries)
         self.agents: dict[str, str] = {}
@@ -382,10 +378,7 @@ def link_subagents(
 
 def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
     session = _Session(doc.path.name)
-    for line, value in doc.records():
-        at = At.start(doc.path, line=line, format=NAME)
-        session.add(at.obj(value), line, at)
-    session.close()
+    session.read(doc, NAME)
     meta: dict[str, Any] = dict(session.session)
     agent = None
     first = next((m for m in session.messages if "agentId" in m.meta), None)
@@ -406,19 +399,12 @@ def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
     meta["hidden_prefix"] = (
         "the file holds no system prompt and no tool schemas; the first call's usage counts them"
     )
-    if session.unmapped:
-        meta[UNMAPPED_ENTRIES] = dict(sorted(session.unmapped.items()))
     stem = doc.path.name.split(".")[0]
     session_id = meta.get("sessionId")
     trace_id = str(session_id) if isinstance(session_id, str) and session_id else stem
     if agent is not None:
         trace_id = f"{trace_id}/{agent}"
-    yield Trace(
-        trace_id,
-        tuple(session.messages),
-        meta=meta,
-        recorded_compactions=tuple(session.compactions),
-    )
+    yield session.trace(trace_id, meta)
 
 
 IMPORTER = Importer(

@@ -26,13 +26,12 @@ and the list of ``response_item`` payloads, so those are the trace (codex-rs
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 from ctxbench.formats.document import Document
 from ctxbench.formats.importer import Importer, ImportOptions
-from ctxbench.formats.importing import UNMAPPED_ENTRIES
+from ctxbench.formats.importing import SessionLog
 from ctxbench.formats.location import At, rest
 from ctxbench.trace import Message, Part, RecordedCompaction, ToolCall, Trace, Usage
 
@@ -80,17 +79,13 @@ def _output_text(value: Any, at: At) -> str:
     return text
 
 
-class _Rollout:
+class _Rollout(SessionLog):
     def __init__(self, file: str) -> None:
-        self.file = file
-        self.messages: list[Message] = []
-        self.calls = 0
+        super().__init__(file)
         self.pending: list[tuple[dict[str, Any], At]] = []
         self.last_total: int | None = None
         self.meta: dict[str, Any] = {}
         self.turns: list[dict[str, Any]] = []
-        self.unmapped: Counter[str] = Counter()
-        self.compactions: list[RecordedCompaction] = []
 
     def close(self, usage: Usage | None = None) -> None:
         """The pending output items as one assistant message (one model response)."""
@@ -241,24 +236,17 @@ class _Rollout:
 
 def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
     rollout = _Rollout(doc.path.name)
-    for line, value in doc.records():
-        at = At.start(doc.path, line=line, format=NAME)
-        rollout.add(at.obj(value), line, at)
-    rollout.close()
+    rollout.read(doc, NAME)
     meta = dict(rollout.meta)
     models = [t["model"] for t in rollout.turns if isinstance(t.get("model"), str)]
     if models:
         meta["model"] = models[0]
     if rollout.turns:
         meta["turn_contexts"] = rollout.turns
-    if rollout.unmapped:
-        meta[UNMAPPED_ENTRIES] = dict(sorted(rollout.unmapped.items()))
     trace_id = meta.get("id")
-    yield Trace(
+    yield rollout.trace(
         str(trace_id) if isinstance(trace_id, str) and trace_id else doc.path.name.split(".")[0],
-        tuple(rollout.messages),
-        meta=meta,
-        recorded_compactions=tuple(rollout.compactions),
+        meta,
     )
 
 

@@ -20,8 +20,8 @@ from ctxbench.formats import FORMATS
 from ctxbench.formats.canonical import parse_trace
 from ctxbench.formats.document import Document, open_document
 from ctxbench.formats.importer import Importer, ImportOptions
-from ctxbench.formats.location import kind_of
-from ctxbench.trace import SCHEMA, Message, Trace, validate
+from ctxbench.formats.location import At, kind_of
+from ctxbench.trace import SCHEMA, Message, RecordedCompaction, Trace, validate
 
 AUTO = "auto"
 #: Detection order: the most specific shapes first, generic chat messages and tables last.
@@ -42,6 +42,43 @@ DETECTION_ORDER = (
 IMPORTED_FROM = "imported_from"
 #: Trace meta key where importers count the source entries that are not model input.
 UNMAPPED_ENTRIES = "unmapped_entries"
+
+
+class SessionLog:
+    """What a session-log importer (Claude Code, Codex) builds from one file's entries, in
+    order: the messages, the compactions the agent recorded, and the entry kinds it left out
+    (``meta.unmapped_entries``)."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.messages: list[Message] = []
+        self.calls = 0
+        self.compactions: list[RecordedCompaction] = []
+        self.unmapped: Counter[str] = Counter()
+
+    def add(self, record: dict[str, Any], line: int | None, at: At) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Finish what the last entries left open."""
+
+    def read(self, doc: Document, format_name: str) -> None:
+        for line, value in doc.records():
+            at = At.start(doc.path, line=line, format=format_name)
+            self.add(at.obj(value), line, at)
+        self.close()
+
+    def trace(self, trace_id: str, meta: dict[str, Any]) -> Trace:
+        if self.unmapped:
+            meta[UNMAPPED_ENTRIES] = dict(sorted(self.unmapped.items()))
+        return Trace(
+            trace_id,
+            tuple(self.messages),
+            meta=meta,
+            recorded_compactions=tuple(self.compactions),
+        )
+
+
 DEFAULT_OPTIONS = ImportOptions()
 
 
