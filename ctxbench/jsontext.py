@@ -19,7 +19,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, AnyStr
 
@@ -178,3 +178,17 @@ def text_lines(
         ) from None
     except OSError as exc:
         raise error(f"cannot read: {exc.strerror or exc}", path=path, hint=hint) from None
+
+
+def require_object(data: Any, what: str) -> Mapping[str, Any]:
+    """``data`` when it is a JSON object, else a ``TypeError`` saying that ``what`` must be one."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{what} must be an object, not {type(data).__name__}")
+    return data
+
+
+def with_meta(out: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``out`` with ``meta`` as its last key when there is any (an empty one is left out)."""
+    if meta:
+        out["meta"] = dict(meta)
+    return out

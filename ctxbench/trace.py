@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from ctxbench.jsontext import require_object, with_meta
 from ctxbench.probes.model import Probe
 
 SCHEMA = "ctxbench.trace/1"
@@ -97,15 +98,11 @@ class ToolCall:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
-        if self.meta:
-            out["meta"] = dict(self.meta)
-        return out
+        return with_meta({"id": self.id, "name": self.name, "arguments": self.arguments}, self.meta)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
-        if not isinstance(data, Mapping):
-            raise TypeError(f"a tool call must be an object, not {type(data).__name__}")
+        data = require_object(data, "a tool call")
         args = data.get("arguments", "{}")
         if not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
@@ -127,14 +124,14 @@ class Usage:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
-        }
-        if self.meta:
-            out["meta"] = dict(self.meta)
-        return out
+        return with_meta(
+            {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "cached_tokens": self.cached_tokens,
+            },
+            self.meta,
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
@@ -234,15 +231,12 @@ class Message:
         for key in REPLAY_KEYS:
             if key in self.replay:
                 out[key] = self.replay[key]
-        if self.meta:
-            out["meta"] = dict(self.meta)
-        return out
+        return with_meta(out, self.meta)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
         """Build from a canonical dict. Raises KeyError/TypeError/ValueError on bad shapes."""
-        if not isinstance(data, Mapping):
-            raise TypeError(f"a message must be an object, not {type(data).__name__}")
+        data = require_object(data, "a message")
         role = data["role"]
         if not isinstance(role, str):
             raise TypeError(f"message 'role' must be a string, not {role!r}")
@@ -293,19 +287,18 @@ class ToolSpec:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
-            "parameters": dict(self.parameters),
-        }
-        if self.meta:
-            out["meta"] = dict(self.meta)
-        return out
+        return with_meta(
+            {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+            self.meta,
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolSpec:
-        if not isinstance(data, Mapping):
-            raise TypeError(f"a tool must be an object, not {type(data).__name__}")
+        data = require_object(data, "a tool")
         params = data.get("parameters") or {}
         if not isinstance(params, Mapping):
             raise TypeError("tool 'parameters' must be an object")
@@ -337,22 +330,21 @@ class RecordedCompaction:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "call": self.call,
-            "message": self.message,
-            "trigger": self.trigger,
-            "pre_tokens": self.pre_tokens,
-            "summary": self.summary,
-            "source": self.source,
-        }
-        if self.meta:
-            out["meta"] = dict(self.meta)
-        return out
+        return with_meta(
+            {
+                "call": self.call,
+                "message": self.message,
+                "trigger": self.trigger,
+                "pre_tokens": self.pre_tokens,
+                "summary": self.summary,
+                "source": self.source,
+            },
+            self.meta,
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RecordedCompaction:
-        if not isinstance(data, Mapping):
-            raise TypeError(f"a recorded compaction must be an object, not {type(data).__name__}")
+        data = require_object(data, "a recorded compaction")
         for key in ("call", "message"):
             value = data[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxbench.jsontext import require_object, with_meta
+
 PROBE_KINDS: tuple[str, ...] = (
     "recall",
     "artifact",
@@ -49,15 +51,12 @@ class Probe:
         }
         if self.stale_answers:
             out["stale_answers"] = list(self.stale_answers)
-        if self.meta:
-            out["meta"] = dict(self.meta)
-        return out
+        return with_meta(out, self.meta)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Probe:
         """Build from the canonical dict; unknown keys go to ``meta``. Raises KeyError/TypeError/ValueError."""
-        if not isinstance(data, Mapping):
-            raise TypeError(f"a probe must be an object, not {type(data).__name__}")
+        data = require_object(data, "a probe")
         meta = dict(data.get("meta") or {})
         meta.update({k: v for k, v in data.items() if k not in _PROBE_KEYS})
         kind = str(data["kind"])
