@@ -40,8 +40,7 @@ from typing import Literal
 from ctxbench.config import require_non_negative
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.context import ReplayContext
-from ctxbench.strategies.base import Strategy
-from ctxbench.strategies.layers import FullHistory, is_tool_result, with_placeholder
+from ctxbench.strategies.layers import RebuiltFromHistory, is_tool_result, with_placeholder
 from ctxbench.trace import Message
 
 _ACTION = re.compile(r"^[ \t]*Action:\s*(.+)$", re.M)  # [ \t]*, not \s*: linear on blank lines
@@ -133,19 +132,15 @@ def clear_tool_uses(
     return out, cleared, freed
 
 
-class ClearToolUses(Strategy[ClearToolUsesConfig]):
+class ClearToolUses(RebuiltFromHistory[ClearToolUsesConfig]):
     name = "anthropic_clear_tool_uses"
     summary = "Anthropic clear_tool_uses_20250919: over the trigger, clear old tool results."
     source = "docs.claude.com/en/docs/build-with-claude/context-editing (clear_tool_uses_20250919)"
     Config = ClearToolUsesConfig
     default_estimator = "chars4"
+    layer = "clear_tool_uses"
 
-    def __init__(self, config: ClearToolUsesConfig | None = None) -> None:
-        super().__init__(config)
-        self.history = FullHistory()
-
-    def before_call(self, ctx: ReplayContext) -> None:
-        history = self.history.sync(ctx.view.messages)
+    def rebuild(self, history: list[Message], ctx: ReplayContext) -> tuple[list[Message], str]:
         tokens = ctx.view.est_overhead + sum(ctx.estimator.count_message(m) for m in history)
         out: list[Message] = list(history)
         note = ""
@@ -156,6 +151,4 @@ class ClearToolUses(Strategy[ClearToolUsesConfig]):
             if cleared and not skip:
                 out = edited
                 note = f"cleared_tool_uses={cleared} cleared_input_tokens={freed}"
-        if out != list(ctx.view.messages):
-            ctx.apply("clear_tool_uses", out, note=note)
-        self.history.sent(ctx.view.messages)
+        return out, note

@@ -40,8 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxbench.engine.context import ReplayContext
-from ctxbench.strategies.base import Strategy
-from ctxbench.strategies.layers import FullHistory, drop_unpaired, split_system
+from ctxbench.strategies.layers import RebuiltFromHistory, drop_unpaired, split_system
 from ctxbench.trace import Message
 
 Unit = tuple[Message, ...]
@@ -129,7 +128,7 @@ class TokenLimitedConfig:
             raise ValueError("token_limit must be greater than 0.")
 
 
-class AutoGenHeadTail(Strategy[HeadTailConfig]):
+class AutoGenHeadTail(RebuiltFromHistory[HeadTailConfig]):
     name = "autogen_head_tail"
     summary = "AutoGen HeadAndTailChatCompletionContext: first n + 'Skipped' + last m."
     source = (
@@ -137,22 +136,16 @@ class AutoGenHeadTail(Strategy[HeadTailConfig]):
     )
     Config = HeadTailConfig
     default_estimator = "chars4"
+    layer = "autogen_head_tail"
 
-    def __init__(self, config: HeadTailConfig | None = None) -> None:
-        super().__init__(config)
-        self.history = FullHistory()
-
-    def before_call(self, ctx: ReplayContext) -> None:
+    def rebuild(self, history: list[Message], ctx: ReplayContext) -> tuple[list[Message], str]:
         cfg = self.config
-        system, rest = split_system(self.history.sync(ctx.view.messages))
+        system, rest = split_system(history)
         units = head_and_tail(autogen_messages(rest), cfg.head_size, cfg.tail_size)
-        out = [*system, *flatten(units)]
-        if out != list(ctx.view.messages):
-            ctx.apply("autogen_head_tail", out)
-        self.history.sent(ctx.view.messages)
+        return [*system, *flatten(units)], ""
 
 
-class AutoGenTokenLimited(Strategy[TokenLimitedConfig]):
+class AutoGenTokenLimited(RebuiltFromHistory[TokenLimitedConfig]):
     name = "autogen_token_limited"
     summary = "AutoGen TokenLimitedChatCompletionContext: pop the middle message until it fits."
     source = (
@@ -160,10 +153,7 @@ class AutoGenTokenLimited(Strategy[TokenLimitedConfig]):
     )
     Config = TokenLimitedConfig
     default_estimator = "chars4"
-
-    def __init__(self, config: TokenLimitedConfig | None = None) -> None:
-        super().__init__(config)
-        self.history = FullHistory()
+    layer = "autogen_token_limited"
 
     def keeps_pairs(self) -> bool:
         """Only ``repair_pairs=true`` promises prompts a provider accepts."""
@@ -173,9 +163,9 @@ class AutoGenTokenLimited(Strategy[TokenLimitedConfig]):
         cfg = self.config
         return cfg.token_limit if cfg.token_limit is not None else ctx.window
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def rebuild(self, history: list[Message], ctx: ReplayContext) -> tuple[list[Message], str]:
         cfg = self.config
-        system, rest = split_system(self.history.sync(ctx.view.messages))
+        system, rest = split_system(history)
         units = autogen_messages(rest)
         overhead = ctx.view.est_overhead if cfg.count_tool_schemas else 0
         sizes = [sum(ctx.estimator.count_message(m) for m in unit) for unit in units]
@@ -184,7 +174,4 @@ class AutoGenTokenLimited(Strategy[TokenLimitedConfig]):
             kept = drop_unpaired(flatten(units))
         else:
             kept = flatten(units[1:] if units and is_result_message(units[0]) else units)
-        out = [*system, *kept]
-        if out != list(ctx.view.messages):
-            ctx.apply("autogen_token_limited", out, note=f"popped={popped}")
-        self.history.sent(ctx.view.messages)
+        return [*system, *kept], f"popped={popped}"

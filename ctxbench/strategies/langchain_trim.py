@@ -52,8 +52,7 @@ from typing import Literal
 
 from ctxbench.config import require_non_negative
 from ctxbench.engine.context import ReplayContext
-from ctxbench.strategies.base import Strategy
-from ctxbench.strategies.layers import FullHistory, drop_unpaired, safe_start_forward
+from ctxbench.strategies.layers import RebuiltFromHistory, drop_unpaired, safe_start_forward
 from ctxbench.trace import Message
 
 MESSAGE_TYPES = ("human", "ai", "tool", "system")
@@ -187,7 +186,7 @@ class LangChainTrimConfig:
             raise ValueError("start_on only applies to strategy='last'")
 
 
-class LangChainTrim(Strategy[LangChainTrimConfig]):
+class LangChainTrim(RebuiltFromHistory[LangChainTrimConfig]):
     name = "langchain_trim"
 
     def keeps_system(self) -> bool:
@@ -202,10 +201,7 @@ class LangChainTrim(Strategy[LangChainTrimConfig]):
     source = "langchain-ai/langchain libs/core/langchain_core/messages/utils.py trim_messages"
     Config = LangChainTrimConfig
     default_estimator = "chars4"
-
-    def __init__(self, config: LangChainTrimConfig | None = None) -> None:
-        super().__init__(config)
-        self.history = FullHistory()
+    layer = "langchain_trim"
 
     def budget(self, ctx: ReplayContext) -> int:
         return (
@@ -214,9 +210,8 @@ class LangChainTrim(Strategy[LangChainTrimConfig]):
             else ctx.window - ctx.reserved
         )
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def rebuild(self, history: list[Message], ctx: ReplayContext) -> tuple[list[Message], str]:
         cfg = self.config
-        history = self.history.sync(ctx.view.messages)
         trimmed = trim_messages(
             history,
             max_tokens=self.budget(ctx),
@@ -227,10 +222,7 @@ class LangChainTrim(Strategy[LangChainTrimConfig]):
             end_on=cfg.end_on,
             allow_partial=cfg.allow_partial,
         )
-        out = make_pair_safe(trimmed) if cfg.repair_pairs else trimmed
-        if out != list(ctx.view.messages):
-            ctx.apply("langchain_trim", out)
-        self.history.sent(ctx.view.messages)
+        return (make_pair_safe(trimmed) if cfg.repair_pairs else trimmed), ""
 
 
 def make_pair_safe(messages: list[Message]) -> list[Message]:

@@ -18,8 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import ClassVar, TypeVar
 
+from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.strategy import Strategy
 from ctxbench.trace import OBSERVATION_PREFIX, Message
+
+C = TypeVar("C")
 
 #: The design article three strategies reproduce (their ``source`` starts with it).
 CONTEXT_MANAGER_ARTICLE = (
@@ -161,8 +166,32 @@ class FullHistory:
         self._seen = len(view)
 
 
+class RebuiltFromHistory(Strategy[C]):
+    """A strategy whose every prompt is rebuilt from the full recorded history
+    (:class:`FullHistory`): :meth:`rebuild` returns the prompt and its note, applied as
+    ``layer`` when it differs from the view."""
+
+    #: the layer named in the compaction events
+    layer: ClassVar[str] = ""
+
+    def __init__(self, config: C | None = None) -> None:
+        super().__init__(config)
+        self.history = FullHistory()
+
+    def rebuild(self, history: list[Message], ctx: ReplayContext) -> tuple[list[Message], str]:
+        """The prompt to send, built from ``history`` (not to be edited), and the note."""
+        raise NotImplementedError
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        out, note = self.rebuild(self.history.sync(ctx.view.messages), ctx)
+        if out != list(ctx.view.messages):
+            ctx.apply(self.layer, out, note=note)
+        self.history.sent(ctx.view.messages)
+
+
 __all__ = [
     "FullHistory",
+    "RebuiltFromHistory",
     "drop_unpaired",
     "is_tool_result",
     "results_after_calls",

@@ -45,8 +45,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ctxbench.engine.context import ReplayContext
-from ctxbench.strategies.base import Strategy
-from ctxbench.strategies.layers import FullHistory, is_tool_result, with_placeholder
+from ctxbench.strategies.layers import RebuiltFromHistory, is_tool_result, with_placeholder
 from ctxbench.trace import Message, rounds
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
@@ -96,7 +95,7 @@ def mask(message: Message, placeholder: str) -> Message:
     return with_placeholder(message, text)
 
 
-class ObservationMasking(Strategy[ObservationMaskingConfig]):
+class ObservationMasking(RebuiltFromHistory[ObservationMaskingConfig]):
     name = "observation_masking"
     summary = "Keep the last M rounds' observations; older ones become a placeholder."
     source = (
@@ -105,22 +104,16 @@ class ObservationMasking(Strategy[ObservationMaskingConfig]):
     )
     Config = ObservationMaskingConfig
     default_estimator = "chars4"
-
-    def __init__(self, config: ObservationMaskingConfig | None = None) -> None:
-        super().__init__(config)
-        self.history = FullHistory()
+    layer = "observation_masking"
 
     def placeholder(self) -> str:
         if self.config.placeholder is not None:
             return self.config.placeholder
         return OPENHANDS_PLACEHOLDER if self.config.unit == "events" else SWE_AGENT_PLACEHOLDER
 
-    def before_call(self, ctx: ReplayContext) -> None:
-        history = self.history.sync(ctx.view.messages)
+    def rebuild(self, history: list[Message], ctx: ReplayContext) -> tuple[list[Message], str]:
         masked = masked_indices(history, self.config)
         out = list(history)
         for i in masked:
             out[i] = mask(history[i], self.placeholder())
-        if out != list(ctx.view.messages):
-            ctx.apply("observation_masking", out, note=f"masked={len(masked)}")
-        self.history.sent(ctx.view.messages)
+        return out, f"masked={len(masked)}"
