@@ -9,8 +9,10 @@ tokenizers and fonts) and the drift report of the same traces.
 - ``report_s`` (cold) / ``report_warm_s``; ``report_vs_sweep_ratio`` = report_s / sweep_s.
 - ``drift_s``, ``drift_kb``: ``ctxbench drift`` of the sweep's traces (two counters, two windows).
 - ``recorded``: the same ratio on a sweep over the shared recorded traces (``CTXBENCH_TRACES``:
-  mini-swe-agent, SWE-agent, tau-bench, tau2-bench and OpenHands files, probes mined;
-  none, sliding_window and dbgpt x 32k and 128k); absent when the folder is not there.
+  every mini-swe-agent, SWE-agent, tau-bench, tau2-bench and OpenHands file, the first 3
+  traces of each, one file per name (two SWE-agent demonstrations share a trace id), probes
+  mined; none, sliding_window and dbgpt x 32k and 128k; with ``--quick`` the first 3 files,
+  2 traces each, 32k only); absent when the folder is not there.
 - ``view_s``: ``ctxbench view`` of the quickstart's first DB-GPT run (replayed again).
 The machine may be shared: compare the ratio, not absolute seconds.
 """
@@ -98,11 +100,13 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
     folders = [root / f for f in RECORDED if (root / f).is_dir()]
     if not folders:
         return None
+    files: dict[str, Path] = {}
+    for folder in folders:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file() and p.suffix in (".json", ".jsonl", ".traj"):
+                files.setdefault(p.name, p)
     sources = tuple(
-        TraceSource(path=str(p), format="auto", limit=2 if quick else 0)
-        for folder in folders
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")
+        TraceSource(path=str(p), format="auto", limit=2 if quick else 3) for p in files.values()
     )
     spec = SweepSpec(
         traces=sources[:3] if quick else sources,
