@@ -39,7 +39,7 @@ def timed_sweep(spec: Any, out: Path) -> tuple[Any, float]:
 
 def run(quick: bool) -> dict[str, Any]:
     from ctxbench.cell.traces import iter_traces
-    from ctxbench.decisions.verdict import verdict_section
+    from ctxbench.decisions.verdict import Verdict
     from ctxbench.formats.canonical import write_traces
     from ctxbench.report.write import write_drift_report, write_report
     from ctxbench.results import ResultsDir
@@ -55,8 +55,8 @@ def run(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-report-") as tmp:
         out = Path(tmp) / "results"
         summary, sweep_s = timed_sweep(spec, out)
-        cold = write_report(out, out / "report.html", lead=verdict_section)
-        warm = write_report(out, out / "again.html", lead=verdict_section)
+        cold = write_report(out, out / "report.html", **Verdict().report_args())
+        warm = write_report(out, out / "again.html", **Verdict().report_args())
         traces = [t for source in spec.traces for ref in refs_of(source) for t in iter_traces(ref)]
         write_traces(Path(tmp) / "traces.jsonl", traces)
         drift = write_drift_report(
@@ -92,7 +92,7 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
     """report_s / sweep_s on a sweep over the shared recorded traces."""
     import os
 
-    from ctxbench.decisions.verdict import verdict_section
+    from ctxbench.decisions.verdict import Verdict
     from ctxbench.report.write import write_report
     from ctxbench.sweep.spec import StrategyGrid, SweepSpec, TraceSource
 
@@ -118,7 +118,7 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-recorded-") as tmp:
         out = Path(tmp) / "results"
         summary, sweep_s = timed_sweep(spec, out)
-        written = write_report(out, out / "report.html", lead=verdict_section)
+        written = write_report(out, out / "report.html", **Verdict().report_args())
     return {
         "runs": summary.cells,
         "failed": summary.failed,

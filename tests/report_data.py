@@ -139,7 +139,7 @@ PRICES = '[prices."tiktoken:o200k_base"]\ninput_per_mtok = 2.5\ncached_input_per
 def built_report() -> Path:
     """The results directory with ``report.html`` written from it (with ``prices.toml``),
     built once per test process and shared by the report tests (removed at exit)."""
-    from ctxbench.decisions.verdict import verdict_section
+    from ctxbench.decisions.verdict import Verdict
     from ctxbench.report.write import write_report
 
     root = Path(tempfile.mkdtemp(prefix="ctxbench-report-test-"))
@@ -147,7 +147,10 @@ def built_report() -> Path:
     results = build_results(root / "results")
     (root / "prices.toml").write_text(PRICES, encoding="utf-8")
     written = write_report(
-        results, results / "report.html", prices_file=root / "prices.toml", lead=verdict_section
+        results,
+        results / "report.html",
+        prices_file=root / "prices.toml",
+        **Verdict().report_args(),
     )
     assert written.notes == (), written.notes
     return results

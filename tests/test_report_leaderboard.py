@@ -129,3 +129,24 @@ def test_labels_say_which_release_a_row_reproduces() -> None:
     assert labels[keys[0]] == "dbgpt@0.8.2 (warning_threshold=0.7)"
     assert labels[keys[1]] == "dbgpt@design (warning_threshold=0.7)"
     assert labels[keys[2]] == "dbgpt (warning_threshold=0.6)", "a row from before the knob"
+
+
+def test_retention_and_tokens_carry_seeded_bootstrap_intervals() -> None:
+    spread = [
+        row(f"r{i}", f"t{i}", probes=4, in_context=k, retention=k / 4, input_tokens_total=t)
+        for i, (k, t) in enumerate([(4, 900), (1, 2100), (3, 1500), (2, 1200), (4, 800)])
+    ]
+    (first,) = leaderboard(spread)[32768]
+    again = leaderboard(spread)[32768][0]
+    r, t = first.retention_interval, first.tokens_interval
+    assert r is not None and t is not None
+    assert r == again.retention_interval and t == again.tokens_interval  # deterministic
+    assert r.point == pytest.approx(first.retention) and r.low < r.point < r.high
+    assert t.point == pytest.approx(first.input_tokens_mean) and t.low < t.point < t.high
+    # the same retention on every trace: nothing to be unsure about
+    same = [row(f"s{i}", f"t{i}", probes=4, in_context=2, retention=0.5) for i in range(4)]
+    flat = leaderboard(same)[32768][0].retention_interval
+    assert flat is not None and flat.low == flat.high == 0.5
+    # a lone trace: the interval comes from its probes
+    lone = leaderboard([row("x", "t0", probes=10, in_context=6, retention=0.6)])[32768][0]
+    assert lone.retention_interval is not None and lone.retention_interval.low < 0.6

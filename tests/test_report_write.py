@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from ctxbench.decisions.verdict import verdict_section
+from ctxbench.decisions.verdict import Verdict
 from ctxbench.errors import ConfigError
 from ctxbench.report.write import write_drift_report, write_report
 from tests.report_data import HOSTILE_ID, IMG, PRICES, SCRIPT, built_report
@@ -99,7 +99,10 @@ def test_every_row_can_be_re_run_from_its_spec(page: str, results: Path) -> None
 def test_the_same_results_give_the_same_bytes(results: Path, page: str, tmp_path: Path) -> None:
     (tmp_path / "prices.toml").write_text(PRICES)
     again = write_report(
-        results, tmp_path / "again.html", prices_file=tmp_path / "prices.toml", lead=verdict_section
+        results,
+        tmp_path / "again.html",
+        prices_file=tmp_path / "prices.toml",
+        **Verdict().report_args(),
     )
     assert again.path.read_text("utf-8") == page
 

@@ -44,7 +44,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
       ctxbench report results/ -o report.html --prices prices.toml --title "Nightly sweep"
     """
     from ctxbench.cli.progress import StageBar
-    from ctxbench.decisions.verdict import verdict_section
+    from ctxbench.decisions.verdict import Verdict
     from ctxbench.report.write import write_report
 
     bar = StageBar("report", quiet=quiet)
@@ -55,7 +55,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
         title=title,
         progress=bar.stage,
         tick=bar.update,
-        lead=verdict_section,
+        **Verdict().report_args(),
     )
     bar.close()
     _done(written)

@@ -94,6 +94,9 @@ class ReportInputs:
     #: :mod:`ctxbench.decisions`, which sits above the report in the layers, so it is handed in
     #: rather than imported).
     lead: Callable[[Results], Section] | None = None
+    #: The config to deploy per (window, true counter), by the same recommendation (handed in
+    #: like ``lead``): the timelines draw it. None: the leaderboard's top stands in.
+    picks: Callable[[Results], Mapping[tuple[int, str], ConfigKey]] | None = None
 
 
 def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None:
@@ -137,14 +140,22 @@ def _at_defaults(row: Row) -> bool:
     )
 
 
+#: How the timelines name the recommended run: the recommendation's pick, or its stand-in.
+PICKED, TOP = "recommended", "leaderboard top"
+
+
 def _recommended(
-    board: Mapping[int, Sequence[Any]],
+    board: Mapping[int, Sequence[Any]], picks: Mapping[tuple[int, str], ConfigKey] | None
 ) -> Callable[[int, str], Callable[[Row], bool] | None]:
-    """The recommended configuration at a window and true counter: the leaderboard's top
+    """The recommended configuration at a window and true counter: the recommendation's pick
+    when one was handed in (none there: no config qualified), else the leaderboard's top
     (fewest failed calls, then retention, then tokens)."""
 
     def at(window: int, counter: str) -> Callable[[Row], bool] | None:
-        best = next((s.key for s in board.get(window, ()) if s.key.counter == counter), None)
+        if picks is not None:
+            best = picks.get((window, counter))
+        else:
+            best = next((s.key for s in board.get(window, ()) if s.key.counter == counter), None)
         return None if best is None else (lambda row: ConfigKey.of(row) == best)
 
     return at
@@ -159,6 +170,7 @@ def report_page(inputs: ReportInputs) -> Page:
     run_labels = {run_id: labels[key] for run_id, key in keys.items()}
     cost_of = _cost_function(inputs)
     board = leaderboard(rows, cost_of)
+    picks = None if inputs.picks is None else inputs.picks(results)
     priced = inputs.prices is not None or any(r.get("cost_usd") is not None for r in rows)
 
     outcomes = [
@@ -176,10 +188,16 @@ def report_page(inputs: ReportInputs) -> Page:
         sections.pareto_section(board, labels),
         sections.thresholds_section(threshold_maps(rows)),
         sections.timelines_section(
-            pick_timelines(rows, recommended=_recommended(board), is_default=_at_defaults),
+            pick_timelines(
+                rows,
+                recommended=_recommended(board, picks),
+                role=TOP if picks is None else PICKED,
+                is_default=_at_defaults,
+            ),
             results.events,
             run_labels,
             has_events=results.has_events,
+            picked=picks is not None,
         ),
         sections.lost_section(
             lost_facts(outcomes, inputs.traces),
@@ -224,7 +242,7 @@ def report_page(inputs: ReportInputs) -> Page:
 
 def verdict_blocks(inputs: ReportInputs) -> tuple[Block, ...]:
     """The strip at the top of the report: the blocks of the ``lead`` section the caller hands
-    in (the command line passes :func:`ctxbench.decisions.verdict.verdict_section`). None
+    in (the command line passes :class:`ctxbench.decisions.verdict.Verdict`'s). None
     handed in: no strip."""
     return () if inputs.lead is None else inputs.lead(inputs.results).blocks
 

@@ -9,10 +9,12 @@ leaving a hole.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ctxbench.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
 from ctxbench.report import figures
 from ctxbench.report import table as tb
 from ctxbench.report.decisions import (
@@ -119,6 +121,22 @@ def how_to_read() -> Section:
 # -- leaderboard -------------------------------------------------------------------------------------
 
 
+def interval_cell(interval: Interval | None, *, whole: bool = False) -> tb.Cell:
+    """``[low, high]`` of a bootstrap interval (sorted by its low end); ``-`` when none."""
+    if interval is None or not math.isfinite(interval.low):
+        return tb.Cell("–")
+    if whole:
+        return tb.Cell(f"[{interval.low:,.0f}, {interval.high:,.0f}]", interval.low)
+    return tb.Cell(f"[{interval.low:.3f}, {interval.high:.3f}]", interval.low)
+
+
+#: What the interval columns say in their header tooltip.
+INTERVAL_HELP = (
+    f"{DEFAULT_LEVEL:.0%} bootstrap interval over traces (over probes for a lone trace), "
+    f"{DEFAULT_RESAMPLES:,} resamples, seed {DEFAULT_SEED}"
+)
+
+
 def _leaderboard_columns(
     labels: Mapping[ConfigKey, str], kinds: Sequence[str], *, priced: bool
 ) -> list[tuple[tb.Column, Callable[[Standing], tb.Cell]]]:
@@ -144,6 +162,10 @@ def _leaderboard_columns(
             lambda s: tb.number(s.retention),
         ),
         (
+            tb.Column(f"retention {DEFAULT_LEVEL:.0%} CI", True, INTERVAL_HELP),
+            lambda s: interval_cell(s.retention_interval),
+        ),
+        (
             tb.Column(
                 "recoverability", True, "mean over traces of (in_context + via_reference) / probes"
             ),
@@ -152,6 +174,10 @@ def _leaderboard_columns(
         (
             tb.Column("input tokens / trace", True, "mean over traces of the run's input tokens"),
             lambda s: tb.number(round(s.input_tokens_mean)),
+        ),
+        (
+            tb.Column(f"input tokens {DEFAULT_LEVEL:.0%} CI", True, INTERVAL_HELP),
+            lambda s: interval_cell(s.tokens_interval, whole=True),
         ),
     ]
     if priced:
@@ -299,7 +325,9 @@ def pareto_section(
                     tb.count(n),
                     tb.text(labels[s.key]),
                     tb.number(s.retention),
+                    interval_cell(s.retention_interval),
                     tb.number(round(s.input_tokens_mean)),
+                    interval_cell(s.tokens_interval, whole=True),
                     tb.count(s.failed_calls),
                 ]
                 for n, s in enumerate(ordered, 1)
@@ -329,7 +357,9 @@ def pareto_section(
                             ("#", True),
                             tb.Column("configuration", wide=True),
                             ("retention", True),
+                            (f"retention {DEFAULT_LEVEL:.0%} CI", True, INTERVAL_HELP),
                             ("input tokens / trace", True),
+                            (f"input tokens {DEFAULT_LEVEL:.0%} CI", True, INTERVAL_HELP),
                             ("failed calls", True),
                         ),
                         frontier_rows,
@@ -413,7 +443,15 @@ def timelines_section(
     labels: Mapping[str, str],
     *,
     has_events: bool,
+    picked: bool = False,
 ) -> Section:
+    """``picked``: the recommended runs are the recommendation's pick (drawn as
+    "recommended"), else the leaderboard's top stands in (drawn as "leaderboard top")."""
+    which = (
+        "the recommended one (the verdict's pick for that window and true counter)"
+        if picked
+        else "the top of that window's leaderboard (no recommendation was made)"
+    )
     blocks: list[Block] = [
         Paragraph(
             "Usage per model call as a share of the provider limit (window minus reserved): "
@@ -425,9 +463,9 @@ def timelines_section(
         ),
         Paragraph(
             "Shown: the traces with the most model calls (up to 3), each at its smallest "
-            "window and most used true counter, with the configurations one would deploy: the "
-            "recommended one (the top of that window's leaderboard) and each strategy at its "
-            "default knobs. Every run is listed in the specs section.",
+            "window and most used true counter, with the configurations one would deploy: "
+            f"{which}, and each strategy at its default knobs. Every run is listed in the specs "
+            "section.",
             "note",
         ),
     ]

@@ -3,8 +3,9 @@
 A sweep has far more runs than a reader can look at, so the report draws a few chosen by a
 fixed rule: the traces with the most model calls (up to ``max_traces``), each at its smallest
 window (where compaction matters most) and its most used true counter (so the panels share a
-tokenizer). Drawn are the configurations one would deploy: the recommended one (``recommended``,
-e.g. the top of the leaderboard) and each strategy at its default knobs (``is_default``).
+tokenizer). Drawn are the configurations one would deploy: the recommended one (``recommended``:
+the recommendation's pick when the caller has one, else the top of the leaderboard, drawn as
+``role``) and each strategy at its default knobs (``is_default``).
 Without either, one run per strategy: the one with the most overflow errors, then the most
 compactions, then the lowest run id.
 """
@@ -72,7 +73,7 @@ class TimelineGroup:
     window: int
     counter: str
     rows: tuple[Row, ...]
-    #: why each row is drawn: "recommended", "default" or "most overflows"
+    #: why each row is drawn: "recommended", "leaderboard top", "default" or "most overflows"
     roles: tuple[str, ...] = ()
 
 
@@ -86,12 +87,14 @@ def pick_timelines(
     rows: Sequence[Row],
     *,
     recommended: Callable[[int, str], Callable[[Row], bool] | None] | None = None,
+    role: str = "recommended",
     is_default: Callable[[Row], bool] | None = None,
     max_traces: int = 3,
     max_strategies: int = 5,
 ) -> list[TimelineGroup]:
     """The representative runs (see the module docstring). ``recommended(window, counter)``
-    gives a test for the recommended configuration's rows there (or None)."""
+    gives a test for the recommended configuration's rows there (or None); they are drawn as
+    ``role``."""
     ok = [r for r in rows if not r.get("error")]
     calls: dict[str, int] = {}
     for r in ok:
@@ -109,7 +112,7 @@ def pick_timelines(
         best = recommended(window, counter) if recommended else None
         for r in sorted(in_window, key=lambda r: str(r["run_id"])):
             if best is not None and best(r):
-                chosen.append((r, "recommended"))
+                chosen.append((r, role))
                 break
         for strategy in sorted({str(r["strategy"]) for r in in_window}):
             if is_default is None or len(chosen) > max_strategies:

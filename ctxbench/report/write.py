@@ -18,6 +18,7 @@ from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import CtxbenchError
+from ctxbench.report.leaderboard import ConfigKey
 from ctxbench.report.page import Section
 from ctxbench.report.results import Results, load_results
 from ctxbench.trace import Trace
@@ -135,10 +136,13 @@ def write_report(
     progress: Progress = _quiet,
     tick: Tick | None = None,
     lead: Callable[[Results], Section] | None = None,
+    picks: Callable[[Results], Mapping[tuple[int, str], ConfigKey]] | None = None,
 ) -> Written:
     """Write the HTML report of a results directory to ``out`` (``progress`` hears each
     stage, ``tick(done, total)`` how many of the stages are done; ``lead`` makes the section
-    shown first: the command line passes the recommendation's verdict strip)."""
+    shown first and ``picks`` the config to deploy per window and true counter, drawn in the
+    timelines: the command line passes the recommendation's, :class:`ctxbench.decisions.verdict.
+    Verdict`; without ``picks`` the leaderboard's top stands in)."""
     from ctxbench.counting.content_class import classify
     from ctxbench.report.document import ReportInputs, report_page
     from ctxbench.report.prices import load_prices
@@ -179,6 +183,7 @@ def write_report(
                 prices=prices,
                 title=title,
                 lead=lead,
+                picks=picks,
             )
         )
         stage("writing the page")
