@@ -19,6 +19,7 @@ from ctxbench.report.leaderboard import ConfigKey, config_labels, leaderboard
 from ctxbench.report.lost import lost_facts
 from ctxbench.report.page import Block, Bullets, Page, Paragraph, Section
 from ctxbench.report.prices import PriceTable
+from ctxbench.report.reproduction import PairParity, reproduction_section
 from ctxbench.report.results import Results
 from ctxbench.report.thresholds import threshold_maps
 from ctxbench.report.timeline import pick_timelines
@@ -97,6 +98,8 @@ class ReportInputs:
     #: The config to deploy per (window, true counter), by the same recommendation (handed in
     #: like ``lead``): the timelines draw it. None: the leaderboard's top stands in.
     picks: Callable[[Results], Mapping[tuple[int, str], ConfigKey]] | None = None
+    #: reproduction / release pairs compared call by call (none: no section)
+    release_parity: tuple[PairParity, ...] = ()
 
 
 def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None:
@@ -199,6 +202,7 @@ def report_page(inputs: ReportInputs) -> Page:
             has_events=results.has_events,
             picked=picks is not None,
         ),
+        *([reproduction_section(inputs.release_parity)] if inputs.release_parity else []),
         sections.lost_section(
             lost_facts(outcomes, inputs.traces),
             has_probes=bool(outcomes),

@@ -17,15 +17,21 @@ from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
+from ctxbench.engine import events as ev
 from ctxbench.errors import CtxbenchError
+from ctxbench.report.document import has_usage
 from ctxbench.report.leaderboard import ConfigKey
 from ctxbench.report.page import Section
+from ctxbench.report.reproduction import PairParity
 from ctxbench.report.results import Results, load_results
 from ctxbench.trace import Trace
 
 #: The estimators measured next to the true counters (accuracy) and replayed (drift).
 ESTIMATORS: tuple[str, ...] = ("chars4", "dbgpt", "agentscope", "hermes")
 DEFAULT_WINDOWS: tuple[int, ...] = (32768, 128000)
+
+#: Event types the release comparison never reads: skipped before parsing.
+SKIPPED_BY_PARITY = (ev.SNAPSHOT, ev.PROBE, ev.SUMMARY, ev.RECORDED)
 
 Progress = Callable[[str], None]
 #: ``tick(done, total)``: how far the current stage is
@@ -127,6 +133,24 @@ def load_counters(specs: Iterable[str]) -> tuple[list[TokenCounter], list[str]]:
     return counters, missing
 
 
+def compare_releases(results: Results) -> list[PairParity]:
+    """Every reproduction / release pair of the results, compared from its recorded events
+    (read in one pass, only the paired runs' events of the types the comparison reads)."""
+    from ctxbench.report.reproduction import READ, compare_pair, release_pairs
+    from ctxbench.results import ResultsDir
+
+    pairs = release_pairs(results.rows)
+    if not pairs or not results.has_events:
+        return []
+    wanted = {run for p in pairs for run in (p.reproduction_run, p.shipped_run)}
+    events: dict[str, list[ev.Event]] = {run: [] for run in wanted}
+    for e in ResultsDir(results.path).events(skip=SKIPPED_BY_PARITY):
+        run = str(e.pop("run_id", ""))
+        if run in wanted and e["type"] in READ:
+            events[run].append(ev.Event.from_dict(e))
+    return [compare_pair(p, events) for p in pairs]
+
+
 def write_report(
     results_dir: str | Path,
     out: str | Path,
@@ -169,7 +193,10 @@ def write_report(
         counters, missing_counters = load_counters(
             str(r.get("counter")) for r in results.rows if r.get("counter")
         )
-        baselines, _ = load_counters(ESTIMATORS)
+        baselines, _ = (
+            load_counters(ESTIMATORS) if any(map(has_usage, traces.values())) else ([], [])
+        )
+        release_parity = compare_releases(results)
         stage("analysing and drawing")
         page = report_page(
             ReportInputs(
@@ -184,6 +211,7 @@ def write_report(
                 title=title,
                 lead=lead,
                 picks=picks,
+                release_parity=tuple(release_parity),
             )
         )
         stage("writing the page")
