@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
+from ctxbench.engine.result import RunResult
 from ctxbench.report.leaderboard import ConfigKey, config_labels, leaderboard
+from tests.report_data import result_row
 
 
-def row(run_id: str, trace: str, **changes: Any) -> dict[str, Any]:
+def row(run_id: str, trace: str, **changes: Any) -> RunResult:
     base: dict[str, Any] = {
         "run_id": run_id,
         "trace_id": trace,
@@ -39,7 +41,7 @@ def row(run_id: str, trace: str, **changes: Any) -> dict[str, Any]:
         "error": None,
     }
     base.update(changes)
-    return base
+    return result_row(**base)
 
 
 def test_ratios_are_means_over_traces_and_counts_are_sums() -> None:
@@ -103,7 +105,7 @@ def test_each_window_has_its_own_table() -> None:
 
 def test_labels_name_only_what_varies_within_a_strategy() -> None:
     keys = [
-        ConfigKey.of(
+        ConfigKey.of_result(
             row(
                 "a",
                 "t",
@@ -113,7 +115,7 @@ def test_labels_name_only_what_varies_within_a_strategy() -> None:
         )
         for w in (0.6, 0.7)
         for c in ("tiktoken:o200k_base", "hf:qwen2.5")
-    ] + [ConfigKey.of(row("n", "t", strategy="none", params="{}", estimator="chars4"))]
+    ] + [ConfigKey.of_result(row("n", "t", strategy="none", params="{}", estimator="chars4"))]
     labels = config_labels(keys)
     assert len(set(labels.values())) == len(keys)
     assert labels[keys[0]] == "dbgpt (warning_threshold=0.6, counter=tiktoken:o200k_base)"
@@ -122,9 +124,11 @@ def test_labels_name_only_what_varies_within_a_strategy() -> None:
 
 def test_labels_say_which_release_a_row_reproduces() -> None:
     keys = [
-        ConfigKey.of(row("a", "t", params=json.dumps({"release": r, "warning_threshold": 0.7})))
+        ConfigKey.of_result(
+            row("a", "t", params=json.dumps({"release": r, "warning_threshold": 0.7}))
+        )
         for r in ("0.8.2", "design")
-    ] + [ConfigKey.of(row("old", "t", params=json.dumps({"warning_threshold": 0.6})))]
+    ] + [ConfigKey.of_result(row("old", "t", params=json.dumps({"warning_threshold": 0.6})))]
     labels = config_labels(keys)
     assert labels[keys[0]] == "dbgpt@0.8.2 (warning_threshold=0.7)"
     assert labels[keys[1]] == "dbgpt@design (warning_threshold=0.7)"

@@ -10,24 +10,22 @@ from typing import Any
 
 import pytest
 
+from ctxbench.engine.result import RunResult
 from ctxbench.report.reproduction import release_of, release_pairs
 from ctxbench.shipped.releases import HERMES
+from tests.report_data import result_row
 from tests.shipped_cases import needs, scenario_trace
 
 
-def _row(run_id: str, strategy: str, **changes: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "run_id": run_id,
+def _row(run_id: str, strategy: str, **changes: Any) -> RunResult:
+    fields: dict[str, Any] = {
         "trace_id": "t",
-        "strategy": strategy,
         "window": 16384,
         "reserved": 4096,
         "counter": "o200k",
-        "params": "{}",
-        "error": None,
     }
-    row.update(changes)
-    return row
+    fields.update(changes)
+    return result_row(run_id=run_id, strategy=strategy, **fields)
 
 
 def test_pairs_are_a_reproduction_and_its_release_on_the_same_trace_window_and_counter() -> None:

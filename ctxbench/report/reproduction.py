@@ -10,18 +10,18 @@ the same empty set, and the report says so.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.events import Event
+from ctxbench.engine.result import RunResult
 from ctxbench.parity import DEFAULT_TOLERANCE, Side, TraceParity, compare, side_of
 from ctxbench.report import table as tb
+from ctxbench.report.leaderboard import RELEASE_PARAM, params_of
 from ctxbench.report.page import Block, Paragraph, Section, TableBlock
 
-Row = Mapping[str, Any]
+Row = RunResult
 #: The prefix of a released framework's strategy name (``shipped:NAME@VERSION``).
 SHIPPED = "shipped:"
 #: Event types the comparison reads (the reduction of :func:`ctxbench.parity.side_of`).
@@ -31,23 +31,15 @@ READ = (ev.CONTEXT_STATUS, ev.COMPACTION, ev.PROVIDER_CALL, ev.CALL_FAILED)
 def release_of(row: Row) -> tuple[str, str] | None:
     """``(reproduction, release)`` a row stands for: ``shipped:dbgpt@0.8.2`` is the release
     0.8.2 of ``dbgpt``; ``dbgpt`` with param ``release = "0.8.2"`` reproduces it."""
-    strategy = str(row["strategy"])
-    if strategy.startswith(SHIPPED) and "@" in strategy:
-        name, _, version = strategy.removeprefix(SHIPPED).partition("@")
+    if row.strategy.startswith(SHIPPED) and "@" in row.strategy:
+        name, _, version = row.strategy.removeprefix(SHIPPED).partition("@")
         return name, version
-    raw = row.get("params") or "{}"
-    params = json.loads(raw) if isinstance(raw, str) else dict(raw)
-    release = params.get("release") if isinstance(params, dict) else None
-    return (strategy, release) if isinstance(release, str) else None
+    release = params_of(row).get(RELEASE_PARAM)
+    return (row.strategy, release) if isinstance(release, str) else None
 
 
 def _where(row: Row) -> tuple[str, int, int, str]:
-    return (
-        str(row["trace_id"]),
-        int(row["window"]),
-        int(row.get("reserved") or 0),
-        str(row.get("counter") or ""),
-    )
+    return row.trace_id, row.window, row.reserved, row.counter
 
 
 @dataclass(frozen=True)
@@ -66,22 +58,20 @@ class ReleasePair:
 def release_pairs(rows: Sequence[Row]) -> list[ReleasePair]:
     """Every (reproduction run, shipped run) on the same trace, window, reservation and true
     counter, rows whose replay raised left out; in a stable order."""
-    ok = [r for r in rows if not r.get("error")]
+    ok = [r for r in rows if not r.error]
     shipped: dict[tuple[str, str, tuple[str, int, int, str]], list[Row]] = {}
     for r in ok:
         of = release_of(r)
-        if of is not None and str(r["strategy"]).startswith(SHIPPED):
+        if of is not None and r.strategy.startswith(SHIPPED):
             shipped.setdefault((*of, _where(r)), []).append(r)
     out = []
-    for r in sorted(ok, key=lambda r: str(r["run_id"])):
+    for r in sorted(ok, key=lambda r: r.run_id):
         of = release_of(r)
-        if of is None or str(r["strategy"]).startswith(SHIPPED):
+        if of is None or r.strategy.startswith(SHIPPED):
             continue
-        for s in sorted(shipped.get((*of, _where(r)), []), key=lambda s: str(s["run_id"])):
+        for s in sorted(shipped.get((*of, _where(r)), []), key=lambda s: s.run_id):
             trace_id, window, _, counter = _where(r)
-            out.append(
-                ReleasePair(*of, trace_id, window, counter, str(r["run_id"]), str(s["run_id"]))
-            )
+            out.append(ReleasePair(*of, trace_id, window, counter, r.run_id, s.run_id))
     return sorted(out, key=lambda p: (p.reproduction, p.release, p.window, p.counter, p.trace_id))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxbench.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
+from ctxbench.engine.result import RunResult
 from ctxbench.report import figures
 from ctxbench.report import table as tb
 from ctxbench.report.decisions import (
@@ -27,7 +28,7 @@ from ctxbench.report.decisions import (
     summarise_ratios,
 )
 from ctxbench.report.density import Sample, by_content_class, by_role, density_table
-from ctxbench.report.leaderboard import ConfigKey, Standing
+from ctxbench.report.leaderboard import ConfigKey, Standing, compaction_layers
 from ctxbench.report.lost import LostFact
 from ctxbench.report.page import (
     Block,
@@ -43,7 +44,7 @@ from ctxbench.report.results import RunEvents
 from ctxbench.report.thresholds import ThresholdMap
 from ctxbench.report.timeline import TimelineGroup, timeline
 
-Row = Mapping[str, Any]
+Row = RunResult
 
 #: Lost facts listed at most (the most-lost first); the rest are counted.
 MAX_LOST_FACTS = 300
@@ -479,9 +480,9 @@ def timelines_section(
         roles = group.roles or ("",) * len(group.rows)
         lines = [
             timeline(
-                str(r["run_id"]),
-                f"{labels[str(r['run_id'])]} ({role})" if role else labels[str(r["run_id"])],
-                events.get(str(r["run_id"]), RunEvents()),
+                r.run_id,
+                f"{labels[r.run_id]} ({role})" if role else labels[r.run_id],
+                events.get(r.run_id, RunEvents()),
                 run_thresholds(r),
             )
             for r, role in zip(group.rows, roles)
@@ -493,21 +494,21 @@ def timelines_section(
             Chart(
                 f"timeline-{i}",
                 figures.timeline_chart(title, lines, f"tl{i}"),
-                f"{title}: runs " + ", ".join(str(r["run_id"]) for r in group.rows) + ".",
+                f"{title}: runs " + ", ".join(r.run_id for r in group.rows) + ".",
             )
         )
         for r, role in zip(group.rows, roles):
-            layers = json.loads(r.get("compactions") or "{}")
+            layers = compaction_layers(r)
             shown.append(
                 [
                     tb.text(group.trace_id),
                     tb.number(group.window),
                     tb.text(role),
-                    tb.text(labels[str(r["run_id"])]),
-                    tb.code(str(r["run_id"])),
-                    tb.count(int(r.get("calls") or 0)),
-                    tb.count(int(r.get("overflow_errors") or 0)),
-                    tb.count(int(r.get("failed_calls") or 0)),
+                    tb.text(labels[r.run_id]),
+                    tb.code(r.run_id),
+                    tb.count(r.calls),
+                    tb.count(r.overflow_errors),
+                    tb.count(r.failed_calls),
                     tb.text(", ".join(f"{k} x{v}" for k, v in layers.items()) or "none"),
                 ]
             )
@@ -869,10 +870,10 @@ def drift_from_events(rows: Sequence[Row], events: Mapping[str, RunEvents]) -> l
     own thresholds."""
     pools: dict[tuple[str, str, int], list[tuple[Sequence[CallRecord], Thresholds]]] = {}
     for r in rows:
-        if r.get("error"):
+        if r.error:
             continue
-        key = (str(r.get("estimator") or ""), str(r.get("counter") or ""), int(r["window"]))
-        calls = events.get(str(r["run_id"]), RunEvents()).calls
+        key = (r.estimator, r.counter, r.window)
+        calls = events.get(r.run_id, RunEvents()).calls
         if not calls:
             continue
         pools.setdefault(key, []).append((calls, run_thresholds(r)))
@@ -1033,24 +1034,24 @@ def specs_section(
     out = []
     for r in rows[:MAX_SPEC_ROWS]:
         try:
-            spec = json.loads(r.get("spec") or "{}")
+            spec = json.loads(r.spec or "{}")
         except json.JSONDecodeError:
             spec = {}
-        body = f"ctxbench run --from-row {shlex.quote(results_path)} --run-id {r['run_id']}\n"
+        body = f"ctxbench run --from-row {shlex.quote(results_path)} --run-id {r.run_id}\n"
         if spec:
             body += rerun_command(spec, defaults_of(str(spec.get("strategy", ""))))
         body += "\n\n" + json.dumps(spec, indent=2, sort_keys=True, ensure_ascii=False)
         out.append(
             [
-                tb.code(str(r["run_id"])),
-                tb.text(r["trace_id"]),
-                tb.text(labels.get(str(r["run_id"]), str(r["strategy"]))),
-                tb.number(int(r["window"])),
-                tb.text(r.get("counter")),
-                tb.text(r.get("estimator")),
-                tb.number(r.get("retention")),
-                tb.text(r.get("error") or ""),
-                tb.details(f"spec and re-run commands of {r['run_id']}", body.strip()),
+                tb.code(r.run_id),
+                tb.text(r.trace_id),
+                tb.text(labels.get(r.run_id, r.strategy)),
+                tb.number(r.window),
+                tb.text(r.counter),
+                tb.text(r.estimator),
+                tb.number(r.retention),
+                tb.text(r.error or ""),
+                tb.details(f"spec and re-run commands of {r.run_id}", body.strip()),
             ]
         )
     blocks.append(

@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
+from ctxbench.engine.result import RunResult
 from ctxbench.errors import CtxbenchError
 from ctxbench.report.document import has_usage
 from ctxbench.report.leaderboard import ConfigKey
@@ -52,7 +52,7 @@ def _quiet(message: str) -> None:
     """The default progress callback: say nothing."""
 
 
-def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], list[str]]:
+def load_traces(rows: Iterable[RunResult]) -> tuple[dict[str, Trace], list[str]]:
     """Each row's trace, from its spec's ``trace_source``: ``(traces by id, notes on the ones
     that could not be loaded)``. A sweep's ``SOURCE#INDEX`` address loads one trace; a plain
     file (``ctxbench run``) is read once for all its traces. Hugging Face sources are not
@@ -62,11 +62,11 @@ def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], li
 
     wanted: dict[str, tuple[str, str, bool]] = {}
     for row in rows:
-        trace_id = str(row["trace_id"])
+        trace_id = row.trace_id
         if trace_id in wanted:
             continue
         try:
-            spec = json.loads(row.get("spec") or "{}")
+            spec = json.loads(row.spec or "{}")
         except json.JSONDecodeError:
             spec = {}
         wanted[trace_id] = (
@@ -144,10 +144,9 @@ def compare_releases(results: Results) -> list[PairParity]:
         return []
     wanted = {run for p in pairs for run in (p.reproduction_run, p.shipped_run)}
     events: dict[str, list[ev.Event]] = {run: [] for run in wanted}
-    for e in ResultsDir(results.path).events(skip=SKIPPED_BY_PARITY):
-        run = str(e.pop("run_id", ""))
-        if run in wanted and e["type"] in READ:
-            events[run].append(ev.Event.from_dict(e))
+    for run, e in ResultsDir(results.path).typed_events(skip=SKIPPED_BY_PARITY):
+        if run in wanted and e.type in READ:
+            events[run].append(e)
     return [compare_pair(p, events) for p in pairs]
 
 
@@ -190,9 +189,7 @@ def write_report(
     with AtomicFile(out, "wb") as page_file:  # opened before the work: an unwritable -o fails now
         stage(f"loading traces of {len(results.rows):,} rows")
         traces, missing_traces = load_traces(results.rows)
-        counters, missing_counters = load_counters(
-            str(r.get("counter")) for r in results.rows if r.get("counter")
-        )
+        counters, missing_counters = load_counters(r.counter for r in results.rows if r.counter)
         baselines, _ = (
             load_counters(ESTIMATORS) if any(map(has_usage, traces.values())) else ([], [])
         )
