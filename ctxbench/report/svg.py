@@ -82,10 +82,10 @@ def colour_map(anchors: Sequence[str], share: float) -> str:
 def tokens(value: float) -> str:
     """An axis label of a token count: 1.5k, 2M."""
     if abs(value) >= 1e6:
-        return f"{value / 1e6:g}M"
+        return f"{value / 1e6:.3g}M"
     if abs(value) >= 1e3:
-        return f"{value / 1e3:g}k"
-    return f"{value:g}"
+        return f"{value / 1e3:.3g}k"
+    return f"{value:.3g}"
 
 
 def plain(value: float) -> str:
