@@ -33,9 +33,11 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     """Write the HTML report of RESULTS_DIR: one self-contained file, no network needed to
     open it (inline CSS, JS and SVG charts).
 
-    Sections: how to read it, leaderboard per window, Pareto charts, threshold maps,
-    per-trace timelines, lost facts, token counting by content class, decision drift,
-    accuracy against provider usage, and the exact spec of every row.
+    Sections: the verdict (`ctxbench recommend`), how to read it, leaderboard per window
+    (with bootstrap intervals), Pareto charts, threshold maps, per-trace timelines of the
+    recommended and the default configs, reproduction vs release (when the results hold a
+    reproduction and its shipped:NAME@VERSION), lost facts, token counting by content class,
+    decision drift, accuracy against provider usage, and the exact spec of every row.
 
     \b
     Examples:
