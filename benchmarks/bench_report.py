@@ -1,8 +1,8 @@
 """The HTML report: how big it is and how long it takes, next to the sweep it reports on.
 
-Runs the quickstart sweep (``scenarios/quickstart.toml``: 6 scenarios x 5 strategy
-configurations x 3 windows x 2 true counters = 180 cells; with ``--quick`` two scenarios, one
-window, one counter: 10 cells) in this process, then writes its report twice (a cold and a warm process-level cache of
+Runs the quickstart sweep (``scenarios/quickstart.toml``: 6 scenarios x 6 strategy
+configurations x 3 windows x 2 true counters = 216 cells; with ``--quick`` two scenarios, one
+window, one counter: 12 cells) in this process, then writes its report twice (a cold and a warm process-level cache of
 tokenizers and fonts) and the drift report of the same traces.
 
 - ``report_kb``, ``report_kb_per_run``: size of the self-contained HTML file.
