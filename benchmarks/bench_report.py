@@ -1,16 +1,18 @@
 """The HTML report: how big it is and how long it takes, next to the sweep it reports on.
 
-Runs the quickstart sweep (``scenarios/quickstart.toml``: 6 scenarios x 5 strategy
-configurations x 3 windows x 2 true counters = 180 cells; with ``--quick`` two scenarios, one
-window, one counter: 10 cells) in this process, then writes its report twice (a cold and a warm process-level cache of
+Runs the quickstart sweep (``scenarios/quickstart.toml``: 6 scenarios x 6 strategy
+configurations x 3 windows x 2 true counters = 216 cells; with ``--quick`` two scenarios, one
+window, one counter: 12 cells) in this process, then writes its report twice (a cold and a warm process-level cache of
 tokenizers and fonts) and the drift report of the same traces.
 
 - ``report_kb``, ``report_kb_per_run``: size of the self-contained HTML file.
 - ``report_s`` (cold) / ``report_warm_s``; ``report_vs_sweep_ratio`` = report_s / sweep_s.
 - ``drift_s``, ``drift_kb``: ``ctxbench drift`` of the sweep's traces (two counters, two windows).
 - ``recorded``: the same ratio on a sweep over the shared recorded traces (``CTXBENCH_TRACES``:
-  mini-swe-agent, SWE-agent, tau-bench, tau2-bench and OpenHands files, probes mined;
-  none, sliding_window and dbgpt x 32k and 128k); absent when the folder is not there.
+  every mini-swe-agent, SWE-agent, tau-bench, tau2-bench and OpenHands file, the first 3
+  traces of each, one file per name (two SWE-agent demonstrations share a trace id), probes
+  mined; none, sliding_window and dbgpt x 32k and 128k; with ``--quick`` the first 3 files,
+  2 traces each, 32k only); absent when the folder is not there.
 - ``view_s``: ``ctxbench view`` of the quickstart's first DB-GPT run (replayed again).
 The machine may be shared: compare the ratio, not absolute seconds.
 """
@@ -37,7 +39,7 @@ def timed_sweep(spec: Any, out: Path) -> tuple[Any, float]:
 
 def run(quick: bool) -> dict[str, Any]:
     from ctxbench.cell.traces import iter_traces
-    from ctxbench.decisions.verdict import verdict_section
+    from ctxbench.decisions.verdict import Verdict
     from ctxbench.formats.canonical import write_traces
     from ctxbench.report.write import write_drift_report, write_report
     from ctxbench.results import ResultsDir
@@ -53,8 +55,8 @@ def run(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-report-") as tmp:
         out = Path(tmp) / "results"
         summary, sweep_s = timed_sweep(spec, out)
-        cold = write_report(out, out / "report.html", lead=verdict_section)
-        warm = write_report(out, out / "again.html", lead=verdict_section)
+        cold = write_report(out, out / "report.html", **Verdict().report_args())
+        warm = write_report(out, out / "again.html", **Verdict().report_args())
         traces = [t for source in spec.traces for ref in refs_of(source) for t in iter_traces(ref)]
         write_traces(Path(tmp) / "traces.jsonl", traces)
         drift = write_drift_report(
@@ -90,7 +92,7 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
     """report_s / sweep_s on a sweep over the shared recorded traces."""
     import os
 
-    from ctxbench.decisions.verdict import verdict_section
+    from ctxbench.decisions.verdict import Verdict
     from ctxbench.report.write import write_report
     from ctxbench.sweep.spec import StrategyGrid, SweepSpec, TraceSource
 
@@ -98,11 +100,13 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
     folders = [root / f for f in RECORDED if (root / f).is_dir()]
     if not folders:
         return None
+    files: dict[str, Path] = {}
+    for folder in folders:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file() and p.suffix in (".json", ".jsonl", ".traj"):
+                files.setdefault(p.name, p)
     sources = tuple(
-        TraceSource(path=str(p), format="auto", limit=2 if quick else 0)
-        for folder in folders
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")
+        TraceSource(path=str(p), format="auto", limit=2 if quick else 3) for p in files.values()
     )
     spec = SweepSpec(
         traces=sources[:3] if quick else sources,
@@ -114,7 +118,7 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-recorded-") as tmp:
         out = Path(tmp) / "results"
         summary, sweep_s = timed_sweep(spec, out)
-        written = write_report(out, out / "report.html", lead=verdict_section)
+        written = write_report(out, out / "report.html", **Verdict().report_args())
     return {
         "runs": summary.cells,
         "failed": summary.failed,

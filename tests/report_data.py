@@ -17,9 +17,22 @@ from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.counting import get_counter
 from ctxbench.engine.events import event_line
+from ctxbench.engine.result import RunResult
 from ctxbench.formats.canonical import write_traces
 from ctxbench.probes.model import Probe
+from ctxbench.results.table import column_types
 from ctxbench.trace import Message, ToolCall, Trace, Usage
+
+
+def result_row(**fields: object) -> RunResult:
+    """A row with every column at a neutral value (no probes, no error) but ``fields``."""
+    neutral: dict[type, object] = {str: "", int: 0, float: 0.0, bool: True}
+    row = {name: neutral[tp] for name, tp in column_types().items()}
+    row.update(params="{}", compactions="{}", retention_by_kind="{}", spec="{}")
+    row.update(retention=None, recoverability=None, cost_usd=None, error=None)
+    row.update(fields)
+    return RunResult.from_row(row)
+
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMG = '"><img src=x onerror="window.__pwned=2">'
@@ -139,7 +152,7 @@ PRICES = '[prices."tiktoken:o200k_base"]\ninput_per_mtok = 2.5\ncached_input_per
 def built_report() -> Path:
     """The results directory with ``report.html`` written from it (with ``prices.toml``),
     built once per test process and shared by the report tests (removed at exit)."""
-    from ctxbench.decisions.verdict import verdict_section
+    from ctxbench.decisions.verdict import Verdict
     from ctxbench.report.write import write_report
 
     root = Path(tempfile.mkdtemp(prefix="ctxbench-report-test-"))
@@ -147,7 +160,10 @@ def built_report() -> Path:
     results = build_results(root / "results")
     (root / "prices.toml").write_text(PRICES, encoding="utf-8")
     written = write_report(
-        results, results / "report.html", prices_file=root / "prices.toml", lead=verdict_section
+        results,
+        results / "report.html",
+        prices_file=root / "prices.toml",
+        **Verdict().report_args(),
     )
     assert written.notes == (), written.notes
     return results

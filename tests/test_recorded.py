@@ -14,7 +14,7 @@ from ctxbench.calibration import samples
 from ctxbench.cli import cli
 from ctxbench.counting import get_counter
 from ctxbench.engine import events as ev
-from ctxbench.engine.events import DECISION, UNCOMPACTED_NOTE
+from ctxbench.engine.events import DECISION, UNCOMPACTED_NOTE, Event
 from ctxbench.errors import ConfigError
 from ctxbench.formats.canonical import write_traces
 from ctxbench.formats.importing import import_file
@@ -130,7 +130,8 @@ def test_run_prints_recorded_compactions_beside_the_strategys(tmp_path: Path) ->
     rec = trace.recorded_compactions[0]
     assert (line["call"], line["pre_tokens"], line["note"]) == (7, 167_094, UNCOMPACTED_NOTE)
     assert line["source"] == rec.source
-    digest = digest_events(json.loads(x) for x in events.read_text().splitlines())
+    lines = [json.loads(x) for x in events.read_text().splitlines()]
+    digest = digest_events((str(e.pop("run_id", "")), Event.from_dict(e)) for e in lines)
     (run_events,) = digest.values()
     assert (7, "recorded auto") in run_events.compactions and (
         7,

@@ -39,9 +39,9 @@ def demo(out_dir: str, workers: int | None, quiet: bool) -> None:
     resume = (Path(out_dir) / "cells.jsonl").exists()
     execute(spec, out_dir, make_executor(workers, None, None), resume=resume, quiet=quiet)
     try:
-        from ctxbench.decisions.verdict import verdict_section
+        from ctxbench.decisions.verdict import Verdict
         from ctxbench.report.write import write_report
     except ImportError:  # the report is an optional part of a partial install
         return
-    written = write_report(out_dir, Path(out_dir) / "report.html", lead=verdict_section)
+    written = write_report(out_dir, Path(out_dir) / "report.html", **Verdict().report_args())
     click.echo(f"report:  {written.path}")

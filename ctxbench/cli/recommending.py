@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ctxbench.cli.options import at_least_option, counter_option
-from ctxbench.decisions.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
+from ctxbench.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ctxbench.errors import ConfigError
 
 

@@ -37,9 +37,11 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     """Write the HTML report of RESULTS_DIR: one self-contained file, no network needed to
     open it (inline CSS, JS and SVG charts).
 
-    Sections: how to read it, leaderboard per window, Pareto charts, threshold maps,
-    per-trace timelines, lost facts, token counting by content class, decision drift,
-    accuracy against provider usage, and the exact spec of every row.
+    Sections: the verdict (`ctxbench recommend`), how to read it, leaderboard per window
+    (with bootstrap intervals), Pareto charts, threshold maps, per-trace timelines of the
+    recommended and the default configs, reproduction vs release (when the results hold a
+    reproduction and its shipped:NAME@VERSION), lost facts, token counting by content class,
+    decision drift, accuracy against provider usage, and the exact spec of every row.
 
     \b
     Examples:
@@ -48,7 +50,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
       ctxbench report results/ -o report.html --prices prices.toml --title "Nightly sweep"
     """
     from ctxbench.cli.progress import StageBar
-    from ctxbench.decisions.verdict import verdict_section
+    from ctxbench.decisions.verdict import Verdict
     from ctxbench.report.write import write_report
 
     bar = StageBar("report", quiet=quiet)
@@ -59,7 +61,7 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
         title=title,
         progress=bar.stage,
         tick=bar.update,
-        lead=verdict_section,
+        **Verdict().report_args(),
     )
     bar.close()
     _done(written)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxbench.decisions.bootstrap import Bootstrap
+from ctxbench.bootstrap import Bootstrap
 
 
 def baseline_warnings(cells: Sequence[Mapping[str, Any]]) -> list[str]:

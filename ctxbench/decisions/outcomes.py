@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from ctxbench.engine import events as ev
+from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError
 from ctxbench.probes.model import PROBE_KINDS
 from ctxbench.report.leaderboard import ConfigKey
@@ -122,14 +122,17 @@ class RunOutcome:
         return [v for v, _ in kept], [w for _, w in kept]
 
 
-def _row_probes(row: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
+def _row_probes(row: RunResult) -> tuple[tuple[str, str, str], ...]:
     """Probe outcomes rebuilt from a row's counts (no events: kinds and ids are unknown)."""
-    counts = [(KEPT, row.get("in_context"))] + [
-        (name, row.get(name)) for name in ("via_reference", "stale", "lost")
+    counts = [
+        (KEPT, row.in_context),
+        ("via_reference", row.via_reference),
+        ("stale", row.stale),
+        ("lost", row.lost),
     ]
     out: list[tuple[str, str, str]] = []
     for outcome, count in counts:
-        out += [(f"#{len(out) + i}", "", outcome) for i in range(int(count or 0))]
+        out += [(f"#{len(out) + i}", "", outcome) for i in range(count)]
     return tuple(out)
 
 
@@ -141,7 +144,7 @@ class _Seen:
     rejected: int = 0
 
 
-def outcome_of(row: Mapping[str, Any], seen: _Seen | None) -> RunOutcome:
+def outcome_of(row: RunResult, seen: _Seen | None) -> RunOutcome:
     """The outcome of one row, from its events when there are any."""
     probes: tuple[tuple[str, str, str], ...]
     if seen is not None:
@@ -149,18 +152,18 @@ def outcome_of(row: Mapping[str, Any], seen: _Seen | None) -> RunOutcome:
     else:
         probes, rejected, from_events = _row_probes(row), 0, False
     return RunOutcome(
-        run_id=str(row["run_id"]),
-        trace_id=str(row["trace_id"]),
-        config=ConfigKey.of(row),
-        window=int(row["window"]),
-        counter=str(row.get("counter") or ""),
+        run_id=row.run_id,
+        trace_id=row.trace_id,
+        config=ConfigKey.of_result(row),
+        window=row.window,
+        counter=row.counter,
         probes=probes,
-        input_tokens=int(row.get("input_tokens_total") or 0),
-        summary_tokens=int(row.get("summary_tokens") or 0),
+        input_tokens=row.input_tokens_total,
+        summary_tokens=row.summary_tokens,
         rejected_tokens=rejected,
-        failed_calls=int(row.get("failed_calls") or 0),
-        overflow_errors=int(row.get("overflow_errors") or 0),
-        error=str(row["error"]) if row.get("error") else None,
+        failed_calls=row.failed_calls,
+        overflow_errors=row.overflow_errors,
+        error=row.error or None,
         from_events=from_events,
     )
 
@@ -182,14 +185,14 @@ def read_outcomes(directory: str | Path) -> list[RunOutcome]:
                 run.probes.append((str(e["probe_id"]), str(e["kind"]), str(e["outcome"])))
             elif e["type"] == ev.PROVIDER_CALL and not e["ok"]:
                 run.rejected += int(e["true_tokens"])
-    return [outcome_of(row, seen.get(str(row["run_id"]))) for row in store.rows()]
+    return [outcome_of(row, seen.get(row.run_id)) for row in store.results()]
 
 
 def outcomes(results: Results) -> list[RunOutcome]:
     """Every run of results the report already read (its reduced events)."""
     out = []
     for row in results.rows:
-        events = results.events.get(str(row["run_id"])) if results.has_events else None
+        events = results.events.get(row.run_id) if results.has_events else None
         seen = None
         if events is not None:
             seen = _Seen(

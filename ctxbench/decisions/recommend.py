@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ctxbench.decisions.bootstrap import (
+from ctxbench.bootstrap import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 from html import escape
+from typing import Any
 
 from ctxbench.decisions.recommend import GroupVerdict, Recommendation, tokens_text
+from ctxbench.report.leaderboard import ConfigKey
 from ctxbench.report.page import Chart, Section
 from ctxbench.report.results import Results
 
@@ -31,16 +33,42 @@ def verdict_of(results: Results) -> Recommendation:
     return recommend(outcomes(results))
 
 
-def verdict_section(results: Results) -> Section:
+def verdict_section(results: Results, recommendation: Recommendation | None = None) -> Section:
     """The report's verdict section (the strip rides in a Chart block: trusted markup)."""
     caption = "The config to deploy per window and true counter: ctxbench recommend " + str(
         results.path
     )
-    return Section(
-        "verdict",
-        "Verdict",
-        (Chart("verdict-strip", render_verdict(verdict_of(results)), caption),),
-    )
+    rec = recommendation if recommendation is not None else verdict_of(results)
+    return Section("verdict", "Verdict", (Chart("verdict-strip", render_verdict(rec), caption),))
+
+
+class Verdict:
+    """What the command line hands the report: the verdict strip (``section``, for
+    ``write_report(lead=...)``) and the picks it names (``picks``, drawn in the timelines),
+    from one recommendation computed once per results."""
+
+    def __init__(self) -> None:
+        self._of: tuple[Results, Recommendation] | None = None
+
+    def recommendation(self, results: Results) -> Recommendation:
+        if self._of is None or self._of[0] is not results:
+            self._of = (results, verdict_of(results))
+        return self._of[1]
+
+    def section(self, results: Results) -> Section:
+        return verdict_section(results, self.recommendation(results))
+
+    def report_args(self) -> dict[str, Any]:
+        """``write_report(..., **Verdict().report_args())``: the strip and its picks."""
+        return {"lead": self.section, "picks": self.picks}
+
+    def picks(self, results: Results) -> dict[tuple[int, str], ConfigKey]:
+        """(window, true counter) -> the config to deploy there (none qualified: absent)."""
+        return {
+            (g.window, g.counter): g.pick.key
+            for g in self.recommendation(results).groups
+            if g.pick is not None
+        }
 
 
 def _row(g: GroupVerdict) -> str:

@@ -23,10 +23,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
 
 from ctxbench.calibration import quantile
 from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.result import RunResult
 from ctxbench.strategies.base import DEFAULT_STATE_THRESHOLDS
 from ctxbench.trace import Trace
 
@@ -49,13 +49,11 @@ def state_of(tokens: int, limit: int, thresholds: Thresholds = DEFAULT_STATE_THR
     return "normal"
 
 
-def run_thresholds(row: Mapping[str, Any]) -> Thresholds:
+def run_thresholds(row: RunResult) -> Thresholds:
     """The state thresholds of a run's strategy with the run's params (a DB-GPT run with
     warning_threshold 0.6 warns at 0.6). Only built-in strategies are built: a row never
     imports code (a plug-in's run, or a row whose params no longer fit, gets the defaults)."""
-    raw = row.get("params") or "{}"
-    params = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True)
-    return _thresholds(str(row.get("strategy") or ""), params)
+    return _thresholds(row.strategy, row.params or "{}")
 
 
 @cache

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.result import RunResult
 from ctxbench.report import sections
 from ctxbench.report.decisions import CallRecord, DriftCell, usage_ratios
 from ctxbench.report.density import measure
@@ -19,12 +20,13 @@ from ctxbench.report.leaderboard import ConfigKey, config_labels, leaderboard
 from ctxbench.report.lost import lost_facts
 from ctxbench.report.page import Block, Bullets, Page, Paragraph, Section
 from ctxbench.report.prices import PriceTable
+from ctxbench.report.reproduction import PairParity, reproduction_section
 from ctxbench.report.results import Results
 from ctxbench.report.thresholds import threshold_maps
 from ctxbench.report.timeline import pick_timelines
 from ctxbench.trace import Trace
 
-Row = Mapping[str, Any]
+Row = RunResult
 Classify = Callable[[str], str]
 #: Characters per (role, content class) the report's token-counting tables count (the drift
 #: report counts everything): the ratios settle well before, and the report stays quick.
@@ -94,6 +96,11 @@ class ReportInputs:
     #: :mod:`ctxbench.decisions`, which sits above the report in the layers, so it is handed in
     #: rather than imported).
     lead: Callable[[Results], Section] | None = None
+    #: The config to deploy per (window, true counter), by the same recommendation (handed in
+    #: like ``lead``): the timelines draw it. None: the leaderboard's top stands in.
+    picks: Callable[[Results], Mapping[tuple[int, str], ConfigKey]] | None = None
+    #: reproduction / release pairs compared call by call (none: no section)
+    release_parity: tuple[PairParity, ...] = ()
 
 
 def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None:
@@ -102,15 +109,15 @@ def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None
         return None
 
     def cost(row: Row) -> float | None:
-        events = inputs.results.run_events(str(row["run_id"]))
+        events = inputs.results.run_events(row.run_id)
         if events.summary_input_tokens or events.summary_output_tokens:
             summary_in, summary_out = events.summary_input_tokens, events.summary_output_tokens
         else:
-            summary_in, summary_out = int(row.get("summary_tokens") or 0), 0
+            summary_in, summary_out = row.summary_tokens, 0
         return prices.cost(
-            str(row.get("counter") or ""),
-            int(row.get("input_tokens_total") or 0),
-            int(row.get("cached_input_tokens") or 0),
+            row.counter,
+            row.input_tokens_total,
+            row.cached_input_tokens,
             summary_in,
             summary_out,
         )
@@ -131,21 +138,29 @@ def _strategy_defaults(strategy: str) -> Mapping[str, Any] | None:
 
 def _at_defaults(row: Row) -> bool:
     """Whether a row's strategy ran with every knob at its default."""
-    defaults = _strategy_defaults(str(row["strategy"]))
-    return defaults is not None and ConfigKey.of(row).param_values == json.loads(
+    defaults = _strategy_defaults(row.strategy)
+    return defaults is not None and ConfigKey.of_result(row).param_values == json.loads(
         json.dumps(dict(defaults), sort_keys=True, default=str)
     )
 
 
+#: How the timelines name the recommended run: the recommendation's pick, or its stand-in.
+PICKED, TOP = "recommended", "leaderboard top"
+
+
 def _recommended(
-    board: Mapping[int, Sequence[Any]],
+    board: Mapping[int, Sequence[Any]], picks: Mapping[tuple[int, str], ConfigKey] | None
 ) -> Callable[[int, str], Callable[[Row], bool] | None]:
-    """The recommended configuration at a window and true counter: the leaderboard's top
+    """The recommended configuration at a window and true counter: the recommendation's pick
+    when one was handed in (none there: no config qualified), else the leaderboard's top
     (fewest failed calls, then retention, then tokens)."""
 
     def at(window: int, counter: str) -> Callable[[Row], bool] | None:
-        best = next((s.key for s in board.get(window, ()) if s.key.counter == counter), None)
-        return None if best is None else (lambda row: ConfigKey.of(row) == best)
+        if picks is not None:
+            best = picks.get((window, counter))
+        else:
+            best = next((s.key for s in board.get(window, ()) if s.key.counter == counter), None)
+        return None if best is None else (lambda row: ConfigKey.of_result(row) == best)
 
     return at
 
@@ -154,17 +169,18 @@ def report_page(inputs: ReportInputs) -> Page:
     """The results report: every section, in reading order."""
     results = inputs.results
     rows = list(results.rows)
-    keys = {str(r["run_id"]): ConfigKey.of(r) for r in rows}
+    keys = {r.run_id: ConfigKey.of_result(r) for r in rows}
     labels = config_labels(keys.values())
     run_labels = {run_id: labels[key] for run_id, key in keys.items()}
     cost_of = _cost_function(inputs)
     board = leaderboard(rows, cost_of)
-    priced = inputs.prices is not None or any(r.get("cost_usd") is not None for r in rows)
+    picks = None if inputs.picks is None else inputs.picks(results)
+    priced = inputs.prices is not None or any(r.cost_usd is not None for r in rows)
 
     outcomes = [
-        (str(r["trace_id"]), f"{run_labels[str(r['run_id'])]} @{int(r['window']):,}", o)
+        (r.trace_id, f"{run_labels[r.run_id]} @{r.window:,}", o)
         for r in rows
-        for o in results.run_events(str(r["run_id"])).probes
+        for o in results.run_events(r.run_id).probes
     ]
     loaded = [inputs.traces[t] for t in sorted(inputs.traces)]
     samples = measure(loaded, inputs.counters, inputs.classify, budget=DENSITY_BUDGET)
@@ -176,11 +192,18 @@ def report_page(inputs: ReportInputs) -> Page:
         sections.pareto_section(board, labels),
         sections.thresholds_section(threshold_maps(rows)),
         sections.timelines_section(
-            pick_timelines(rows, recommended=_recommended(board), is_default=_at_defaults),
+            pick_timelines(
+                rows,
+                recommended=_recommended(board, picks),
+                role=TOP if picks is None else PICKED,
+                is_default=_at_defaults,
+            ),
             results.events,
             run_labels,
             has_events=results.has_events,
+            picked=picks is not None,
         ),
+        *([reproduction_section(inputs.release_parity)] if inputs.release_parity else []),
         sections.lost_section(
             lost_facts(outcomes, inputs.traces),
             has_probes=bool(outcomes),
@@ -200,13 +223,13 @@ def report_page(inputs: ReportInputs) -> Page:
         sections.accuracy_section(accuracy, traces_with_usage=n_traces, calls=n_calls),
         sections.specs_section(rows, run_labels, _strategy_defaults, str(results.path)),
     ]
-    errors = sum(1 for r in rows if r.get("error"))
+    errors = sum(1 for r in rows if r.error)
     facts = (
         ("runs", f"{len(rows):,}"),
-        ("traces", f"{len({r['trace_id'] for r in rows}):,}"),
+        ("traces", f"{len({r.trace_id for r in rows}):,}"),
         ("configurations", f"{len(labels):,}"),
-        ("windows", ", ".join(f"{w:,}" for w in sorted({int(r["window"]) for r in rows}))),
-        ("true counters", ", ".join(sorted({str(r.get("counter")) for r in rows}))),
+        ("windows", ", ".join(f"{w:,}" for w in sorted({r.window for r in rows}))),
+        ("true counters", ", ".join(sorted({r.counter for r in rows}))),
         ("probes scored", f"{len(outcomes):,}"),
         ("cells that raised", f"{errors:,}"),
     )
@@ -224,7 +247,7 @@ def report_page(inputs: ReportInputs) -> Page:
 
 def verdict_blocks(inputs: ReportInputs) -> tuple[Block, ...]:
     """The strip at the top of the report: the blocks of the ``lead`` section the caller hands
-    in (the command line passes :func:`ctxbench.decisions.verdict.verdict_section`). None
+    in (the command line passes :class:`ctxbench.decisions.verdict.Verdict`'s). None
     handed in: no strip."""
     return () if inputs.lead is None else inputs.lead(inputs.results).blocks
 
@@ -340,7 +363,7 @@ def replay_drift(
                         )
                     )
                     output = run_spec(spec, trace)
-                    digest = digest_events(e.to_dict() for e in output.events)
+                    digest = digest_events(("", e) for e in output.events)
                     judged, used = with_recorded_truth(
                         (c for d in digest.values() for c in d.calls), billed[trace.id]
                     )

@@ -1,150 +1,34 @@
-"""The report's charts: matplotlib figures rendered to inline SVG.
+"""The report's charts, drawn as inline SVG by :mod:`ctxbench.report.svg`.
 
-SVG keeps charts crisp at any zoom and adds no request: text is drawn as glyph paths (no font
-to fetch), and every ``id`` is prefixed per figure so that several figures in one page never
-share a glyph or clip-path id. Figures are built as ``matplotlib.figure.Figure`` objects,
-never through pyplot, so nothing is registered globally and each one is freed when dropped.
-Output is byte-stable (fixed hash salt, no date), so the same results give the same report.
-
-Labels drawn in a chart are text inside SVG elements, escaped by matplotlib's XML writer;
-:func:`to_svg` also drops comments and metadata, so no trace text survives outside escaped
-element content.
+SVG keeps charts crisp at any zoom and adds no request; every ``id`` is prefixed per chart
+so that several charts in one page never share a clip path, and every label is escaped text
+(the page inlines the SVG as trusted markup, see :data:`ctxbench.report.svg.ACTIVE`). Dense
+series are thinned before drawing (:mod:`ctxbench.report.downsample`), so a chart of a
+10,000-call run is no bigger than one of 400 calls. The same data gives the same bytes.
 """
 
 from __future__ import annotations
 
-import html
-import io
 import math
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ctxbench.report import svg
 from ctxbench.report.downsample import lttb, stride
+from ctxbench.report.svg import INK, PALETTE, WIDE, Canvas
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
-
     from ctxbench.report.density import Density
     from ctxbench.report.thresholds import ThresholdMap
     from ctxbench.report.timeline import Timeline
 
 #: Points per drawn series; longer series are thinned with LTTB.
 MAX_POINTS = 400
-#: Colours by position (matplotlib's tab10), assigned in sorted order so they are stable.
-PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
-#: Width of a full-width chart, in inches (the page column is ~1,100 px).
-WIDE = 9.6
 #: Ratios above this are drawn at it (a prompt at 40x the window would flatten the chart).
 RATIO_CAP = 1.6
-
-_RC: dict[str, Any] = {
-    "svg.hashsalt": "ctxbench",
-    "svg.fonttype": "path",
-    "font.size": 8.5,
-    "axes.titlesize": 9.5,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "axes.axisbelow": True,
-    "grid.color": "#e4e4e4",
-    "grid.linewidth": 0.6,
-    "legend.fontsize": 7.5,
-    "legend.frameon": False,
-}
-
-
-@contextmanager
-def _style() -> Iterator[None]:
-    import matplotlib
-
-    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
-        yield
-
-
-def _figure(width: float, height: float) -> Figure:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
-
-
-_ID = re.compile(r'\bid="([^"]+)"')
-
-
-def to_svg(fig: Figure, prefix: str, titles: Mapping[str, str] | None = None) -> str:
-    """The figure as an ``<svg>`` element to inline in HTML, its ids prefixed with ``prefix``.
-    ``titles`` maps an artist's gid to a hover label (an SVG ``<title>``, escaped text)."""
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None})
-    text = buffer.getvalue()
-    text = text[text.index("<svg") :]
-    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
-    text = re.sub(r"<!--.*?-->\s*", "", text, flags=re.S)
-    text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)
-    referenced = list(dict.fromkeys(re.findall(r'(?:href="#|url\(#)([^")]+)', text)))
-    referenced += [gid for gid in titles or {} if gid not in referenced]
-    short = {name: f"{prefix}-{i:x}" for i, name in enumerate(referenced)}
-
-    def rename(match: re.Match[str]) -> str:
-        name = match.group(1)
-        return f'id="{short[name]}"' if name in short else ""
-
-    text = _ID.sub(rename, text)
-    text = re.sub(r'(href="#|url\(#)([^")]+)', lambda m: f"{m.group(1)}{short[m.group(2)]}", text)
-    text = re.sub(r"<g >", "<g>", text)
-    text = _COORDINATES.sub(lambda m: _FLOAT.sub(_round, m.group(0)), text)
-    text = re.sub(r">\s+<", "><", text)
-    text = re.sub(r"\s*\n\s*", " ", text)
-    if _ACTIVE.search(text):
-        raise RuntimeError("matplotlib wrote script or event handlers into an SVG")
-    for gid, title in (titles or {}).items():  # escaped text: the check above still holds
-        text = text.replace(f'<g id="{short[gid]}">', f"<g><title>{html.escape(title)}</title>", 1)
-    return text.strip().replace("<svg ", '<svg role="img" class="chart" ', 1)
-
-
-#: What must never be inlined: the SVG is trusted markup only because it holds none of this.
-_ACTIVE = re.compile(
-    r'<\s*(?:script|foreignObject|iframe)\b|<image\b[^>]*href="(?!data:image/png;base64,)'
-    r"|\son\w+\s*=|javascript:",
-    re.I,
-)
-
-
-#: Attributes holding plot coordinates (never ``scale(...)``, which sizes glyphs).
-_COORDINATES = re.compile(r'\b(?:d|x|y|x1|x2|y1|y2|width|height|points)="[^"]*"|translate\([^)]*\)')
-_FLOAT = re.compile(r"-?\d+\.\d{3,}")
-
-
-def _round(match: re.Match[str]) -> str:
-    """Two decimals of a point are a hundredth of a pixel at 100% zoom: invisible, and the
-    file shrinks by a third."""
-    text = f"{float(match.group(0)):.2f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
-def _plain(text: str, limit: int = 90) -> str:
-    """Label text drawn literally: matplotlib reads ``$...$`` as math (and raises on bad
-    math), so dollar signs are escaped; very long labels are cut."""
-    text = text if len(text) <= limit else text[: limit - 1] + "…"
-    return text.replace("$", r"\$")
-
-
-def _colours(names: Sequence[str]) -> dict[str, str]:
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
+#: Room at the right of a chart for its legend, in px.
+LEGEND_W = 190
 
 
 def _thin(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
@@ -152,17 +36,8 @@ def _thin(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[f
     return [xs[i] for i in keep], [ys[i] for i in keep]
 
 
-def _tokens_axis(ax: Axes) -> None:
-    from matplotlib.ticker import FuncFormatter
-
-    def fmt(value: float, _: Any) -> str:
-        if abs(value) >= 1e6:
-            return f"{value / 1e6:g}M"
-        if abs(value) >= 1e3:
-            return f"{value / 1e3:g}k"
-        return f"{value:g}"
-
-    ax.xaxis.set_major_formatter(FuncFormatter(fmt))
+def _legend_width(labels: Sequence[str]) -> float:
+    return min(max((svg.text_width(label, 10) for label in labels), default=0) + 40, 320)
 
 
 # -- Pareto ----------------------------------------------------------------------------------------
@@ -193,99 +68,114 @@ def pareto_chart(
     counter (token counts of different tokenizers are not comparable). ``none`` is drawn on
     a narrow axis of its own at the right of each panel, so it does not squash the others;
     every point says its configuration on hover."""
-    colours = _colours([p.strategy for _, points in panels for p in points])
-    apart = any(p.strategy == APART for _, points in panels for p in points) and any(
-        p.strategy != APART for _, points in panels for p in points
+    everything = [p for _, points in panels for p in points]
+    colour = svg.colours([p.strategy for p in everything])
+    apart = any(p.strategy == APART for p in everything) and any(
+        p.strategy != APART for p in everything
     )
-    titles: dict[str, str] = {}
-    with _style():
-        fig = _figure(WIDE, 3.9)
-        n = len(panels)
-        grid = fig.subplots(
-            1,
-            2 * n if apart else n,
-            sharey=True,
-            squeeze=False,
-            gridspec_kw={"width_ratios": [5, 1] * n} if apart else None,
-        )[0]
-        mains = grid[0::2] if apart else grid
-        sides = grid[1::2] if apart else [None] * n
-        seen: set[str] = set()
-        for ax, side, (counter, points) in zip(mains, sides, panels):
-            for strategy, colour in colours.items():
-                for p in points:
-                    if p.strategy != strategy:
-                        continue
-                    target = side if side is not None and strategy == APART else ax
-                    name = _plain(strategy) + (" (failed calls)" if p.failed else "")
-                    gid = f"{prefix}-pt{len(titles)}"
-                    target.scatter(
-                        [p.tokens],
-                        [p.retention],
-                        s=26,
-                        facecolors="none" if p.failed else colour,
-                        edgecolors=colour,
-                        label=None if name in seen else name,
-                        gid=gid,
-                    )
-                    seen.add(name)
-                    titles[gid] = (
+    names = list(
+        dict.fromkeys(
+            svg.clip(p.strategy) + (" (failed calls)" if p.failed else "")
+            for s in sorted(colour)
+            for p in everything
+            if p.strategy == s
+        )
+    )
+    legend_w = _legend_width([*names, "frontier"])
+    canvas = Canvas(WIDE, 390, prefix)
+    left, top, bottom = 58, 42, 52
+    usable = WIDE - left - legend_w - 24 * (len(panels) - 1)
+    panel_w = usable / max(len(panels), 1)
+    yticks = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    height = canvas.height - top - bottom
+    for n, (counter, points) in enumerate(panels):
+        x0 = left + n * (panel_w + 24)
+        main_w = panel_w * 5 / 6 - 10 if apart else panel_w
+        mains = [p for p in points if not (apart and p.strategy == APART)]
+        sides = [p for p in points if apart and p.strategy == APART]
+        title = svg.clip(f"true counter {counter}") if len(panels) > 1 or counter else ""
+        ax = canvas.axes(
+            x0,
+            top,
+            main_w,
+            height,
+            svg.extent([p.tokens for p in mains]),
+            (-0.03, 1.05),
+            yticks=yticks,
+            xfmt=svg.tokens,
+            yfmt=svg.plain,
+            xlabel="mean input tokens per trace",
+            ylabel="retention" if n == 0 else "",
+            title=title,
+        )
+        axes = [(ax, mains)]
+        if apart:
+            side = canvas.axes(
+                x0 + main_w + 10,
+                top,
+                panel_w - main_w - 10,
+                height,
+                svg.extent([p.tokens for p in sides]),
+                (-0.03, 1.05),
+                yticks=yticks,
+                ylabels=[""] * len(yticks),
+                xfmt=svg.tokens,
+                tick_size=8.5,
+                rotate_x=-30,
+                xticks=sorted({p.tokens for p in sides}) if sides else [],
+            )
+            canvas.text(
+                side.left + side.width / 2,
+                side.bottom + 40,
+                f"{APART} (never compacts)",
+                anchor="middle",
+                size=9.5,
+            )
+            axes.append((side, sides))
+        front = sorted((p for p in points if p.on_frontier), key=lambda p: (p.tokens, -p.retention))
+        for target, group in axes:
+            ranked = [p for p in front if p in group]
+            if target is ax and ranked:
+                xs, ys = [ranked[0].tokens], [ranked[0].retention]
+                for p in ranked[1:]:
+                    xs += [p.tokens, p.tokens]
+                    ys += [ys[-1], p.retention]
+                canvas.polyline(target, xs, ys, colour=INK, width=1.0, dash="4 3")
+            for p in group:
+                canvas.markers(
+                    target,
+                    [p.tokens],
+                    [p.retention],
+                    colour=colour[p.strategy],
+                    size=3.6,
+                    hollow=p.failed,
+                    titles=[
                         f"{p.label or p.strategy}: retention {p.retention:.3f}, "
                         f"{p.tokens:,.0f} input tokens per trace"
                         + (", failed calls" if p.failed else "")
-                    )
-            front = sorted(
-                (p for p in points if p.on_frontier), key=lambda p: (p.tokens, -p.retention)
-            )
-            for target, group in (
-                (ax, [p for p in front if side is None or p.strategy != APART]),
-                (side, [p for p in front if side is not None and p.strategy == APART]),
-            ):
-                if target is None or not group:
-                    continue
-                if target is ax:
-                    xs, ys = [group[0].tokens], [group[0].retention]
-                    for p in group[1:]:
-                        xs += [p.tokens, p.tokens]
-                        ys += [ys[-1], p.retention]
-                    target.plot(xs, ys, color="#333333", linewidth=1.0, linestyle="--", zorder=0)
-                target.scatter(
-                    [p.tokens for p in group],
-                    [p.retention for p in group],
-                    s=90,
-                    facecolors="none",
-                    edgecolors="#333333",
-                    linewidths=1.0,
-                    label=None if "frontier" in seen else "frontier",
+                    ],
                 )
-                seen.add("frontier")
-                for p in group:
-                    target.annotate(
-                        str(front.index(p) + 1),
-                        (p.tokens, p.retention),
-                        xytext=(5, 4),
-                        textcoords="offset points",
-                        fontsize=7.5,
-                        color="#333333",
-                    )
-            ax.set_xlabel("mean input tokens per trace")
-            ax.set_ylim(-0.03, 1.05)
-            _tokens_axis(ax)
-            ax.set_title(_plain(f"true counter {counter}") if len(panels) > 1 or counter else "")
-            if side is not None:
-                side.set_xlabel(f"{APART} (never compacts)", fontsize=7.5)
-                _tokens_axis(side)
-                side.tick_params(axis="x", labelsize=6.5, labelrotation=30)
-                if not any(p.strategy == APART for p in points):
-                    side.set_xticks([])
-        grid[0].set_ylabel("retention")
-        handles: dict[str, Any] = {}
-        for ax in grid:
-            for handle, name in zip(*ax.get_legend_handles_labels()):
-                handles.setdefault(name, handle)
-        fig.legend(list(handles.values()), list(handles), loc="outside right upper")
-        fig.suptitle(f"window {window:,}: retention vs input tokens", fontsize=9.5)
-        return to_svg(fig, prefix, titles)
+            for p in ranked:
+                canvas.markers(target, [p.tokens], [p.retention], colour=INK, size=6.5, hollow=True)
+                canvas.text(
+                    target.x(p.tokens) + 7,
+                    target.y(p.retention) - 6,
+                    str(front.index(p) + 1),
+                    size=9.5,
+                    colour=INK,
+                )
+    entries = [
+        (name, colour[name.removesuffix(" (failed calls)")], "hollow" if "(failed" in name else "o")
+        for name in names
+        if name.removesuffix(" (failed calls)") in colour
+    ]
+    if any(p.on_frontier for p in everything):
+        entries.append(("frontier", INK, "hollow"))
+    canvas.legend(entries, WIDE - legend_w + 8, top + 6)
+    canvas.text(
+        WIDE / 2, 15, f"window {window:,}: retention vs input tokens", anchor="middle", size=12
+    )
+    return canvas.render()
 
 
 # -- retention by probe kind ------------------------------------------------------------------------
@@ -298,56 +188,39 @@ def kind_multiples(
     prefix: str,
 ) -> str:
     """Small multiples: one panel per probe kind, the same configurations (best first, top
-    to bottom) in each, bars of their retention of that kind (0 to 1), labelled on hover.
-
-    Drawn as plain SVG rather than through matplotlib: a grid of bars needs no layout engine,
-    and a quickstart report draws one per window (matplotlib took seconds each)."""
+    to bottom) in each, bars of their retention of that kind (0 to 1), labelled on hover."""
     label_w, panel_w, bar_w, row_h, top = 300, 150, 130, 15, 34
-    colours = _colours([label.split("(")[0] for label, _ in configs])
+    colour = svg.colours([label.split("(")[0] for label, _ in configs])
     width = label_w + panel_w * len(kinds)
-    height = top + row_h * len(configs) + 8
-    out = [
-        f'<svg role="img" class="chart" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="10">',
-        f'<text x="{width // 2}" y="13" text-anchor="middle" font-size="12">'
-        f"{html.escape(title)}</text>",
-    ]
+    canvas = Canvas(width, top + row_h * len(configs) + 8, prefix)
+    canvas.text(width / 2, 13, title, anchor="middle", size=12)
     for row, (label, _) in enumerate(configs):
-        y = top + row * row_h
-        shown = label if len(label) <= 52 else label[:51] + "…"
-        out.append(
-            f'<text x="{label_w - 6}" y="{y + 11}" text-anchor="end">{html.escape(shown)}'
-            f"<title>{html.escape(label)}</title></text>"
+        canvas.text(
+            label_w - 6,
+            top + row * row_h + 11,
+            svg.clip(label, 52),
+            anchor="end",
+            size=10,
+            title=label,
         )
     for column, kind in enumerate(kinds):
         x = label_w + column * panel_w
-        out.append(
-            f'<text x="{x + bar_w // 2}" y="{top - 6}" text-anchor="middle" font-size="11">'
-            f"{html.escape(kind)}</text>"
-        )
-        out.append(
-            f'<rect x="{x}" y="{top}" width="{bar_w}" height="{row_h * len(configs)}" '
-            'fill="#f4f5f7"/>'
-        )
+        canvas.text(x + bar_w / 2, top - 6, kind, anchor="middle")
+        canvas.rect(x, top, bar_w, row_h * len(configs), "#f4f5f7")
         for row, (label, by_kind) in enumerate(configs):
             value = by_kind.get(kind)
             if value is None:
                 continue
-            y = top + row * row_h
-            out.append(
-                f'<rect x="{x}" y="{y + 2}" width="{max(value, 0.0) * bar_w:.1f}" '
-                f'height="{row_h - 4}" fill="{colours[label.split("(")[0]]}">'
-                f"<title>{html.escape(f'{label}: {kind} retention {value:.3f}')}</title></rect>"
+            canvas.rect(
+                x,
+                top + row * row_h + 2,
+                max(value, 0.0) * bar_w,
+                row_h - 4,
+                colour[label.split("(")[0]],
+                title=f"{label}: {kind} retention {value:.3f}",
             )
-        out.append(
-            f'<line x1="{x}" y1="{top}" x2="{x}" y2="{top + row_h * len(configs)}" '
-            'stroke="#333" stroke-width="0.8"/>'
-        )
-    out.append("</svg>")
-    text = "".join(out)
-    if _ACTIVE.search(text):
-        raise RuntimeError("a by-kind chart would hold markup that runs")
-    return text
+        canvas.line(x, top, x, top + row_h * len(configs))
+    return canvas.render()
 
 
 # -- estimate / true ratios -------------------------------------------------------------------------
@@ -363,123 +236,142 @@ def ratio_chart(
 ) -> str:
     """A ratio per call (an estimate over the true or recorded count) against the prompt's
     size, one colour per series, a line at 1; ratios beyond 3 are drawn at 3."""
-    colours = _colours([name for name, _, _ in series])
-    with _style():
-        fig = _figure(WIDE, 3.4)
-        ax = fig.subplots()
-        for name, xs, ys in series:
-            keep = stride(len(xs), MAX_POINTS)
-            ax.scatter(
-                [xs[i] for i in keep],
-                [min(ys[i], 3.0) for i in keep],
-                s=6,
-                alpha=0.5,
-                color=colours[name],
-                label=_plain(name),
-                linewidths=0,
-            )
-        ax.axhline(1.0, color="#333333", linewidth=0.8, linestyle=":")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        _tokens_axis(ax)
-        ax.set_title(_plain(title), fontsize=9.5)
-        fig.legend(loc="outside right upper", markerscale=2.5)
-        return to_svg(fig, prefix)
+    colour = svg.colours([name for name, _, _ in series])
+    thinned = []
+    for name, xs, ys in series:
+        keep = stride(len(xs), MAX_POINTS)
+        thinned.append((name, [xs[i] for i in keep], [min(ys[i], 3.0) for i in keep]))
+    legend_w = _legend_width([svg.clip(name) for name, _, _ in series])
+    canvas = Canvas(WIDE, 340, prefix)
+    low, high = svg.extent([y for _, _, ys in thinned for y in ys] + [1.0])
+    ax = canvas.axes(
+        58,
+        32,
+        WIDE - 58 - legend_w,
+        340 - 32 - 50,
+        svg.extent([x for _, xs, _ in thinned for x in xs]),
+        (min(low, 0.9), max(high, 1.1)),
+        xfmt=svg.tokens,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        title=svg.clip(title),
+    )
+    canvas.line(ax.left, ax.y(1.0), ax.right, ax.y(1.0), dash="1.5 2")
+    for name, xs, ys in thinned:
+        canvas.markers(ax, xs, ys, colour=colour[name], size=2.0, opacity=0.5)
+    canvas.legend(
+        [(svg.clip(name), colour[name], "o") for name, _, _ in series], WIDE - legend_w + 8, 40
+    )
+    return canvas.render()
 
 
 # -- threshold maps --------------------------------------------------------------------------------
 
 
-def _fmt_axis_values(values: Sequence[float]) -> list[str]:
-    return [f"{v:g}" for v in values]
-
-
 def threshold_heatmap(tmap: ThresholdMap, prefix: str) -> str:
     """Two swept params: heatmaps of mean retention and failed calls per run."""
-    with _style():
-        fig = _figure(WIDE, 3.3)
-        panels = (
-            ("retention (mean)", tmap.retention, "viridis", (0.0, 1.0)),
-            ("failed calls per run", tmap.failed_calls, "Reds", None),
+    canvas = Canvas(WIDE, 330, prefix)
+    panels = (
+        ("retention (mean)", tmap.retention, svg.VIRIDIS, (0.0, 1.0)),
+        ("failed calls per run", tmap.failed_calls, svg.REDS, None),
+    )
+    panel_w = (WIDE - 2 * 80) / 2 - 70
+    for n, (title, grid, anchors, limits) in enumerate(panels):
+        values = [v for row in grid for v in row if v is not None and math.isfinite(v)]
+        vmin, vmax = limits if limits else (0.0, max(values, default=1.0))
+        vmax = vmax if vmax > vmin else vmin + 1.0
+        rows, cols = len(grid), len(grid[0]) if grid else 0
+        left = 80 + n * (panel_w + 150)
+        ax = canvas.axes(
+            left,
+            36,
+            panel_w,
+            330 - 36 - 52,
+            (-0.5, cols - 0.5),
+            (-0.5, rows - 0.5),
+            xticks=list(range(cols)),
+            yticks=list(range(rows)),
+            xlabels=[f"{v:g}" for v in tmap.x_values],
+            ylabels=[f"{v:g}" for v in tmap.y_values],
+            xlabel=svg.clip(tmap.x_param),
+            ylabel=svg.clip(tmap.y_param or ""),
+            title=title,
+            grid=False,
         )
-        for i, (title, grid, cmap, limits) in enumerate(panels):
-            ax = fig.add_subplot(1, 2, i + 1)
-            _heatmap(fig, ax, tmap, grid, cmap, limits)
-            ax.set_title(title)
-        fig.suptitle(_plain(f"{tmap.strategy}, window {tmap.window:,}"), fontsize=9.5)
-        return to_svg(fig, prefix)
+        cell_w, cell_h = ax.width / max(cols, 1), ax.height / max(rows, 1)
+        for y, row in enumerate(grid):
+            for x, value in enumerate(row):
+                if value is None or not math.isfinite(value):
+                    continue
+                share = (value - vmin) / (vmax - vmin)
+                canvas.rect(
+                    ax.x(x - 0.5),
+                    ax.y(y + 0.5),
+                    cell_w,
+                    cell_h,
+                    svg.colour_map(anchors, share),
+                    stroke="#ffffff",
+                )
+                if rows * cols <= 144:
+                    dark = share > 0.6 if anchors is svg.REDS else share < 0.55
+                    canvas.text(
+                        ax.x(x),
+                        ax.y(y) + 3.5,
+                        f"{value:.2f}" if limits else f"{value:.1f}",
+                        anchor="middle",
+                        size=9,
+                        colour="#ffffff" if dark else "#000000",
+                    )
+        bar_x = ax.right + 14
+        for i in range(20):
+            canvas.rect(
+                bar_x,
+                ax.bottom - (i + 1) * ax.height / 20,
+                12,
+                ax.height / 20 + 0.3,
+                svg.colour_map(anchors, (i + 0.5) / 20),
+            )
+        canvas.text(bar_x + 16, ax.bottom, f"{vmin:g}", size=9.5)
+        canvas.text(bar_x + 16, ax.top + 8, f"{vmax:.3g}", size=9.5)
+    canvas.text(
+        WIDE / 2, 14, svg.clip(f"{tmap.strategy}, window {tmap.window:,}"), anchor="middle", size=12
+    )
+    return canvas.render()
 
 
 def threshold_lines(maps: Sequence[ThresholdMap], prefix: str) -> str:
     """One swept param (the same in every map): retention and failed calls per run against
     it, one line per window."""
-    with _style():
-        fig = _figure(WIDE, 3.0)
-        retention_ax = fig.add_subplot(1, 2, 1)
-        failed_ax = fig.add_subplot(1, 2, 2)
-        for i, m in enumerate(sorted(maps, key=lambda m: m.window)):
-            colour = PALETTE[i % len(PALETTE)]
-            for ax, grid in ((retention_ax, m.retention), (failed_ax, m.failed_calls)):
-                values = [v if v is not None else math.nan for v in grid[0]]
-                ax.plot(
-                    list(m.x_values), values, marker="o", color=colour, label=f"window {m.window:,}"
-                )
-        retention_ax.set_ylim(-0.03, 1.05)
-        failed_ax.set_ylim(bottom=0)
-        for ax, title in ((retention_ax, "retention (mean)"), (failed_ax, "failed calls per run")):
-            ax.set_xlabel(_plain(maps[0].x_param))
-            ax.set_title(title)
-        retention_ax.legend(loc="best")
-        fig.suptitle(_plain(maps[0].strategy), fontsize=9.5)
-        return to_svg(fig, prefix)
-
-
-def _heatmap(
-    fig: Figure,
-    ax: Axes,
-    tmap: ThresholdMap,
-    grid: Sequence[Sequence[float | None]],
-    cmap: str,
-    limits: tuple[float, float] | None,
-) -> None:
-    import numpy as np
-
-    data = np.array([[math.nan if v is None else v for v in row] for row in grid], dtype=float)
-    finite = data[np.isfinite(data)]
-    vmin, vmax = limits if limits else (0.0, float(finite.max()) if finite.size else 1.0)
-    vmax = vmax if vmax > vmin else vmin + 1.0
-    rows, cols = data.shape
-    mesh = ax.pcolormesh(
-        np.arange(cols + 1) - 0.5,
-        np.arange(rows + 1) - 0.5,
-        np.ma.masked_invalid(data),
-        cmap=cmap,
-        vmin=vmin,
-        vmax=vmax,
-        edgecolors="face",
-        linewidth=0.3,
+    ordered = sorted(maps, key=lambda m: m.window)
+    names = [f"window {m.window:,}" for m in ordered]
+    legend_w = _legend_width(names)
+    canvas = Canvas(WIDE, 300, prefix)
+    panel_w = (WIDE - legend_w - 58 - 70) / 2
+    xs = svg.extent([x for m in ordered for x in m.x_values])
+    failed = [v for m in ordered for v in m.failed_calls[0] if v is not None]
+    for n, (title, pick) in enumerate((("retention (mean)", 0), ("failed calls per run", 1))):
+        ylim = (-0.03, 1.05) if pick == 0 else (0.0, max(failed, default=0.0) * 1.1 or 1.0)
+        ax = canvas.axes(
+            58 + n * (panel_w + 70),
+            36,
+            panel_w,
+            300 - 36 - 50,
+            xs,
+            ylim,
+            xlabel=svg.clip(maps[0].x_param),
+            title=title,
+        )
+        for i, m in enumerate(ordered):
+            grid = m.retention if pick == 0 else m.failed_calls
+            values = [v if v is not None else math.nan for v in grid[0]]
+            c = PALETTE[i % len(PALETTE)]
+            canvas.polyline(ax, list(m.x_values), values, colour=c, width=1.4)
+            canvas.markers(ax, list(m.x_values), values, colour=c, size=3.0)
+    canvas.legend(
+        [(n, PALETTE[i % len(PALETTE)], "o") for i, n in enumerate(names)], WIDE - legend_w + 8, 44
     )
-    ax.set_xticks(range(len(tmap.x_values)), _fmt_axis_values(tmap.x_values))
-    ax.set_yticks(range(len(tmap.y_values)), _fmt_axis_values(tmap.y_values))
-    ax.set_xlabel(_plain(tmap.x_param))
-    ax.set_ylabel(_plain(tmap.y_param or ""))
-    ax.grid(False)
-    if data.size <= 144:
-        for (y, x), value in np.ndenumerate(data):
-            if math.isnan(value):
-                continue
-            share = (value - vmin) / (vmax - vmin)
-            dark_cell = share > 0.6 if cmap == "Reds" else share < 0.55
-            ax.text(
-                x,
-                y,
-                f"{value:.2f}" if limits else f"{value:.1f}",
-                ha="center",
-                va="center",
-                fontsize=7,
-                color="white" if dark_cell else "black",
-            )
-    fig.colorbar(mesh, ax=ax, shrink=0.85)
+    canvas.text(WIDE / 2, 14, svg.clip(maps[0].strategy), anchor="middle", size=12)
+    return canvas.render()
 
 
 # -- timelines -------------------------------------------------------------------------------------
@@ -488,63 +380,115 @@ def _heatmap(
 def timeline_chart(title: str, timelines: Sequence[Timeline], prefix: str) -> str:
     """One panel per run: true and estimated usage over the limit, compactions, overflows."""
     layers = sorted({layer for t in timelines for _, layer in t.compactions})
-    layer_colours = {layer: PALETTE[(i + 2) % len(PALETTE)] for i, layer in enumerate(layers)}
-    with _style():
-        fig = _figure(WIDE, 1.0 + 1.45 * len(timelines))
-        axes = fig.subplots(len(timelines), 1, sharex=True, squeeze=False)[:, 0]
-        for ax, t in zip(axes, timelines):
-            for level, _ in t.state_lines:
-                ax.axhline(level, color="#aaaaaa", linewidth=0.6, linestyle=":")
-            calls = [float(c) for c in t.calls]
-            if calls:
-                xs, ys = _thin(calls, [min(r, RATIO_CAP) for r in t.true_ratio])
-                ax.plot(xs, ys, color=PALETTE[0], linewidth=1.2, label="true / limit")
-                xs, ys = _thin(calls, [min(r, RATIO_CAP) for r in t.estimated_ratio])
-                ax.plot(
-                    xs,
-                    ys,
-                    color=PALETTE[1],
-                    linewidth=1.0,
-                    linestyle="--",
-                    label="estimate / limit",
-                )
-            for layer in layers:
-                at = [c for c, name in t.compactions if name == layer]
-                at = [at[i] for i in stride(len(at), MAX_POINTS)]
-                ax.plot(
-                    at,
-                    [-0.08] * len(at),
-                    linestyle="none",
-                    marker="|",
-                    markersize=7,
-                    color=layer_colours[layer],
-                    label=_plain(f"compaction: {layer}"),
-                )
-            keep = stride(len(t.overflows), MAX_POINTS)
-            ax.plot(
-                [t.overflows[i][0] for i in keep],
-                [min(t.overflows[i][1], RATIO_CAP) for i in keep],
-                linestyle="none",
-                marker="x",
-                markersize=4.5,
-                color="#d62728",
-                label="rejected by the provider",
-            )
-            ax.set_ylim(-0.16, RATIO_CAP + 0.08)
-            ax.set_yticks([0, 0.5, 1.0, 1.5])
-            ax.set_title(_plain(t.label), loc="left", fontsize=8.5)
-            ax.set_ylabel("share of limit")
-        axes[-1].set_xlabel("model call")
-        handles, names = axes[0].get_legend_handles_labels()
-        seen = dict(zip(names, handles))
-        for ax in axes[1:]:
-            for handle, name in zip(*ax.get_legend_handles_labels()):
-                seen.setdefault(name, handle)
-        fig.legend(
-            list(seen.values()), list(seen), loc="outside lower center", ncols=min(len(seen), 6)
+    layer_colour = {layer: PALETTE[(i + 2) % len(PALETTE)] for i, layer in enumerate(layers)}
+    panel_h, gap, top = 105, 40, 34
+    entries = [("true / limit", PALETTE[0], "line"), ("estimate / limit", PALETTE[1], "dash")]
+    entries += [(svg.clip(f"compaction: {layer}"), layer_colour[layer], "|") for layer in layers]
+    entries.append(("rejected by the provider", "#d62728", "x"))
+    legend_rows = math.ceil(len(entries) / 5)
+    height = top + len(timelines) * (panel_h + gap) + 16 + 15 * legend_rows
+    canvas = Canvas(WIDE, height, prefix)
+    last = max((c for t in timelines for c in t.calls), default=1)
+    xlim = (-0.02 * last, last * 1.02 or 1.0)
+    ticks = svg.nice_ticks(0, last or 1)
+    for n, t in enumerate(timelines):
+        ax = canvas.axes(
+            58,
+            top + n * (panel_h + gap),
+            WIDE - 58 - 16,
+            panel_h,
+            xlim,
+            (-0.16, RATIO_CAP + 0.08),
+            xticks=ticks,
+            yticks=[0, 0.5, 1.0, 1.5],
+            ylabel="share of limit",
+            xlabel="model call" if n == len(timelines) - 1 else "",
+            title=svg.clip(t.label),
+            title_left=True,
         )
-        fig.suptitle(_plain(title), fontsize=9.5)
-        return to_svg(fig, prefix)
+        for level, _ in t.state_lines:
+            canvas.line(
+                ax.left,
+                ax.y(level),
+                ax.right,
+                ax.y(level),
+                colour="#aaaaaa",
+                width=0.6,
+                dash="1.5 2",
+            )
+        calls = [float(c) for c in t.calls]
+        if calls:
+            xs, ys = _thin(calls, [min(r, RATIO_CAP) for r in t.true_ratio])
+            canvas.polyline(ax, xs, ys, colour=PALETTE[0], width=1.2)
+            xs, ys = _thin(calls, [min(r, RATIO_CAP) for r in t.estimated_ratio])
+            canvas.polyline(ax, xs, ys, colour=PALETTE[1], width=1.0, dash="4 2")
+        for layer in layers:
+            at = [c for c, name in t.compactions if name == layer]
+            at = [at[i] for i in stride(len(at), MAX_POINTS)]
+            canvas.markers(
+                ax, at, [-0.08] * len(at), colour=layer_colour[layer], shape="|", size=4.0
+            )
+        keep = stride(len(t.overflows), MAX_POINTS)
+        canvas.markers(
+            ax,
+            [t.overflows[i][0] for i in keep],
+            [min(t.overflows[i][1], RATIO_CAP) for i in keep],
+            colour="#d62728",
+            shape="x",
+            size=3.0,
+        )
+    canvas.legend(entries, 58, height - 15 * legend_rows, columns=min(len(entries), 5))
+    canvas.text(WIDE / 2, 14, svg.clip(title), anchor="middle", size=12)
+    return canvas.render()
+
+
+# -- grouped bars ----------------------------------------------------------------------------------
+
+
+def grouped_bars(
+    canvas: Canvas,
+    box: tuple[float, float, float, float],
+    groups: Sequence[str],
+    series: Sequence[tuple[str, str, Sequence[float | None]]],
+    *,
+    ylabel: str = "",
+    title: str = "",
+    at_one: bool = True,
+) -> None:
+    """Bars of each ``(name, colour, values per group)`` side by side in every group, in the
+    box ``(left, top, width, height)``; a line at 1 when ``at_one``."""
+    left, top, width, height = box
+    values = [v for _, _, vs in series for v in vs if v is not None and math.isfinite(v)]
+    high = max([*values, 1.0 if at_one else 0.0], default=1.0) * 1.1 or 1.0
+    ax = canvas.axes(
+        left,
+        top,
+        width,
+        height,
+        (-0.5, len(groups) - 0.5),
+        (0.0, high),
+        xticks=list(range(len(groups))),
+        xlabels=[svg.clip(g, 24) for g in groups],
+        ylabel=ylabel,
+        title=title,
+        rotate_x=-20 if len(groups) > 6 else 0.0,
+    )
+    slot = 0.8 / max(len(series), 1)
+    for i, (name, colour, heights) in enumerate(series):
+        for g, value in enumerate(heights):
+            if value is None or not math.isfinite(value):
+                continue
+            x = g + (i - (len(series) - 1) / 2) * slot - slot / 2
+            canvas.rect(
+                ax.x(x),
+                ax.y(value),
+                slot * ax.width / len(groups),
+                ax.bottom - ax.y(value),
+                colour,
+                title=f"{groups[g]}, {name}: {value:.3f}",
+            )
+    if at_one:
+        canvas.line(ax.left, ax.y(1.0), ax.right, ax.y(1.0))
 
 
 # -- token density ---------------------------------------------------------------------------------
@@ -554,27 +498,24 @@ def density_chart(
     table: Mapping[str, Mapping[str, Density]], counters: Sequence[str], prefix: str
 ) -> str:
     """Grouped bars of the chars/4 estimate over true tokens per content class and counter."""
-    import numpy as np
-
     groups = list(table)
-    with _style():
-        fig = _figure(WIDE, 3.0)
-        ax = fig.add_subplot()
-        width = 0.8 / max(len(counters), 1)
-        positions = np.arange(len(groups))
-        for i, name in enumerate(counters):
-            values = [table[g][name].chars4_ratio for g in groups]
-            heights = [v if v is not None else math.nan for v in values]
-            ax.bar(
-                positions + (i - (len(counters) - 1) / 2) * width,
-                heights,
-                width=width,
-                color=PALETTE[i % len(PALETTE)],
-                label=_plain(name),
-            )
-        ax.axhline(1.0, color="#333333", linewidth=0.8)
-        ax.set_xticks(positions, [_plain(g) for g in groups])
-        ax.set_ylabel("chars/4 ÷ true tokens")
-        ax.set_title("chars/4 estimate over true tokens by content class (below 1: undercount)")
-        fig.legend(loc="outside right upper")
-        return to_svg(fig, prefix)
+    names = [svg.clip(c) for c in counters]
+    legend_w = _legend_width(names)
+    canvas = Canvas(WIDE, 300, prefix)
+    grouped_bars(
+        canvas,
+        (58, 32, WIDE - 58 - legend_w, 300 - 32 - 50),
+        groups,
+        [
+            (c, PALETTE[i % len(PALETTE)], [table[g][c].chars4_ratio for g in groups])
+            for i, c in enumerate(counters)
+        ],
+        ylabel="chars/4 ÷ true tokens",
+        title="chars/4 estimate over true tokens by content class (below 1: undercount)",
+    )
+    canvas.legend(
+        [(n, PALETTE[i % len(PALETTE)], "bar") for i, n in enumerate(names)],
+        WIDE - legend_w + 8,
+        40,
+    )
+    return canvas.render()

@@ -3,7 +3,7 @@
 Building the page (what to say) is separate from rendering it (how it looks): section
 builders return these frozen objects; :mod:`ctxbench.report.render` turns them into HTML with
 autoescaping, so every string here is plain text, never markup. The one exception is
-:class:`Chart`, whose SVG comes from matplotlib (see :mod:`ctxbench.report.figures`).
+:class:`Chart`, whose SVG is drawn by :mod:`ctxbench.report.svg` (every text escaped there).
 """
 
 from __future__ import annotations

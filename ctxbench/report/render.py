@@ -46,7 +46,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         keep_trailing_newline=True,
     )
-    # Only Chart.svg goes through this filter; it is matplotlib's output (see figures.to_svg).
+    # Only Chart.svg goes through this filter: ctxbench.report.svg draws it, escaping every text.
     env.filters["trusted_svg"] = Markup
     return env
 

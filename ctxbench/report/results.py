@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.engine import events as ev
+from ctxbench.engine.result import RunResult
 from ctxbench.report.decisions import CallRecord
-from ctxbench.results import ResultsDir
+from ctxbench.results import ResultsDir, ResultsError
 from ctxbench.results.layout import SPEC_FILE
 
 
@@ -47,28 +48,30 @@ class _Digest:
         self.summary_in = 0
         self.summary_out = 0
 
-    def add(self, e: Mapping[str, Any]) -> None:
-        kind = e.get("type")
-        if kind == ev.PROVIDER_CALL:
+    def add(self, e: ev.Event) -> None:
+        data = e.data
+        if e.type == ev.PROVIDER_CALL:
             self.calls.append(
                 CallRecord(
-                    call=int(e["call"]),
-                    attempt=int(e.get("attempt", 0)),
-                    estimated=int(e["estimated_tokens"]),
-                    true=int(e["true_tokens"]),
-                    limit=int(e["limit"]),
-                    ok=bool(e["ok"]),
+                    call=e.call,
+                    attempt=int(data.get("attempt", 0)),
+                    estimated=int(data["estimated_tokens"]),
+                    true=int(data["true_tokens"]),
+                    limit=int(data["limit"]),
+                    ok=bool(data["ok"]),
                 )
             )
-        elif kind == ev.COMPACTION:
-            self.compactions.append((int(e["call"]), str(e["layer"])))
-        elif kind == ev.RECORDED:  # drawn beside the strategy's own compactions
-            self.compactions.append((int(e["call"]), f"recorded {e.get('trigger')}"))
-        elif kind == ev.PROBE:
-            self.probes.append(ProbeOutcome(str(e["probe_id"]), str(e["kind"]), str(e["outcome"])))
-        elif kind == ev.SUMMARY:
-            self.summary_in += int(e.get("input_tokens") or 0)
-            self.summary_out += int(e.get("output_tokens") or 0)
+        elif e.type == ev.COMPACTION:
+            self.compactions.append((e.call, str(data["layer"])))
+        elif e.type == ev.RECORDED:  # drawn beside the strategy's own compactions
+            self.compactions.append((e.call, f"recorded {data.get('trigger')}"))
+        elif e.type == ev.PROBE:
+            self.probes.append(
+                ProbeOutcome(str(data["probe_id"]), str(data["kind"]), str(data["outcome"]))
+            )
+        elif e.type == ev.SUMMARY:
+            self.summary_in += int(data.get("input_tokens") or 0)
+            self.summary_out += int(data.get("output_tokens") or 0)
 
     def freeze(self) -> RunEvents:
         return RunEvents(
@@ -84,11 +87,11 @@ class _Digest:
 _SKIPPED = (ev.CONTEXT_STATUS, ev.SNAPSHOT)
 
 
-def digest_events(events: Iterable[Mapping[str, Any]]) -> dict[str, RunEvents]:
-    """run_id -> the run's reduced events (events without ``run_id`` go under ``""``)."""
+def digest_events(events: Iterable[tuple[str, ev.Event]]) -> dict[str, RunEvents]:
+    """run_id -> the run's reduced events, from ``(run_id, event)`` pairs."""
     digests: dict[str, _Digest] = {}
-    for e in events:
-        digests.setdefault(str(e.get("run_id", "")), _Digest()).add(e)
+    for run_id, e in events:
+        digests.setdefault(run_id, _Digest()).add(e)
     return {run_id: d.freeze() for run_id, d in digests.items()}
 
 
@@ -97,7 +100,7 @@ class Results:
     """Rows, reduced events and the sweep spec of a results directory."""
 
     path: Path
-    rows: tuple[dict[str, Any], ...]
+    rows: tuple[RunResult, ...]
     events: Mapping[str, RunEvents] = field(default_factory=dict)
     sweep: Mapping[str, Any] = field(default_factory=dict)
     has_events: bool = False
@@ -109,7 +112,14 @@ class Results:
 def load_results(directory: str | Path) -> Results:
     """Read a results directory through the one results reader, for the report."""
     store = ResultsDir(directory)
-    rows = sorted(store.rows(), key=lambda r: (str(r["trace_id"]), str(r["run_id"])))
-    events = digest_events(store.events(skip=_SKIPPED))
+    try:
+        rows = sorted(store.results(), key=lambda r: (r.trace_id, r.run_id))
+    except KeyError as exc:
+        raise ResultsError(
+            f"a row has no column {exc.args[0]!r}",
+            path=store.path,
+            hint="it was written by another ctxbench version: rerun the sweep",
+        ) from None
+    events = digest_events(store.typed_events(skip=_SKIPPED))
     sweep = store.spec() if (store.path / SPEC_FILE).is_file() else {}
     return Results(store.path, tuple(rows), events, sweep, store.has_events)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,71 +54,51 @@ def launch(playwright: Any, *, executable: str | None = None) -> Any:
     return playwright.chromium.launch(executable_path=path, headless=True, args=list(CHROMIUM_ARGS))
 
 
-def screenshot(
-    report: str | Path,
-    out: str | Path,
-    *,
-    width: int = 1280,
-    height: int = 900,
-    full_page: bool = False,
-    selector: str | None = None,
-    at: str | None = None,
-    fragment: str = "",
-    wait: str = "",
-) -> Path:
-    """Save a PNG of ``report``: the viewport (scrolled to the element ``at``), the full
-    page, or one element."""
+@dataclass(frozen=True)
+class Shot:
+    """What to capture: a ``width`` x ``height`` viewport (scrolled to the element ``at``),
+    the full page, or one element (``selector``); the URL's ``fragment`` and a JavaScript
+    expression to ``wait`` for first (the viewer loads its data after the page)."""
+
+    width: int = 1280
+    height: int = 900
+    full_page: bool = False
+    selector: str | None = None
+    at: str | None = None
+    fragment: str = ""
+    wait: str = ""
+
+
+def screenshot(report: str | Path, out: str | Path, shot: Shot = Shot()) -> Path:
+    """Save a PNG of ``report`` in a browser of its own."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = launch(p)
         try:
-            return capture(
-                browser,
-                report,
-                out,
-                width=width,
-                height=height,
-                full_page=full_page,
-                selector=selector,
-                at=at,
-                fragment=fragment,
-                wait=wait,
-            )
+            return capture(browser, report, out, shot)
         finally:
             browser.close()
 
 
-def capture(
-    browser: Any,
-    report: str | Path,
-    out: str | Path,
-    *,
-    width: int = 1280,
-    height: int = 900,
-    full_page: bool = False,
-    selector: str | None = None,
-    at: str | None = None,
-    fragment: str = "",
-    wait: str = "",
-) -> Path:
+def capture(browser: Any, report: str | Path, out: str | Path, shot: Shot = Shot()) -> Path:
     """:func:`screenshot` with a browser that is already running (tests share one)."""
     target = Path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
-    context = browser.new_context(viewport={"width": width, "height": height})
+    context = browser.new_context(viewport={"width": shot.width, "height": shot.height})
     try:
         page = context.new_page()
         page.route("**/*", only_local)
-        url = Path(report).resolve().as_uri() + (f"#{fragment}" if fragment else "")
+        url = Path(report).resolve().as_uri() + (f"#{shot.fragment}" if shot.fragment else "")
         page.goto(url, wait_until="load")
-        if wait:
-            page.wait_for_function(wait, timeout=30_000)
-        if at:
-            page.locator(at).first.evaluate("e => window.scrollTo(0, e.offsetTop - 8)")
-        if selector:
-            page.locator(selector).first.screenshot(path=str(target))
+        if shot.wait:
+            page.wait_for_function(shot.wait, timeout=30_000)
+        if shot.at:
+            page.locator(shot.at).first.evaluate("e => window.scrollTo(0, e.offsetTop - 8)")
+        if shot.selector:
+            page.locator(shot.selector).first.screenshot(path=str(target))
         else:
-            page.screenshot(path=str(target), full_page=full_page)
+            page.screenshot(path=str(target), full_page=shot.full_page)
     finally:
         context.close()
     return target
@@ -156,13 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     path = screenshot(
         args.report,
         args.out,
-        width=args.width,
-        height=args.height,
-        full_page=args.full_page,
-        selector=args.selector,
-        at=args.at,
-        fragment=args.fragment,
-        wait=args.wait,
+        Shot(
+            args.width,
+            args.height,
+            args.full_page,
+            args.selector,
+            args.at,
+            args.fragment,
+            args.wait,
+        ),
     )
     print(f"{path} ({path.stat().st_size / 1024:.0f} KB)")
     return 0

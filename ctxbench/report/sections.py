@@ -9,10 +9,13 @@ leaving a hole.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ctxbench.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, Interval
+from ctxbench.engine.result import RunResult
 from ctxbench.report import figures
 from ctxbench.report import table as tb
 from ctxbench.report.decisions import (
@@ -25,7 +28,7 @@ from ctxbench.report.decisions import (
     summarise_ratios,
 )
 from ctxbench.report.density import Sample, by_content_class, by_role, density_table
-from ctxbench.report.leaderboard import ConfigKey, Standing
+from ctxbench.report.leaderboard import ConfigKey, Standing, compaction_layers
 from ctxbench.report.lost import LostFact
 from ctxbench.report.page import (
     Block,
@@ -41,7 +44,7 @@ from ctxbench.report.results import RunEvents
 from ctxbench.report.thresholds import ThresholdMap
 from ctxbench.report.timeline import TimelineGroup, timeline
 
-Row = Mapping[str, Any]
+Row = RunResult
 
 #: Lost facts listed at most (the most-lost first); the rest are counted.
 MAX_LOST_FACTS = 300
@@ -119,6 +122,22 @@ def how_to_read() -> Section:
 # -- leaderboard -------------------------------------------------------------------------------------
 
 
+def interval_cell(interval: Interval | None, *, whole: bool = False) -> tb.Cell:
+    """``[low, high]`` of a bootstrap interval (sorted by its low end); ``-`` when none."""
+    if interval is None or not math.isfinite(interval.low):
+        return tb.Cell("–")
+    if whole:
+        return tb.Cell(f"[{interval.low:,.0f}, {interval.high:,.0f}]", interval.low)
+    return tb.Cell(f"[{interval.low:.3f}, {interval.high:.3f}]", interval.low)
+
+
+#: What the interval columns say in their header tooltip.
+INTERVAL_HELP = (
+    f"{DEFAULT_LEVEL:.0%} bootstrap interval over traces (over probes for a lone trace), "
+    f"{DEFAULT_RESAMPLES:,} resamples, seed {DEFAULT_SEED}"
+)
+
+
 def _leaderboard_columns(
     labels: Mapping[ConfigKey, str], kinds: Sequence[str], *, priced: bool
 ) -> list[tuple[tb.Column, Callable[[Standing], tb.Cell]]]:
@@ -144,6 +163,10 @@ def _leaderboard_columns(
             lambda s: tb.number(s.retention),
         ),
         (
+            tb.Column(f"retention {DEFAULT_LEVEL:.0%} CI", True, INTERVAL_HELP),
+            lambda s: interval_cell(s.retention_interval),
+        ),
+        (
             tb.Column(
                 "recoverability", True, "mean over traces of (in_context + via_reference) / probes"
             ),
@@ -152,6 +175,10 @@ def _leaderboard_columns(
         (
             tb.Column("input tokens / trace", True, "mean over traces of the run's input tokens"),
             lambda s: tb.number(round(s.input_tokens_mean)),
+        ),
+        (
+            tb.Column(f"input tokens {DEFAULT_LEVEL:.0%} CI", True, INTERVAL_HELP),
+            lambda s: interval_cell(s.tokens_interval, whole=True),
         ),
     ]
     if priced:
@@ -299,7 +326,9 @@ def pareto_section(
                     tb.count(n),
                     tb.text(labels[s.key]),
                     tb.number(s.retention),
+                    interval_cell(s.retention_interval),
                     tb.number(round(s.input_tokens_mean)),
+                    interval_cell(s.tokens_interval, whole=True),
                     tb.count(s.failed_calls),
                 ]
                 for n, s in enumerate(ordered, 1)
@@ -329,7 +358,9 @@ def pareto_section(
                             ("#", True),
                             tb.Column("configuration", wide=True),
                             ("retention", True),
+                            (f"retention {DEFAULT_LEVEL:.0%} CI", True, INTERVAL_HELP),
                             ("input tokens / trace", True),
+                            (f"input tokens {DEFAULT_LEVEL:.0%} CI", True, INTERVAL_HELP),
                             ("failed calls", True),
                         ),
                         frontier_rows,
@@ -413,7 +444,15 @@ def timelines_section(
     labels: Mapping[str, str],
     *,
     has_events: bool,
+    picked: bool = False,
 ) -> Section:
+    """``picked``: the recommended runs are the recommendation's pick (drawn as
+    "recommended"), else the leaderboard's top stands in (drawn as "leaderboard top")."""
+    which = (
+        "the recommended one (the verdict's pick for that window and true counter)"
+        if picked
+        else "the top of that window's leaderboard (no recommendation was made)"
+    )
     blocks: list[Block] = [
         Paragraph(
             "Usage per model call as a share of the provider limit (window minus reserved): "
@@ -425,9 +464,9 @@ def timelines_section(
         ),
         Paragraph(
             "Shown: the traces with the most model calls (up to 3), each at its smallest "
-            "window and most used true counter, with the configurations one would deploy: the "
-            "recommended one (the top of that window's leaderboard) and each strategy at its "
-            "default knobs. Every run is listed in the specs section.",
+            "window and most used true counter, with the configurations one would deploy: "
+            f"{which}, and each strategy at its default knobs. Every run is listed in the specs "
+            "section.",
             "note",
         ),
     ]
@@ -441,9 +480,9 @@ def timelines_section(
         roles = group.roles or ("",) * len(group.rows)
         lines = [
             timeline(
-                str(r["run_id"]),
-                f"{labels[str(r['run_id'])]} ({role})" if role else labels[str(r["run_id"])],
-                events.get(str(r["run_id"]), RunEvents()),
+                r.run_id,
+                f"{labels[r.run_id]} ({role})" if role else labels[r.run_id],
+                events.get(r.run_id, RunEvents()),
                 run_thresholds(r),
             )
             for r, role in zip(group.rows, roles)
@@ -455,21 +494,21 @@ def timelines_section(
             Chart(
                 f"timeline-{i}",
                 figures.timeline_chart(title, lines, f"tl{i}"),
-                f"{title}: runs " + ", ".join(str(r["run_id"]) for r in group.rows) + ".",
+                f"{title}: runs " + ", ".join(r.run_id for r in group.rows) + ".",
             )
         )
         for r, role in zip(group.rows, roles):
-            layers = json.loads(r.get("compactions") or "{}")
+            layers = compaction_layers(r)
             shown.append(
                 [
                     tb.text(group.trace_id),
                     tb.number(group.window),
                     tb.text(role),
-                    tb.text(labels[str(r["run_id"])]),
-                    tb.code(str(r["run_id"])),
-                    tb.count(int(r.get("calls") or 0)),
-                    tb.count(int(r.get("overflow_errors") or 0)),
-                    tb.count(int(r.get("failed_calls") or 0)),
+                    tb.text(labels[r.run_id]),
+                    tb.code(r.run_id),
+                    tb.count(r.calls),
+                    tb.count(r.overflow_errors),
+                    tb.count(r.failed_calls),
                     tb.text(", ".join(f"{k} x{v}" for k, v in layers.items()) or "none"),
                 ]
             )
@@ -831,10 +870,10 @@ def drift_from_events(rows: Sequence[Row], events: Mapping[str, RunEvents]) -> l
     own thresholds."""
     pools: dict[tuple[str, str, int], list[tuple[Sequence[CallRecord], Thresholds]]] = {}
     for r in rows:
-        if r.get("error"):
+        if r.error:
             continue
-        key = (str(r.get("estimator") or ""), str(r.get("counter") or ""), int(r["window"]))
-        calls = events.get(str(r["run_id"]), RunEvents()).calls
+        key = (r.estimator, r.counter, r.window)
+        calls = events.get(r.run_id, RunEvents()).calls
         if not calls:
             continue
         pools.setdefault(key, []).append((calls, run_thresholds(r)))
@@ -995,24 +1034,24 @@ def specs_section(
     out = []
     for r in rows[:MAX_SPEC_ROWS]:
         try:
-            spec = json.loads(r.get("spec") or "{}")
+            spec = json.loads(r.spec or "{}")
         except json.JSONDecodeError:
             spec = {}
-        body = f"ctxbench run --from-row {shlex.quote(results_path)} --run-id {r['run_id']}\n"
+        body = f"ctxbench run --from-row {shlex.quote(results_path)} --run-id {r.run_id}\n"
         if spec:
             body += rerun_command(spec, defaults_of(str(spec.get("strategy", ""))))
         body += "\n\n" + json.dumps(spec, indent=2, sort_keys=True, ensure_ascii=False)
         out.append(
             [
-                tb.code(str(r["run_id"])),
-                tb.text(r["trace_id"]),
-                tb.text(labels.get(str(r["run_id"]), str(r["strategy"]))),
-                tb.number(int(r["window"])),
-                tb.text(r.get("counter")),
-                tb.text(r.get("estimator")),
-                tb.number(r.get("retention")),
-                tb.text(r.get("error") or ""),
-                tb.details(f"spec and re-run commands of {r['run_id']}", body.strip()),
+                tb.code(r.run_id),
+                tb.text(r.trace_id),
+                tb.text(labels.get(r.run_id, r.strategy)),
+                tb.number(r.window),
+                tb.text(r.counter),
+                tb.text(r.estimator),
+                tb.number(r.retention),
+                tb.text(r.error or ""),
+                tb.details(f"spec and re-run commands of {r.run_id}", body.strip()),
             ]
         )
     blocks.append(

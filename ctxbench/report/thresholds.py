@@ -8,19 +8,15 @@ the other swept params), which the map says.
 
 from __future__ import annotations
 
-import json
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Row = Mapping[str, Any]
+from ctxbench.engine.result import RunResult
+from ctxbench.report.leaderboard import params_of as _params
 
-
-def _params(row: Row) -> dict[str, Any]:
-    raw = row.get("params") or "{}"
-    loaded = json.loads(raw) if isinstance(raw, str) else dict(raw)
-    return loaded if isinstance(loaded, dict) else {}
+Row = RunResult
 
 
 def _numeric(value: Any) -> bool:
@@ -68,7 +64,7 @@ def threshold_map(
     """The map of ``rows`` (one strategy, one window) over the first one or two ``axes``."""
     x_param = axes[0]
     y_param = axes[1] if len(axes) > 1 else None
-    ok = [r for r in rows if not r.get("error")]
+    ok = [r for r in rows if not r.error]
     xs = sorted({float(_params(r)[x_param]) for r in ok if _numeric(_params(r).get(x_param))})
     ys: list[float] = (
         sorted({float(_params(r)[y_param]) for r in ok if _numeric(_params(r).get(y_param))})
@@ -87,17 +83,16 @@ def threshold_map(
         members = [cells.get((y, x), []) for x in xs]
         retention.append(
             tuple(
-                _mean([float(r["retention"]) for r in m if r.get("retention") is not None])
-                for m in members
+                _mean([float(r.retention) for r in m if r.retention is not None]) for m in members
             )
         )
-        failed.append(tuple(_mean([float(r.get("failed_calls") or 0) for r in m]) for m in members))
+        failed.append(tuple(_mean([float(r.failed_calls) for r in m]) for m in members))
         runs.append(tuple(len(m) for m in members))
     others = ["traces", *axes[2:]]
     others += [
         f
         for f in ("counter", "estimator", "summarizer", "reserved")
-        if len({r.get(f) for r in ok}) > 1
+        if len({getattr(r, f) for r in ok}) > 1
     ]
     return ThresholdMap(
         strategy=strategy,
@@ -117,14 +112,14 @@ def threshold_maps(rows: Iterable[Row]) -> list[ThresholdMap]:
     """One map per (strategy, window) whose strategy swept at least one numeric param."""
     by_strategy: dict[str, list[Row]] = {}
     for row in rows:
-        by_strategy.setdefault(str(row["strategy"]), []).append(row)
+        by_strategy.setdefault(row.strategy, []).append(row)
     maps = []
     for strategy, members in sorted(by_strategy.items()):
         axes = swept_params(members)
         if not axes:
             continue
-        windows = sorted({int(r["window"]) for r in members})
+        windows = sorted({r.window for r in members})
         for window in windows:
-            in_window = [r for r in members if int(r["window"]) == window]
+            in_window = [r for r in members if r.window == window]
             maps.append(threshold_map(strategy, window, in_window, axes))
     return maps

@@ -3,25 +3,26 @@
 A sweep has far more runs than a reader can look at, so the report draws a few chosen by a
 fixed rule: the traces with the most model calls (up to ``max_traces``), each at its smallest
 window (where compaction matters most) and its most used true counter (so the panels share a
-tokenizer). Drawn are the configurations one would deploy: the recommended one (``recommended``,
-e.g. the top of the leaderboard) and each strategy at its default knobs (``is_default``).
+tokenizer). Drawn are the configurations one would deploy: the recommended one (``recommended``:
+the recommendation's pick when the caller has one, else the top of the leaderboard, drawn as
+``role``) and each strategy at its default knobs (``is_default``).
 Without either, one run per strategy: the one with the most overflow errors, then the most
 compactions, then the lowest run id.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from ctxbench.engine.result import RunResult
 from ctxbench.report.decisions import Thresholds
+from ctxbench.report.leaderboard import compaction_layers
 from ctxbench.report.results import RunEvents
 from ctxbench.strategies.base import DEFAULT_STATE_THRESHOLDS
 
-Row = Mapping[str, Any]
+Row = RunResult
 
 
 def state_lines(thresholds: Thresholds) -> tuple[tuple[float, str], ...]:
@@ -72,56 +73,56 @@ class TimelineGroup:
     window: int
     counter: str
     rows: tuple[Row, ...]
-    #: why each row is drawn: "recommended", "default" or "most overflows"
+    #: why each row is drawn: "recommended", "leaderboard top", "default" or "most overflows"
     roles: tuple[str, ...] = ()
 
 
 def _activity(row: Row) -> tuple[int, int, str]:
-    raw = row.get("compactions") or "{}"
-    layers = json.loads(raw) if isinstance(raw, str) else dict(raw)
-    return (-int(row.get("overflow_errors") or 0), -sum(layers.values()), str(row["run_id"]))
+    return (-row.overflow_errors, -sum(compaction_layers(row).values()), row.run_id)
 
 
 def pick_timelines(
     rows: Sequence[Row],
     *,
     recommended: Callable[[int, str], Callable[[Row], bool] | None] | None = None,
+    role: str = "recommended",
     is_default: Callable[[Row], bool] | None = None,
     max_traces: int = 3,
     max_strategies: int = 5,
 ) -> list[TimelineGroup]:
     """The representative runs (see the module docstring). ``recommended(window, counter)``
-    gives a test for the recommended configuration's rows there (or None)."""
-    ok = [r for r in rows if not r.get("error")]
+    gives a test for the recommended configuration's rows there (or None); they are drawn as
+    ``role``."""
+    ok = [r for r in rows if not r.error]
     calls: dict[str, int] = {}
     for r in ok:
-        calls[str(r["trace_id"])] = max(calls.get(str(r["trace_id"]), 0), int(r.get("calls") or 0))
+        calls[r.trace_id] = max(calls.get(r.trace_id, 0), r.calls)
     traces = sorted(calls, key=lambda t: (-calls[t], t))[:max_traces]
     groups = []
     for trace_id in traces:
-        mine = [r for r in ok if str(r["trace_id"]) == trace_id]
-        window = min(int(r["window"]) for r in mine)
-        in_window = [r for r in mine if int(r["window"]) == window]
-        used = Counter(str(r.get("counter") or "") for r in in_window)
+        mine = [r for r in ok if r.trace_id == trace_id]
+        window = min(r.window for r in mine)
+        in_window = [r for r in mine if r.window == window]
+        used = Counter(r.counter for r in in_window)
         counter = min(used, key=lambda c: (-used[c], c))
-        in_window = [r for r in in_window if str(r.get("counter") or "") == counter]
+        in_window = [r for r in in_window if r.counter == counter]
         chosen: list[tuple[Row, str]] = []
         best = recommended(window, counter) if recommended else None
-        for r in sorted(in_window, key=lambda r: str(r["run_id"])):
+        for r in sorted(in_window, key=lambda r: r.run_id):
             if best is not None and best(r):
-                chosen.append((r, "recommended"))
+                chosen.append((r, role))
                 break
-        for strategy in sorted({str(r["strategy"]) for r in in_window}):
+        for strategy in sorted({r.strategy for r in in_window}):
             if is_default is None or len(chosen) > max_strategies:
                 break
-            for r in sorted(in_window, key=lambda r: str(r["run_id"])):
-                if str(r["strategy"]) == strategy and is_default(r):
+            for r in sorted(in_window, key=lambda r: r.run_id):
+                if r.strategy == strategy and is_default(r):
                     if all(r is not c for c, _ in chosen):
                         chosen.append((r, "default"))
                     break
         if not chosen:
-            for strategy in sorted({str(r["strategy"]) for r in in_window})[:max_strategies]:
-                candidates = [r for r in in_window if str(r["strategy"]) == strategy]
+            for strategy in sorted({r.strategy for r in in_window})[:max_strategies]:
+                candidates = [r for r in in_window if r.strategy == strategy]
                 chosen.append((min(candidates, key=_activity), "most overflows"))
         groups.append(
             TimelineGroup(

@@ -11,20 +11,27 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.counting.base import TokenCounter
+from ctxbench.engine import events as ev
+from ctxbench.engine.result import RunResult
 from ctxbench.errors import CtxbenchError
+from ctxbench.report.document import has_usage
+from ctxbench.report.leaderboard import ConfigKey
 from ctxbench.report.page import Section
+from ctxbench.report.reproduction import PairParity
 from ctxbench.report.results import Results, load_results
 from ctxbench.trace import Trace
 
 #: The estimators measured next to the true counters (accuracy) and replayed (drift).
 ESTIMATORS: tuple[str, ...] = ("chars4", "dbgpt", "agentscope", "hermes")
 DEFAULT_WINDOWS: tuple[int, ...] = (32768, 128000)
+
+#: Event types the release comparison never reads: skipped before parsing.
+SKIPPED_BY_PARITY = (ev.SNAPSHOT, ev.PROBE, ev.SUMMARY, ev.RECORDED)
 
 Progress = Callable[[str], None]
 #: ``tick(done, total)``: how far the current stage is
@@ -45,7 +52,7 @@ def _quiet(message: str) -> None:
     """The default progress callback: say nothing."""
 
 
-def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], list[str]]:
+def load_traces(rows: Iterable[RunResult]) -> tuple[dict[str, Trace], list[str]]:
     """Each row's trace, from its spec's ``trace_source``: ``(traces by id, notes on the ones
     that could not be loaded)``. A sweep's ``SOURCE#INDEX`` address loads one trace; a plain
     file (``ctxbench run``) is read once for all its traces. Hugging Face sources are not
@@ -55,11 +62,11 @@ def load_traces(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Trace], li
 
     wanted: dict[str, tuple[str, str, bool]] = {}
     for row in rows:
-        trace_id = str(row["trace_id"])
+        trace_id = row.trace_id
         if trace_id in wanted:
             continue
         try:
-            spec = json.loads(row.get("spec") or "{}")
+            spec = json.loads(row.spec or "{}")
         except json.JSONDecodeError:
             spec = {}
         wanted[trace_id] = (
@@ -126,6 +133,23 @@ def load_counters(specs: Iterable[str]) -> tuple[list[TokenCounter], list[str]]:
     return counters, missing
 
 
+def compare_releases(results: Results) -> list[PairParity]:
+    """Every reproduction / release pair of the results, compared from its recorded events
+    (read in one pass, only the paired runs' events of the types the comparison reads)."""
+    from ctxbench.report.reproduction import READ, compare_pair, release_pairs
+    from ctxbench.results import ResultsDir
+
+    pairs = release_pairs(results.rows)
+    if not pairs or not results.has_events:
+        return []
+    wanted = {run for p in pairs for run in (p.reproduction_run, p.shipped_run)}
+    events: dict[str, list[ev.Event]] = {run: [] for run in wanted}
+    for run, e in ResultsDir(results.path).typed_events(skip=SKIPPED_BY_PARITY):
+        if run in wanted and e.type in READ:
+            events[run].append(e)
+    return [compare_pair(p, events) for p in pairs]
+
+
 def write_report(
     results_dir: str | Path,
     out: str | Path,
@@ -135,10 +159,13 @@ def write_report(
     progress: Progress = _quiet,
     tick: Tick | None = None,
     lead: Callable[[Results], Section] | None = None,
+    picks: Callable[[Results], Mapping[tuple[int, str], ConfigKey]] | None = None,
 ) -> Written:
     """Write the HTML report of a results directory to ``out`` (``progress`` hears each
     stage, ``tick(done, total)`` how many of the stages are done; ``lead`` makes the section
-    shown first: the command line passes the recommendation's verdict strip)."""
+    shown first and ``picks`` the config to deploy per window and true counter, drawn in the
+    timelines: the command line passes the recommendation's, :class:`ctxbench.decisions.verdict.
+    Verdict`; without ``picks`` the leaderboard's top stands in)."""
     from ctxbench.counting.content_class import classify
     from ctxbench.report.document import ReportInputs, report_page
     from ctxbench.report.prices import load_prices
@@ -162,10 +189,11 @@ def write_report(
     with AtomicFile(out, "wb") as page_file:  # opened before the work: an unwritable -o fails now
         stage(f"loading traces of {len(results.rows):,} rows")
         traces, missing_traces = load_traces(results.rows)
-        counters, missing_counters = load_counters(
-            str(r.get("counter")) for r in results.rows if r.get("counter")
+        counters, missing_counters = load_counters(r.counter for r in results.rows if r.counter)
+        baselines, _ = (
+            load_counters(ESTIMATORS) if any(map(has_usage, traces.values())) else ([], [])
         )
-        baselines, _ = load_counters(ESTIMATORS)
+        release_parity = compare_releases(results)
         stage("analysing and drawing")
         page = report_page(
             ReportInputs(
@@ -179,6 +207,8 @@ def write_report(
                 prices=prices,
                 title=title,
                 lead=lead,
+                picks=picks,
+                release_parity=tuple(release_parity),
             )
         )
         stage("writing the page")

@@ -118,9 +118,12 @@ class ResultsDir:
                     if e["type"] not in skip:
                         yield {"run_id": rid, **e}
 
-    def typed_events(self, run_id: str | None = None) -> Iterator[tuple[str, Event]]:
-        """``(run_id, Event)`` of every event (or those of one cell)."""
-        for e in self.events(run_id):
+    def typed_events(
+        self, run_id: str | None = None, *, skip: tuple[str, ...] = ()
+    ) -> Iterator[tuple[str, Event]]:
+        """``(run_id, Event)`` of every event (or those of one cell), types in ``skip``
+        passed over as by :meth:`events`."""
+        for e in self.events(run_id, skip=skip):
             yield str(e.pop("run_id")), Event.from_dict(e)
 
     def files_dir(self, run_id: str) -> Path:

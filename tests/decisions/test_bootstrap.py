@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ctxbench.decisions.bootstrap import (
+from ctxbench.bootstrap import (
     Bootstrap,
     Interval,
     expanded_tail,

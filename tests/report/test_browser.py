@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ctxbench.report.screenshot import capture, chromium_path, launch, only_local
+from ctxbench.report.screenshot import Shot, capture, chromium_path, launch, only_local
 from tests.report.test_write import REPORT_SECTIONS
 from tests.report_data import HOSTILE_ID, IMG, SCRIPT, WINDOWS, built_report
 
@@ -205,6 +205,6 @@ def test_tables_are_all_there_with_javascript_off(browser: Any, report: Path) ->
 
 
 def test_a_screenshot_of_the_report_is_a_png(browser: Any, report: Path, tmp_path: Path) -> None:
-    out = capture(browser, report, tmp_path / "report.png", width=1000, height=700)
+    out = capture(browser, report, tmp_path / "report.png", Shot(width=1000, height=700))
     data = out.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 20_000

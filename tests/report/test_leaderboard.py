@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
+from ctxbench.engine.result import RunResult
 from ctxbench.report.leaderboard import ConfigKey, config_labels, leaderboard
+from tests.report_data import result_row
 
 
-def row(run_id: str, trace: str, **changes: Any) -> dict[str, Any]:
+def row(run_id: str, trace: str, **changes: Any) -> RunResult:
     base: dict[str, Any] = {
         "run_id": run_id,
         "trace_id": trace,
@@ -39,7 +41,7 @@ def row(run_id: str, trace: str, **changes: Any) -> dict[str, Any]:
         "error": None,
     }
     base.update(changes)
-    return base
+    return result_row(**base)
 
 
 def test_ratios_are_means_over_traces_and_counts_are_sums() -> None:
@@ -103,7 +105,7 @@ def test_each_window_has_its_own_table() -> None:
 
 def test_labels_name_only_what_varies_within_a_strategy() -> None:
     keys = [
-        ConfigKey.of(
+        ConfigKey.of_result(
             row(
                 "a",
                 "t",
@@ -113,7 +115,7 @@ def test_labels_name_only_what_varies_within_a_strategy() -> None:
         )
         for w in (0.6, 0.7)
         for c in ("tiktoken:o200k_base", "hf:qwen2.5")
-    ] + [ConfigKey.of(row("n", "t", strategy="none", params="{}", estimator="chars4"))]
+    ] + [ConfigKey.of_result(row("n", "t", strategy="none", params="{}", estimator="chars4"))]
     labels = config_labels(keys)
     assert len(set(labels.values())) == len(keys)
     assert labels[keys[0]] == "dbgpt (warning_threshold=0.6, counter=tiktoken:o200k_base)"
@@ -122,10 +124,33 @@ def test_labels_name_only_what_varies_within_a_strategy() -> None:
 
 def test_labels_say_which_release_a_row_reproduces() -> None:
     keys = [
-        ConfigKey.of(row("a", "t", params=json.dumps({"release": r, "warning_threshold": 0.7})))
+        ConfigKey.of_result(
+            row("a", "t", params=json.dumps({"release": r, "warning_threshold": 0.7}))
+        )
         for r in ("0.8.2", "design")
-    ] + [ConfigKey.of(row("old", "t", params=json.dumps({"warning_threshold": 0.6})))]
+    ] + [ConfigKey.of_result(row("old", "t", params=json.dumps({"warning_threshold": 0.6})))]
     labels = config_labels(keys)
     assert labels[keys[0]] == "dbgpt@0.8.2 (warning_threshold=0.7)"
     assert labels[keys[1]] == "dbgpt@design (warning_threshold=0.7)"
     assert labels[keys[2]] == "dbgpt (warning_threshold=0.6)", "a row from before the knob"
+
+
+def test_retention_and_tokens_carry_seeded_bootstrap_intervals() -> None:
+    spread = [
+        row(f"r{i}", f"t{i}", probes=4, in_context=k, retention=k / 4, input_tokens_total=t)
+        for i, (k, t) in enumerate([(4, 900), (1, 2100), (3, 1500), (2, 1200), (4, 800)])
+    ]
+    (first,) = leaderboard(spread)[32768]
+    again = leaderboard(spread)[32768][0]
+    r, t = first.retention_interval, first.tokens_interval
+    assert r is not None and t is not None
+    assert r == again.retention_interval and t == again.tokens_interval  # deterministic
+    assert r.point == pytest.approx(first.retention) and r.low < r.point < r.high
+    assert t.point == pytest.approx(first.input_tokens_mean) and t.low < t.point < t.high
+    # the same retention on every trace: nothing to be unsure about
+    same = [row(f"s{i}", f"t{i}", probes=4, in_context=2, retention=0.5) for i in range(4)]
+    flat = leaderboard(same)[32768][0].retention_interval
+    assert flat is not None and flat.low == flat.high == 0.5
+    # a lone trace: the interval comes from its probes
+    lone = leaderboard([row("x", "t0", probes=10, in_context=6, retention=0.6)])[32768][0]
+    assert lone.retention_interval is not None and lone.retention_interval.low < 0.6

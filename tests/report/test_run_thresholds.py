@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
+from ctxbench.engine.result import RunResult
 from ctxbench.report.decisions import CallRecord, run_thresholds, state_of
 from ctxbench.report.results import RunEvents
 from ctxbench.report.sections import drift_from_events
 from ctxbench.report.timeline import timeline
 from ctxbench.strategies.base import DEFAULT_STATE_THRESHOLDS
+from tests.report_data import result_row
 
 
-def row(strategy: str, **params: object) -> dict[str, object]:
-    return {
-        "run_id": f"{strategy}-{sorted(params.items())}",
-        "strategy": strategy,
-        "params": json.dumps(params),
-        "window": 1000,
-        "counter": "c",
-        "estimator": "e",
-        "error": None,
-    }
+def row(strategy: str, **params: object) -> RunResult:
+    return result_row(
+        run_id=f"{strategy}-{sorted(params.items())}",
+        strategy=strategy,
+        params=json.dumps(params),
+        window=1000,
+        counter="c",
+        estimator="e",
+    )
 
 
 def test_a_dbgpt_run_is_judged_by_its_own_thresholds() -> None:
@@ -41,8 +43,8 @@ def test_rows_never_import_code_and_bad_params_fall_back_to_the_defaults() -> No
 def test_timeline_lines_and_drift_states_follow_the_run() -> None:
     call = CallRecord(call=0, attempt=0, estimated=650, true=720, limit=1000, ok=True)
     events = {"a": RunEvents(calls=(call,)), "b": RunEvents(calls=(call,))}
-    early = dict(row("dbgpt", warning_threshold=0.6), run_id="a")
-    default = dict(row("dbgpt"), run_id="b")
+    early = dataclasses.replace(row("dbgpt", warning_threshold=0.6), run_id="a")
+    default = dataclasses.replace(row("dbgpt"), run_id="b")
     lines = timeline("a", "a", events["a"], run_thresholds(early)).state_lines
     assert (
         (0.6, "warning") in lines and (0.7, "warning") not in lines and lines[-1] == (1.0, "limit")

@@ -50,7 +50,7 @@ def test_the_longest_traces_are_drawn_at_their_smallest_window_one_run_per_strat
         ("long", 8192, "tiktoken:o200k_base"),
         ("mid", 8192, "tiktoken:o200k_base"),
     ]
-    assert [r["run_id"] for r in groups[0].rows] == ["a2", "a4"]
+    assert [r.run_id for r in groups[0].rows] == ["a2", "a4"]
 
 
 def test_the_recommended_and_default_configurations_are_drawn() -> None:
@@ -63,13 +63,11 @@ def test_the_recommended_and_default_configurations_are_drawn() -> None:
 
     def recommended(window: int, counter: str) -> Any:
         assert (window, counter) == (8192, "tiktoken:o200k_base")
-        return lambda r: r["run_id"] == "a2"
+        return lambda r: r.run_id == "a2"
 
-    (group,) = pick_timelines(
-        rows, recommended=recommended, is_default=lambda r: r["params"] == "{}"
-    )
-    assert [r["run_id"] for r in group.rows] == ["a2", "a3", "a4"]
+    (group,) = pick_timelines(rows, recommended=recommended, is_default=lambda r: r.params == "{}")
+    assert [r.run_id for r in group.rows] == ["a2", "a3", "a4"]
     assert group.roles == ("recommended", "default", "default")
     # without either rule, the old one: the run with the most overflows per strategy
     (fallback,) = pick_timelines(rows)
-    assert fallback.roles[0] == "most overflows" and fallback.rows[0]["run_id"] == "a1"
+    assert fallback.roles[0] == "most overflows" and fallback.rows[0].run_id == "a1"

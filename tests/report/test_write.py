@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from ctxbench.decisions.verdict import verdict_section
+from ctxbench.decisions.verdict import Verdict
 from ctxbench.errors import ConfigError
 from ctxbench.report.write import write_drift_report, write_report
 from tests.report_data import HOSTILE_ID, IMG, PRICES, SCRIPT, built_report
@@ -99,7 +99,10 @@ def test_every_row_can_be_re_run_from_its_spec(page: str, results: Path) -> None
 def test_the_same_results_give_the_same_bytes(results: Path, page: str, tmp_path: Path) -> None:
     (tmp_path / "prices.toml").write_text(PRICES)
     again = write_report(
-        results, tmp_path / "again.html", prices_file=tmp_path / "prices.toml", lead=verdict_section
+        results,
+        tmp_path / "again.html",
+        prices_file=tmp_path / "prices.toml",
+        **Verdict().report_args(),
     )
     assert again.path.read_text("utf-8") == page
 
@@ -149,3 +152,35 @@ def test_the_drift_report_replays_each_estimator_against_each_counter(
     assert table is not None and table.group(0).count("<tr>") == 1 + 2 * 2
     assert "gpt-4o" in text  # accuracy grouped by the recorded model
     assert SCRIPT not in text and EXTERNAL.search(text) is None
+
+
+def _drawn(page: str) -> list[tuple[str, str]]:
+    """(drawn as, configuration) of every row of the timelines' table."""
+    body = page[page.index('id="timeline-runs"') :]
+    body = body[: body.index("</table>")]
+    return re.findall(r'<td class="">([^<]*)</td>\s*<td class="label">([^<]*)</td>', body)
+
+
+def test_timelines_draw_the_pick_handed_in_else_the_leaderboard_top(
+    results: Path, tmp_path: Path
+) -> None:
+    from ctxbench.report.leaderboard import ConfigKey
+    from ctxbench.report.results import load_results
+
+    rows = load_results(results).rows
+    # a pick that is not the leaderboard's top: the sliding window, wherever it ran
+    chosen = {
+        (r.window, r.counter): ConfigKey.of_result(r)
+        for r in rows
+        if r.strategy == "sliding_window"
+    }
+    write_report(results, tmp_path / "picked.html", picks=lambda _: chosen)
+    picked = _drawn((tmp_path / "picked.html").read_text("utf-8"))
+    assert {label.split(" ")[0] for role, label in picked if role == "recommended"} == {
+        "sliding_window"
+    }
+    assert not [role for role, _ in picked if role == "leaderboard top"]
+    write_report(results, tmp_path / "top.html")
+    top = _drawn((tmp_path / "top.html").read_text("utf-8"))
+    assert not [role for role, _ in top if role == "recommended"]
+    assert [label for role, label in top if role == "leaderboard top"]
