@@ -444,6 +444,8 @@ class Replay:
             "threshold_tokens": c.threshold_tokens,
             "last_prompt_tokens": c.last_prompt_tokens,
             "compression_count": getattr(c, "compression_count", None),
+            "ineffective": getattr(c, "_ineffective_compression_count", None),
+            "fallback_streak": getattr(c, "_fallback_compression_streak", None),
         }
 
 

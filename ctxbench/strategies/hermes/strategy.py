@@ -451,7 +451,7 @@ class HermesStrategy(Strategy[HermesConfig]):
             ]
         else:
             turns = self._turns_after_handoff(msgs, start, end)
-        if not turns:
+        if not turns and rules.strip_handoffs:  # 0.19.0 summarises an empty window too
             self.ineffective_count += 1
             return msgs, layer
         real_user = any(_is_actionable_user(m) for m in msgs)
