@@ -239,7 +239,8 @@ class Replay:
             }
             for t in request["tools"]
         ]
-        self.system = ""
+        self.system = ""  # the system prompt: the trace's system messages, joined
+        self.system_ids: list = []
         self.messages: list = []
         self.ids: dict = {}  # id(stored dict) -> history id (the originals stay alive)
         self.originals: dict = {}  # history id -> the stored dict
@@ -255,7 +256,7 @@ class Replay:
         for message in appended:
             if message["role"] == "system":
                 self.system = (self.system + "\n\n" + message["content"]).strip()
-                self.system_id = message["id"]
+                self.system_ids.append(message["id"])
                 continue
             stored = _hermes_message(message)
             self.ids[id(stored)] = message["id"]
@@ -310,7 +311,7 @@ class Replay:
         """``messages`` (the working list) as prompt items: history refs, rewritten contents
         and tool-call arguments, new messages."""
         listed = self.messages if messages is None else messages
-        out: list = [{"ref": self.system_id}] if self.system and messages is None else []
+        out: list = [{"ref": i} for i in self.system_ids] if messages is None else []
         for msg, ident in zip(listed, self._identify(listed)):
             content = msg.get("content")
             if not isinstance(content, str):
@@ -331,14 +332,14 @@ class Replay:
 
     # -- the loop's compaction sites -----------------------------------------------------------
     def _compress(self, where: str, approx: int, steps: list) -> None:
-        before = len(self.messages)
+        before = self.messages
         PENDING["replay"] = self
         self.messages, _ = conversation_compression.compress_context(
             self.agent, self.messages, self.system, approx_tokens=approx, task_id="ctxbench"
         )
-        steps.append(
-            {"layer": where, "messages": self.items(), "note": f"{before}->{len(self.messages)}"}
-        )
+        if self.messages is not before:  # unchanged: the same list comes back
+            note = f"{len(before)}->{len(self.messages)}"
+            steps.append({"layer": where, "messages": self.items(), "note": note})
 
     def _api_tokens(self) -> int:
         """``request_pressure_tokens`` (conversation_loop.py:1086-1089): the rough estimate of
