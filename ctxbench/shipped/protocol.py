@@ -5,7 +5,8 @@ One JSON object per line, each with an ``op``. ctxbench sends:
 - ``start`` {trace_id, window, reserved, config, tools}: a new replay (the driver resets);
   the driver answers ``ready`` {framework, version, notes}.
 - ``call`` {call, append, last_call}: the recorded messages appended since the previous
-  call (each with its ``id``, its position in the replay's history) and the provider's verdict
+  call (each with its ``id``, its position in the replay's history, and its provider
+  ``replay`` fields when it has any) and the provider's verdict
   on the previous call (``last_call``: ok, prompt_tokens, or null); the driver answers
   ``prompt``.
 - ``overflow`` {error, attempt}: the provider rejected the prompt; the driver answers
@@ -48,6 +49,8 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         out["name"] = message.name
+    if message.replay:
+        out["replay"] = dict(message.replay)
     images = sum(1 for p in message.media_parts if p.type.startswith("image"))
     if images:
         out["images"] = images

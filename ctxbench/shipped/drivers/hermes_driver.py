@@ -175,10 +175,11 @@ def _hermes_message(message: dict) -> dict:
         return {"role": "tool", "name": name, "tool_name": name, "content": content,
                 "tool_call_id": message.get("tool_call_id") or ""}  # fmt: skip
     if role != "assistant":
-        return {"role": role, "content": content}
+        return {"role": role, "content": content, **(message.get("replay") or {})}
     calls = message.get("tool_calls") or []
-    out: dict = {"role": "assistant", "content": content, "reasoning": None,
-                 "finish_reason": "tool_calls" if calls else "stop"}  # fmt: skip
+    replay = dict(message.get("replay") or {})
+    out: dict = {"role": "assistant", "content": content, "reasoning": replay.pop("reasoning", None),
+                 "finish_reason": "tool_calls" if calls else "stop", **replay}  # fmt: skip
     if calls:
         out["tool_calls"] = [
             {
@@ -359,7 +360,6 @@ class Replay:
         last = request.get("last_call")
         if last and last.get("ok"):
             self.compressor.update_from_response({"prompt_tokens": int(last["prompt_tokens"])})
-        had_tools = self.last_assistant_had_tools
         self.new_turn = False
         self.remember(request["append"])
         c = self.compressor
@@ -368,7 +368,7 @@ class Replay:
             self._prologue(steps)
         elif self.exhausted:  # run_conversation returned: no call until the next user turn
             return self._failed(steps, self.exhausted)
-        elif had_tools and last is not None:
+        elif self.last_assistant_had_tools and last and last.get("ok"):  # the response's calls
             if c.last_prompt_tokens > 0:
                 real = c.last_prompt_tokens
             elif c.last_prompt_tokens == -1:

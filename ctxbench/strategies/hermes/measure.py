@@ -92,10 +92,11 @@ def stored_message(message: Message) -> dict[str, Any]:
             "tool_call_id": message.tool_call_id or "",
         }
     out: dict[str, Any] = {"role": message.role, "content": content}
+    replay = dict(message.replay)
     if message.role == "assistant":
-        out["reasoning"] = message.replay.get("reasoning")
+        out["reasoning"] = replay.pop("reasoning", None)
         out["finish_reason"] = "tool_calls" if message.tool_calls else "stop"
-    out.update((k, v) for k, v in message.replay.items() if k != "reasoning")
+    out.update(replay)
     if message.tool_calls:
         out["tool_calls"] = [stored_call(c) for c in message.tool_calls]
     if message.meta.get(SUMMARY_MARK):
