@@ -416,6 +416,8 @@ class Replay:
 
     def overflow(self, request: dict) -> dict:
         steps: list = []
+        if self.exhausted:  # a call the ended turn would not make: no compression either
+            return self._failed(steps, self.exhausted)
         self.attempts += 1
         if self.attempts > MAX_COMPRESSION_ATTEMPTS:
             self.exhausted = (
