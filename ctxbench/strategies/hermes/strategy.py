@@ -397,6 +397,8 @@ class HermesStrategy(Strategy[HermesConfig]):
     # -- compress() --------------------------------------------------------------------------------
     def _head_size(self, messages: Sequence[Message]) -> int:
         head = 1 if messages and messages[0].role == "system" else 0
+        if self.rules.agent_loop:  # 0.19.0: every system message is the prompt outside the list
+            head = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
         protect = self.cfg.protect_first_n
         decayed = self.compression_count >= 1 or bool(self.previous_summary)
         resumed = any(is_summary_message(m) for m in messages[head : head + protect + 4])
