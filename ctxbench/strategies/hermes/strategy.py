@@ -325,6 +325,8 @@ class HermesStrategy(Strategy[HermesConfig]):
         messages, outcome = self.compress(before, ctx)
         if messages == list(before):  # "Compression made no progress": nothing else happens
             return False
+        if outcome in ("compaction", "fallback_summary"):
+            self._record_boundary(outcome)
         messages = ensure_user_turn(before, messages)
         changed = ctx.apply(
             outcome, messages, note=f"{trigger} compression #{self.compression_count}"
@@ -490,9 +492,16 @@ class HermesStrategy(Strategy[HermesConfig]):
         assembled = self._assemble(head, kept_system, summary, tail, start)
         self.compression_count += 1
         assembled = strip_historical_media(sanitize_tool_pairs(assembled))
+        outcome = "fallback_summary" if used_fallback else "compaction"
+        if not rules.agent_loop:
+            self._record_boundary(outcome)
+        return assembled, outcome
+
+    def _record_boundary(self, outcome: str) -> None:
+        """``record_completed_compaction``: arm the anti-thrash verdict, track the fallback
+        streak. 0.19.0 calls it only after ``compress_context`` saw the list change."""
         self.verify_pending = True
-        self.fallback_streak = self.fallback_streak + 1 if used_fallback else 0
-        return assembled, "fallback_summary" if used_fallback else "compaction"
+        self.fallback_streak = self.fallback_streak + 1 if outcome == "fallback_summary" else 0
 
     def _turns_after_handoff(self, msgs: Sequence[Message], start: int, end: int) -> list[Message]:
         """0.19.0 re-compaction (context_compressor.py:3418-3449): only turns after the latest
