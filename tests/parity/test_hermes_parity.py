@@ -89,9 +89,7 @@ def test_the_same_compaction_decision_at_99_percent_of_calls(
 
 
 @pytest.mark.parametrize("window", WINDOWS)
-def test_the_same_first_compaction_on_95_percent_of_traces(
-    pairs: list[Pair], window: int
-) -> None:
+def test_the_same_first_compaction_on_95_percent_of_traces(pairs: list[Pair], window: int) -> None:
     at = [p for p in pairs if p.window == window]
     firsts = [(_first_compaction(p.reproduction), _first_compaction(p.shipped)) for p in at]
     assert any(a is not None for a, _ in firsts)  # something compacts at this window

@@ -104,7 +104,9 @@ def _summary_llm(**kwargs: Any) -> Any:
 _released_generate_summary = ContextCompressor._generate_summary
 
 
-def _generate_summary(self: ContextCompressor, turns_to_summarize: list, *args: Any, **kw: Any):
+def _generate_summary(
+    self: ContextCompressor, turns_to_summarize: list, *args: Any, **kw: Any
+) -> str | None:
     """The release's ``_generate_summary``, with what it summarises noted for ``call_llm``."""
     PENDING.update(
         turns=turns_to_summarize,
@@ -119,7 +121,7 @@ def _generate_summary(self: ContextCompressor, turns_to_summarize: list, *args: 
             PENDING.pop(key, None)
 
 
-ContextCompressor._generate_summary = _generate_summary  # type: ignore[method-assign]
+ContextCompressor._generate_summary = _generate_summary
 compressor_module.call_llm = _summary_llm
 
 
@@ -199,12 +201,18 @@ def _api_copy(message: dict) -> dict:
     chat_completions: ``reasoning`` and ``finish_reason`` popped, ``call_id`` and
     ``response_item_id`` stripped, content stripped, arguments re-serialised compactly with
     sorted keys)."""
-    out = {k: v for k, v in message.items() if k not in ("reasoning", "finish_reason", "api_content")}
+    out = {
+        k: v for k, v in message.items() if k not in ("reasoning", "finish_reason", "api_content")
+    }
     if isinstance(out.get("content"), str):
         out["content"] = out["content"].strip()
     calls = []
     for call in out.get("tool_calls") or ():
-        call = {k: v for k, v in call.items() if k not in ("call_id", "response_item_id", "extra_content")}
+        call = {
+            k: v
+            for k, v in call.items()
+            if k not in ("call_id", "response_item_id", "extra_content")
+        }
         try:
             arguments = json.dumps(json.loads(call["function"]["arguments"]),
                                    separators=(",", ":"), sort_keys=True)  # fmt: skip
@@ -248,7 +256,7 @@ class Replay:
         self.agent = LoopAgent(self.compressor, "", self.tools, self.model)
         self.attempts = 0
         #: the failure text once run_conversation returned ``compression_exhausted``
-        self.exhausted: str | bool = False
+        self.exhausted = ""
         self.last_assistant_had_tools = False
         self.new_turn = False
 
@@ -284,7 +292,9 @@ class Replay:
         content = msg.get("content")
         header = compressor_module._MERGED_PRIOR_CONTEXT_HEADER + "\n"
         if isinstance(content, str) and content.startswith(header):
-            old = content[len(header):].split("\n\n" + compressor_module._MERGED_SUMMARY_DELIMITER)[0]
+            old = content[len(header) :].split(
+                "\n\n" + compressor_module._MERGED_SUMMARY_DELIMITER
+            )[0]
             return old == stored.get("content")
         return content == stored.get("content")
 
@@ -364,7 +374,7 @@ class Replay:
         self.remember(request["append"])
         c = self.compressor
         if self.new_turn:
-            self.attempts, self.exhausted = 0, False  # conversation_loop.py:686
+            self.attempts, self.exhausted = 0, ""  # conversation_loop.py:686
             self._prologue(steps)
         elif self.exhausted:  # run_conversation returned: no call until the next user turn
             return self._failed(steps, self.exhausted)

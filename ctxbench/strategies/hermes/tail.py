@@ -111,9 +111,7 @@ def find_tail_cut(
             else adjusted
         )
     # the last assistant reply stays in the tail (#29824)
-    last_assistant = _last_assistant_index(
-        messages, head_end, skip_summaries=anchor_skips_summary
-    )
+    last_assistant = _last_assistant_index(messages, head_end, skip_summaries=anchor_skips_summary)
     if 0 <= last_assistant < cut:
         cut = max(align_backward(messages, last_assistant), head_end + 1)
     if min_tail_user_messages > 1:
