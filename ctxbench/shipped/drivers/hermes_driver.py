@@ -6,32 +6,46 @@ Run with the python of the ``hermes==0.19.0`` environment; it imports nothing fr
 The framework's code (the installed wheel, unmodified): ``ContextCompressor``
 (``agent/context_compressor.py``: thresholds, ``should_compress``, the anti-thrash and
 deferral guards, ``update_from_response``, ``compress`` with its prune / head / tail /
-summary walks), ``conversation_compression.compress_context`` (the wrapper the loop calls
-through ``agent._compress_context``: guards, ``_ensure_compressed_has_user_turn``), the rough
-estimators of ``agent/model_metadata.py`` and ``_should_run_preflight_estimate``.
+summary walks, ``_generate_summary`` and its prompt), ``conversation_compression.compress_context``
+(the wrapper the loop calls through ``agent._compress_context``: guards, the no-progress
+check, ``_ensure_compressed_has_user_turn``, the usage latch, ``record_completed_compaction``),
+the rough estimators of ``agent/model_metadata.py``, ``_should_run_preflight_estimate``,
+``_compression_made_progress`` and ``_derive_responses_function_call_id``.
 
 Emulated (the loop itself, ``conversation_loop.py`` and ``turn_context.py``, needs a live
 model client, tools and a session store): at each recorded model call the driver applies the
 loop's rules in its order:
 
-- turn prologue (``turn_context.py:568-665``), at the first call after a real user message:
-  ``compression_attempts`` resets (``conversation_loop.py:686``) and the preflight estimate
-  (``estimate_request_tokens_rough`` with system prompt and tools) may compress up to 3 passes;
-- post-response usage (``conversation_loop.py:5114-5150``): the provider's real prompt tokens of
-  the previous call go to ``update_from_response``; after a turn with tool calls the loop's
-  ``should_compress(last_prompt_tokens)`` check runs (0 right after a compaction, -1 sentinel);
-- pre-API check (``conversation_loop.py:1087-1186``): ``estimate_messages_tokens_rough`` of
-  system + messages plus the tools' estimate, ``compression_attempts < 3``, deferral and
-  cooldown guards, then ``should_compress``;
-- a provider overflow (``conversation_loop.py:3666-3830``): ``compression_attempts`` + 1, over 3
+- turn prologue (``turn_context.py:563-680``), at a call whose last appended message is a
+  non-blank user message: ``compression_attempts`` resets (``conversation_loop.py:686``) and
+  the preflight (``estimate_request_tokens_rough`` of the stored messages with system prompt
+  and tools, deferral, cooldown) may compress up to 3 passes while they make progress;
+- post-response usage (``conversation_loop.py:5105-5150``): the provider's real prompt tokens of
+  the previous accepted call go to ``update_from_response``; when that response (the assistant
+  message just appended) had tool calls the loop's ``should_compress(last_prompt_tokens)``
+  check runs (0 right after a compaction, the -1 sentinel);
+- pre-API check (``conversation_loop.py:1086-1186``): ``estimate_messages_tokens_rough`` of the
+  API copies (system prompt first; ``reasoning``, ``finish_reason`` and the Codex call fields
+  dropped, content stripped, arguments re-serialised with sorted keys, as lines 870-1080 build
+  them) plus the tools' estimate, ``compression_attempts < 3``, deferral and cooldown guards,
+  then ``should_compress``;
+- a provider overflow (``conversation_loop.py:3770-3830``): ``compression_attempts`` + 1, over 3
   the call fails (``compression_exhausted``), else compress and retry when messages or the
-  estimate went down by 5 %, else fail ("cannot compress further").
+  estimate went down by 5 %, else fail ("cannot compress further");
+- after ``compression_exhausted`` ``run_conversation`` has returned: every later call of that
+  user turn fails with the same text and compresses nothing (on an overflow either).
 
-Also emulated: the agent object ``compress_context`` reads (no session DB, no lock, the system
-prompt kept as given), and the summary call: ``context_compressor.call_llm`` is replaced by a
-request to ctxbench, answered by the run's summarizer. Messages are OpenAI dicts as the agent
-stores them (tool calls carry ``call_id`` and ``response_item_id``); the system prompt is kept
-outside the list passed to the compressor.
+Also emulated: the agent object ``compress_context`` reads (no session DB, no lock, no todo
+store, the system prompt kept as given), and the summary call: ``context_compressor.call_llm``
+is replaced by a request to ctxbench, answered by the run's summarizer with what the
+reproduction gives it (the pruned turns ``_generate_summary`` received, the template's
+headings, the ``Target ~N tokens`` budget as guidance, the previous summary, the request key
+``compaction<N>``). Messages are dicts as the agent stores them: assistant turns from
+``build_assistant_message`` (``reasoning``, ``finish_reason``, provider replay fields, tool
+calls with ``call_id`` and the derived ``response_item_id``), tool results from
+``make_tool_message`` (``name``, ``tool_name``); the trace's system messages, joined, are the
+system prompt outside the list passed to the compressor, and all of them stay in the prompt.
+Compressor copies are mapped back to trace messages by tool-call id, content and order.
 """
 
 from __future__ import annotations
