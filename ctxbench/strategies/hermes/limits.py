@@ -26,43 +26,44 @@ SUMMARY_TOKENS_CEILING = 10_000
 
 @dataclass(frozen=True)
 class HermesRelease:
-    """What one Hermes version does where they differ (RELEASES.md, line numbers of the wheel)."""
+    """What one Hermes version does where they differ (RELEASES.md, line numbers of the wheel);
+    the defaults are the later commit's rules."""
 
     name: str
+    summary: str
     #: the agent loop's triggers: the rough ``len(str(msg))`` estimate before every API call,
     #: the provider's ``prompt_tokens`` after each tool-calling response, the deferral until
     #: real usage after a compaction (#36718), 3 attempts per user turn shared with overflow
     #: compaction, the anti-thrash guard on overflow too, the re-inserted user turn
-    agent_loop: bool
+    agent_loop: bool = False
     #: ``max_tokens`` None reserves nothing (else None = the run's --reserved)
-    none_reserves_nothing: bool
+    none_reserves_nothing: bool = False
     #: the 8-message cap on the prune floor (0.19.0: ``min(protect_tail_count, n)``)
-    prune_floor_cap: int | None
+    prune_floor_cap: int | None = 8
     #: the prune pressure pass inside the protected tail (#61932)
-    pressure_pass: bool
+    pressure_pass: bool = True
     #: the 160K-char summary input cap
-    summary_input_cap: bool
+    summary_input_cap: bool = True
     #: the summary goes in as a user message when the window starts at 0
-    user_summary_at_start: bool
+    user_summary_at_start: bool = True
     #: the compaction note appended to the system prompt (0.19.0: gateway ``/compress`` only)
-    system_note: bool
+    system_note: bool = True
     #: handoffs in the window are stripped and re-summarised, and dropped from the kept head
     #: and tail (0.19.0: only turns after the latest handoff in the window are summarised,
     #: without one the previous summary is discarded; head and tail are copied as they are)
-    strip_handoffs: bool
+    strip_handoffs: bool = True
     #: a tail cut at the latest user turn moves back to its assistant bridge (0.19.0: no)
-    user_turn_bridge: bool
+    user_turn_bridge: bool = True
     #: the last-assistant tail anchor skips summaries (0.19.0: an assistant summary counts,
     #: ``_find_last_assistant_message_idx``)
-    anchor_skips_summary: bool
+    anchor_skips_summary: bool = True
     #: the summary budget counts the turns with the budget walk (0.19.0: the rough
     #: ``estimate_messages_tokens_rough``, ``_compute_summary_budget``)
-    walk_summary_budget: bool
+    walk_summary_budget: bool = True
     #: ``content_len / 4`` rounded up in the budget walks (0.19.0: ``// 4``)
-    ceil_rounding: bool
+    ceil_rounding: bool = True
     #: model_thresholds, threshold_tokens_cap, proactive prune, min_tail_user_messages exist
-    later_knobs: bool
-    summary: str
+    later_knobs: bool = True
 
 
 #: The ``release`` knob's values: the wheel, and the later commit REFERENCE.md A4 was read at.
@@ -83,8 +84,9 @@ RELEASES: dict[str, HermesRelease] = {
         ceil_rounding=False,
         later_knobs=False,
         summary=(
-            "the hermes-agent==0.19.0 wheel with its agent loop: rough len(str(msg)) estimate "
-            "before each call and real prompt_tokens after each tool-calling response, deferral "
+            "the hermes-agent==0.19.0 wheel with its agent loop: turn-prologue preflight, rough "
+            "len(str(msg)) estimate of the API copies before each call and real prompt_tokens "
+            "after each tool-calling response, deferral "
             "until real usage, 3 attempts per user turn shared with overflow, anti-thrash on "
             "overflow, re-inserted user turn, max_tokens None = no reservation, prune floor "
             "min(protect_last_n, n), no system-prompt note, floor rounding"
@@ -92,19 +94,6 @@ RELEASES: dict[str, HermesRelease] = {
     ),
     "0000416b": HermesRelease(
         name="0000416b",
-        agent_loop=False,
-        none_reserves_nothing=False,
-        prune_floor_cap=8,
-        pressure_pass=True,
-        summary_input_cap=True,
-        user_summary_at_start=True,
-        system_note=True,
-        strip_handoffs=True,
-        user_turn_bridge=True,
-        anchor_skips_summary=True,
-        walk_summary_budget=True,
-        ceil_rounding=True,
-        later_knobs=True,
         summary=(
             "context_compressor.py at hermes-agent commit 0000416b34a3dad10c39446ab62c6626c609c30f "
             "(unreleased), compress() triggered by the estimate before each call: model_thresholds, "
