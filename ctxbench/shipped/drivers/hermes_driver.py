@@ -285,7 +285,9 @@ class Replay:
             self.ids[id(stored)] = message["id"]
             self.originals[message["id"]] = stored
             # a user turn starts run_conversation (the reproduction's _starts_user_turn)
-            self.new_turn = message["role"] == "user" and bool(stored["content"].strip())
+            self.new_turn = message["role"] == "user" and bool(
+                stored["content"].strip() or message.get("images")
+            )
             if message["role"] == "assistant":
                 self.last_assistant_had_tools = bool(message.get("tool_calls"))
             self.messages.append(stored)
