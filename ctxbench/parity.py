@@ -47,7 +47,10 @@ class Observed(Strategy):
         return self.inner.on_tool_results(messages, ctx)
 
     def before_call(self, ctx: ReplayContext) -> None:
-        self.inner.before_call(ctx)
+        try:
+            self.inner.before_call(ctx)
+        finally:  # a reply the system ends before the model call is still a (failed) call
+            self._observe(ctx)
 
     def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
         self.inner.after_call(call, ctx)
@@ -134,6 +137,8 @@ def side_of(strategy: str, events: Sequence[ev.Event], kept: Mapping[int, tuple[
             slot["true"] = int(event["true_tokens"])
         elif event.type == ev.CALL_FAILED:
             slot["failed"] = True
+            if slot["true"] is None:  # failed before any provider attempt (aborted)
+                slot["true"] = int(event["true_tokens"])
         elif event.type == ev.CONTEXT_STATUS:
             slot["state"], slot["used"], slot["budget"] = (
                 str(event["state"]),

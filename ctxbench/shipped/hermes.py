@@ -8,9 +8,13 @@ driver runs and what it emulates is in ``ctxbench/shipped/drivers/hermes_driver.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ctxbench.shipped.releases import HERMES
 from ctxbench.shipped.strategy import ShippedStrategy
+
+if TYPE_CHECKING:
+    from ctxbench.engine.context import ReplayContext
 
 
 @dataclass(frozen=True)
@@ -49,3 +53,11 @@ class ShippedHermes(ShippedStrategy):
     Config = HermesReleaseConfig
     default_estimator = "hermes"
     release = HERMES
+
+    def budget(self, ctx: ReplayContext) -> int:
+        """The window the compressor works in: ``context_length - max_tokens`` (None: none
+        reserved), as the reproduction reports it, so both sides' context states compare."""
+        cfg = self.config
+        window = cfg.context_length or ctx.window
+        effective = window - (cfg.max_tokens or 0)
+        return effective if effective > 0 else window

@@ -5,7 +5,8 @@ One JSON object per line, each with an ``op``. ctxbench sends:
 - ``start`` {trace_id, window, reserved, config, tools}: a new replay (the driver resets);
   the driver answers ``ready`` {framework, version, notes}.
 - ``call`` {call, append, last_call}: the recorded messages appended since the previous
-  call (each with its ``id``, its position in the replay's history) and the provider's verdict
+  call (each with its ``id``, its position in the replay's history, and its provider
+  ``replay`` fields when it has any) and the provider's verdict
   on the previous call (``last_call``: ok, prompt_tokens, or null); the driver answers
   ``prompt``.
 - ``overflow`` {error, attempt}: the provider rejected the prompt; the driver answers
@@ -19,13 +20,17 @@ A ``prompt`` answer holds ``base`` (the prompt the framework assembled before co
 optional), ``steps`` (one per compaction layer that ran: {layer, messages, note}), ``retry``,
 ``exception`` (a framework exception that failed this call) and ``info`` (the framework's own
 counts). A prompt message is ``{"ref": id}`` (a history message as is), ``{"ref": id,
-"content": text}`` (rewritten) or ``{"role", "content"}`` (new: a summary, a marker).
+"content": text}`` (rewritten; ``"arguments": [...]`` rewrites its tool calls' arguments, in
+order, as Hermes' prune shrinks them) or ``{"role", "content"}`` (new: a summary, a marker).
+A ``summarize`` request's ``messages`` are such items too (or bare history positions), and its
+optional ``key`` names the request as the reproduction's summary key does.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ctxbench.trace import Message, ToolSpec
@@ -44,6 +49,8 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         out["name"] = message.name
+    if message.replay:
+        out["replay"] = dict(message.replay)
     images = sum(1 for p in message.media_parts if p.type.startswith("image"))
     if images:
         out["images"] = images
@@ -87,17 +94,35 @@ def decode_prompt(items: Any, history: Sequence[Message]) -> list[Message]:
             original = history[ref]
             content = item.get("content")
             if content is None:
-                out.append(original)
+                message = original
             elif isinstance(content, str):
-                out.append(original if content == original.content else original.with_text(content))
+                message = original if content == original.content else original.with_text(content)
             else:
                 raise ProtocolError(f"content of ref {ref} must be a string")
+            out.append(_with_arguments(message, item.get("arguments"), ref))
             continue
         role, content = item.get("role"), item.get("content")
         if role not in ("system", "user", "assistant") or not isinstance(content, str):
             raise ProtocolError(f"a new prompt message needs a role and a content: {item!r:.120}")
         out.append(Message(role, content))
     return out
+
+
+def _with_arguments(message: Message, arguments: Any, ref: int) -> Message:
+    """``message`` with its tool calls' arguments rewritten (None: as they are)."""
+    if arguments is None:
+        return message
+    calls = message.tool_calls
+    if (
+        not isinstance(arguments, list)
+        or len(arguments) != len(calls)
+        or not all(isinstance(a, str) for a in arguments)
+    ):
+        raise ProtocolError(f"arguments of ref {ref} must be one string per tool call")
+    if all(a == c.arguments for a, c in zip(arguments, calls, strict=True)):
+        return message
+    new_calls = tuple(replace(c, arguments=a) for c, a in zip(calls, arguments, strict=True))
+    return replace(message, tool_calls=new_calls)
 
 
 def dumps(payload: Mapping[str, Any]) -> str:

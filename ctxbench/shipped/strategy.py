@@ -134,9 +134,11 @@ class ShippedStrategy(Strategy):
         ctx = self._ctx
         if request["op"] != "summarize" or ctx is None:
             raise ProtocolError(f"unexpected request from the driver: {request['op']!r}")
-        refs = request.get("messages") or []
+        items = request.get("messages") or []
         history = self.history.messages
-        messages = tuple(history[i] for i in refs if isinstance(i, int) and 0 <= i < len(history))
+        messages = tuple(
+            decode_prompt([{"ref": i} if isinstance(i, int) else i for i in items], history)
+        )
         layer = str(request.get("layer", "summary"))
         summary = SummaryRequest(
             strategy=self.name,
@@ -146,7 +148,7 @@ class ShippedStrategy(Strategy):
             sections=tuple(request.get("sections") or ()),
             max_tokens=request.get("max_tokens"),
             previous_summary=request.get("previous_summary"),
-            key=ctx.request_key(layer),
+            key=ctx.request_key(str(request.get("key") or layer)),
             send_max_tokens=bool(request.get("send_max_tokens", True)),
         )
         try:

@@ -45,6 +45,7 @@ from ctxbench.trace import Message, Part, ToolCall, Trace, pairing_violations
 from tests import replaying
 from tests.factories import tool_trace
 from tests.replaying import Recording
+from tests.upstream.helpers import context_with
 
 HERMES = get_counter("hermes")
 #: the tests below describe the rules of the later commit REFERENCE.md A4 was read at
@@ -74,17 +75,12 @@ def run(
 def context(
     strategy: HermesStrategy, window: int = 20_000, summarizer: Summarizer | None = None
 ) -> ReplayContext:
-    ctx = ReplayContext(
-        trace_id="t",
-        strategy=strategy,
-        estimator=HERMES,
-        true_counter=HERMES,
+    ctx = context_with(
+        strategy,
+        (),
         window=window,
-        reserved=0,
-        tools=(),
-        n_calls=1,
+        estimator=HERMES,
         summarizer=summarizer or ExtractiveSummarizer(),
-        seed=0,
     )
     strategy.on_start(ctx)
     return ctx

@@ -77,7 +77,7 @@ class TestShouldCompress:
 
 class TestShouldCompressPreflight:
     def test_short_and_long_messages(self) -> None:
-        from ctxbench.strategies.hermes.limits import rough_request_tokens
+        from ctxbench.strategies.hermes.measure import rough_request_tokens
 
         assert rough_request_tokens([Message("user", "short")], ()) < 85_000
         assert rough_request_tokens([Message("user", "x" * 400_000)], ()) >= 85_000
@@ -195,7 +195,7 @@ def test_0_19_0_has_none_of_the_later_knobs() -> None:
 
 
 def test_0_19_0_stores_tool_calls_with_call_id_and_response_item_id() -> None:
-    from ctxbench.strategies.hermes.limits import BudgetCounter, stored_call
+    from ctxbench.strategies.hermes.measure import BudgetCounter, stored_call
 
     call = ToolCall("call_abc", "bash", '{"cmd": "ls"}')
     assert stored_call(call)["call_id"] == "call_abc"

@@ -43,6 +43,7 @@ def ask_summary(
     sections: list | None = None,
     previous_summary: str | None = None,
     send_max_tokens: bool = True,
+    key: str | None = None,
 ) -> dict[str, Any]:
     """Ask ctxbench for a summary (the run's summarizer answers): {ok, text, error}."""
     send(
@@ -55,6 +56,7 @@ def ask_summary(
             "sections": sections or [],
             "previous_summary": previous_summary,
             "send_max_tokens": send_max_tokens,
+            "key": key,
         }
     )
     reply = receive()

@@ -6,25 +6,45 @@ RELEASES.md reads it; ``"0000416b"`` is ``context_compressor.py`` at commit
 0000416b34a3dad10c39446ab62c6626c609c30f, the later, unreleased state REFERENCE.md A4 and the
 rules below describe (the behaviour before the knob existed).
 
-0.19.0 differs in: when it compacts (the rough ``len(str(msg))`` estimate of the request before
-every API call, tool-call dicts as the agent stores them with ``call_id`` and
-``response_item_id``; the provider's real ``prompt_tokens`` after each tool-calling response,
-received through ``after_call``; after a compaction no estimate-driven one until real usage
-arrives, #36718; 3 attempts per user turn shared by pre-API and overflow compaction; overflow
-compaction blocked by the anti-thrash guard too; when an overflow cannot be compacted the run
-returns ``compression_exhausted`` and the rest of that user turn is not made: failed calls of
-kind ``aborted``); ``_ensure_compressed_has_user_turn`` re-inserts the last real user message;
-``max_tokens`` None reserves nothing; the prune floor is ``min(protect_last_n, n)`` with no
-pressure pass; no 160K summary-input cap; the system prompt is outside the list ``compress()``
-sees, so no compaction note is added to it and the summary role is chosen as if the head had no
-system message; re-compaction summarises only the turns after the latest handoff in the window
-(none found: the previous summary is discarded); the budget walks round ``content_len // 4``
-down; ``model_thresholds``, ``threshold_tokens_cap``, proactive prune and
-``min_tail_user_messages`` do not exist (setting them is an error). Remaining divergences from
-0.19.0: the turn-prologue preflight is the first pre-API check of the turn (the same estimate
-and guards); the 600 s summary-failure cooldown and the context-probe tiers are left out as
-below; Hermes' ``_fresh_compaction_message_copy`` and session-store side effects are not
-modelled.
+0.19.0 differs in: when it compacts (the turn prologue's preflight at each user turn, gated by
+``_should_run_preflight_estimate`` and measured by ``estimate_request_tokens_rough`` of the
+stored messages, up to 3 passes that spend no attempt; the pre-API check before every call,
+measured on the API copies (:mod:`~ctxbench.strategies.hermes.measure`: no ``reasoning`` /
+``finish_reason`` / Codex call fields, stripped content, sorted compact arguments); the
+provider's real ``prompt_tokens`` after each tool-calling response, received through
+``after_call``; after a compaction no estimate-driven one until real usage arrives, #36718; 3
+attempts per user turn shared by pre-API and overflow compaction; overflow compaction blocked
+by the anti-thrash guard too; when an overflow cannot be compacted the run returns
+``compression_exhausted`` and the rest of that user turn is not made: failed calls of kind
+``aborted``); a compaction whose result equals its input changes nothing (no latch, no
+anti-thrash verdict, no fallback streak: ``record_completed_compaction`` runs only after
+``compress_context`` saw the list change); ``_ensure_compressed_has_user_turn`` re-inserts the
+last real user message (merged first into a trailing user turn); ``max_tokens`` None reserves
+nothing; the prune floor is ``min(protect_last_n, n)`` with no pressure pass; no 160K
+summary-input cap; the summary budget is 20% of the rough estimate of the summarised turns; the
+system prompt (every system message) is outside the list ``compress()`` sees, so no compaction
+note is added to it, the head is the system messages plus ``protect_first_n`` and the summary
+role is chosen as if the head had no system message; re-compaction summarises only the turns
+after the latest handoff in the window (an empty window is summarised too; none found: the
+previous summary is discarded), and handoffs in the kept head and tail stay as they are; the
+tail's last-assistant anchor counts an assistant-role summary and there is no bridge moving a
+cut at the latest user turn; the budget walks round ``content_len // 4`` down;
+``model_thresholds``, ``threshold_tokens_cap``, proactive prune and ``min_tail_user_messages``
+do not exist (setting them is an error).
+
+Parity with ``shipped:hermes@0.19.0`` (``python -m benchmarks.parity_table --pairs hermes``,
+every embedded scenario and shared recorded trace at 8k-64k): identical on every call. What is
+still not modelled, on either side, because the replay cannot exercise it: the 600 s
+summary-failure cooldown (no clock); the prompt the loop sends is the trace's messages, not the
+API copies it measures (content stripping and argument re-serialisation change the estimate,
+not what the simulated provider counts); ``repair_message_sequence`` (merging adjacent user
+turns before a request) and ``_maybe_wrap_untrusted`` (recorded tool output is used as
+recorded); the context-probe step-down (the simulated provider reports the run window, so
+``get_context_length_from_provider_error`` finds no smaller limit); the post-response check
+when a user message follows a tool-calling response (a Hermes loop never sees that order:
+neither side runs it); ``reasoning`` comes only from a recorded ``reasoning`` replay field (the
+agent would also derive it from ``reasoning_content``); Hermes' ``_fresh_compaction_message_copy``
+and session-store side effects.
 
 Source: NousResearch/hermes-agent ``agent/context_compressor.py`` (``ContextCompressor``:
 ``__init__``, ``_compute_threshold_tokens``, ``_prune_old_tool_results``,

@@ -1,19 +1,13 @@
-"""Hermes' knobs, its releases, the token limits it derives from the window
-(``ContextCompressor.__init__``, ``_compute_threshold_tokens``, ``update_model``) and how the
-0.19.0 agent loop measures a request against them (``estimate_messages_tokens_rough``)."""
+"""Hermes' knobs, its releases and the token limits it derives from the window
+(``ContextCompressor.__init__``, ``_compute_threshold_tokens``, ``update_model``); how the
+0.19.0 loop measures a request against them is :mod:`ctxbench.strategies.hermes.measure`."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from ctxbench.counting.base import TokenCounter, tool_schemas
 from ctxbench.strategies.releases import check_release, release_field
-from ctxbench.trace import Message, ToolCall, ToolSpec
 
 MINIMUM_CONTEXT_LENGTH = 64_000
 
@@ -32,34 +26,44 @@ SUMMARY_TOKENS_CEILING = 10_000
 
 @dataclass(frozen=True)
 class HermesRelease:
-    """What one Hermes version does where they differ (RELEASES.md, line numbers of the wheel)."""
+    """What one Hermes version does where they differ (RELEASES.md, line numbers of the wheel);
+    the defaults are the later commit's rules."""
 
     name: str
+    summary: str
     #: the agent loop's triggers: the rough ``len(str(msg))`` estimate before every API call,
     #: the provider's ``prompt_tokens`` after each tool-calling response, the deferral until
     #: real usage after a compaction (#36718), 3 attempts per user turn shared with overflow
     #: compaction, the anti-thrash guard on overflow too, the re-inserted user turn
-    agent_loop: bool
+    agent_loop: bool = False
     #: ``max_tokens`` None reserves nothing (else None = the run's --reserved)
-    none_reserves_nothing: bool
+    none_reserves_nothing: bool = False
     #: the 8-message cap on the prune floor (0.19.0: ``min(protect_tail_count, n)``)
-    prune_floor_cap: int | None
+    prune_floor_cap: int | None = 8
     #: the prune pressure pass inside the protected tail (#61932)
-    pressure_pass: bool
+    pressure_pass: bool = True
     #: the 160K-char summary input cap
-    summary_input_cap: bool
+    summary_input_cap: bool = True
     #: the summary goes in as a user message when the window starts at 0
-    user_summary_at_start: bool
+    user_summary_at_start: bool = True
     #: the compaction note appended to the system prompt (0.19.0: gateway ``/compress`` only)
-    system_note: bool
-    #: handoffs in the window are stripped and re-summarised (0.19.0: only turns after the
-    #: latest handoff are summarised; without one the previous summary is discarded)
-    strip_handoffs: bool
+    system_note: bool = True
+    #: handoffs in the window are stripped and re-summarised, and dropped from the kept head
+    #: and tail (0.19.0: only turns after the latest handoff in the window are summarised,
+    #: without one the previous summary is discarded; head and tail are copied as they are)
+    strip_handoffs: bool = True
+    #: a tail cut at the latest user turn moves back to its assistant bridge (0.19.0: no)
+    user_turn_bridge: bool = True
+    #: the last-assistant tail anchor skips summaries (0.19.0: an assistant summary counts,
+    #: ``_find_last_assistant_message_idx``)
+    anchor_skips_summary: bool = True
+    #: the summary budget counts the turns with the budget walk (0.19.0: the rough
+    #: ``estimate_messages_tokens_rough``, ``_compute_summary_budget``)
+    walk_summary_budget: bool = True
     #: ``content_len / 4`` rounded up in the budget walks (0.19.0: ``// 4``)
-    ceil_rounding: bool
+    ceil_rounding: bool = True
     #: model_thresholds, threshold_tokens_cap, proactive prune, min_tail_user_messages exist
-    later_knobs: bool
-    summary: str
+    later_knobs: bool = True
 
 
 #: The ``release`` knob's values: the wheel, and the later commit REFERENCE.md A4 was read at.
@@ -74,11 +78,15 @@ RELEASES: dict[str, HermesRelease] = {
         user_summary_at_start=False,
         system_note=False,
         strip_handoffs=False,
+        user_turn_bridge=False,
+        anchor_skips_summary=False,
+        walk_summary_budget=False,
         ceil_rounding=False,
         later_knobs=False,
         summary=(
-            "the hermes-agent==0.19.0 wheel with its agent loop: rough len(str(msg)) estimate "
-            "before each call and real prompt_tokens after each tool-calling response, deferral "
+            "the hermes-agent==0.19.0 wheel with its agent loop: turn-prologue preflight, rough "
+            "len(str(msg)) estimate of the API copies before each call and real prompt_tokens "
+            "after each tool-calling response, deferral "
             "until real usage, 3 attempts per user turn shared with overflow, anti-thrash on "
             "overflow, re-inserted user turn, max_tokens None = no reservation, prune floor "
             "min(protect_last_n, n), no system-prompt note, floor rounding"
@@ -86,16 +94,6 @@ RELEASES: dict[str, HermesRelease] = {
     ),
     "0000416b": HermesRelease(
         name="0000416b",
-        agent_loop=False,
-        none_reserves_nothing=False,
-        prune_floor_cap=8,
-        pressure_pass=True,
-        summary_input_cap=True,
-        user_summary_at_start=True,
-        system_note=True,
-        strip_handoffs=True,
-        ceil_rounding=True,
-        later_knobs=True,
         summary=(
             "context_compressor.py at hermes-agent commit 0000416b34a3dad10c39446ab62c6626c609c30f "
             "(unreleased), compress() triggered by the estimate before each call: model_thresholds, "
@@ -262,104 +260,3 @@ def compute_limits(config: HermesConfig, window: int, reserved: int) -> Limits:
         tail_token_budget=int(threshold * ratio),
         max_summary_tokens=min(int(ctx_len * 0.05), SUMMARY_TOKENS_CEILING),
     )
-
-
-# -- how the 0.19.0 agent loop measures (model_metadata.py:2600-2790) ------------------------------
-
-ROUGH_IMAGE_TOKENS = 1500
-BUDGET_IMAGE_TOKENS = 1600
-_IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
-
-
-def response_item_id(call_id: str) -> str:
-    """``_derive_responses_function_call_id(call_id, None)`` (codex_responses_adapter.py:211)."""
-    source = call_id.strip()
-    if source.startswith("fc_"):
-        return source
-    if source.startswith("call_") and len(source) > len("call_"):
-        return f"fc_{source[len('call_') :]}"
-    sanitized = re.sub(r"[^A-Za-z0-9_-]", "", source)
-    if sanitized.startswith("fc_"):
-        return sanitized
-    if sanitized.startswith("call_") and len(sanitized) > len("call_"):
-        return f"fc_{sanitized[len('call_') :]}"
-    if sanitized:
-        return f"fc_{sanitized[:48]}"
-    return f"fc_{hashlib.sha1(source.encode('utf-8')).hexdigest()[:24]}"
-
-
-def stored_call(call: ToolCall) -> dict[str, Any]:
-    """A tool call as the agent stores it (chat_completion_helpers.py:1436-1446)."""
-    return {
-        "id": call.id,
-        "call_id": call.id,
-        "response_item_id": response_item_id(call.id),
-        "type": "function",
-        "function": {"name": call.name, "arguments": call.arguments},
-    }
-
-
-def stored_message(message: Message) -> dict[str, Any]:
-    """A message as the agent keeps it in ``messages`` (images stripped, as the estimate does)."""
-    content: Any = message.content
-    if message.parts is not None:
-        content = [
-            {"type": p.type, "image": "[stripped]"} if p.type in _IMAGE_TYPES else p.to_dict()
-            for p in message.parts
-        ]
-    if message.role == "tool":
-        name = message.name or ""
-        return {
-            "role": "tool",
-            "name": name,
-            "tool_name": name,
-            "content": content,
-            "tool_call_id": message.tool_call_id or "",
-        }
-    out: dict[str, Any] = {"role": message.role, "content": content}
-    if message.tool_calls:
-        out["tool_calls"] = [stored_call(c) for c in message.tool_calls]
-    out.update(message.replay)
-    return out
-
-
-def rough_request_tokens(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-    """``estimate_messages_tokens_rough`` of the API messages (system prompt included) plus
-    ``_estimate_tools_tokens_rough``: ``(sum of len(str(msg)) + 3) // 4``, 1500 per image, and
-    the tools' name + description + compact parameters JSON."""
-    chars = sum(len(str(stored_message(m))) for m in messages)
-    images = sum(1 for m in messages for p in m.parts or () if p.type in _IMAGE_TYPES)
-    tool_chars = 0
-    for schema in tool_schemas(tools):
-        fn = schema.get("function", schema)
-        tool_chars += len(fn.get("name") or "") + len(fn.get("description") or "")
-        tool_chars += len(
-            json.dumps(fn.get("parameters") or {}, ensure_ascii=False, separators=(",", ":"))
-        )
-    tools_tokens = (tool_chars + 3) // 4 if tools else 0
-    return (chars + 3) // 4 + ROUGH_IMAGE_TOKENS * images + tools_tokens
-
-
-class BudgetCounter(TokenCounter):
-    """0.19.0 ``_estimate_msg_budget_tokens`` (context_compressor.py:419): ``content_len // 4 +
-    10``, ``len(str(tc)) // 4`` of each tool call as stored, replay keys, 1600 per image."""
-
-    kind = "estimator"
-
-    def __init__(self) -> None:
-        super().__init__("hermes@0.19.0", "hermes-agent 0.19.0 _estimate_msg_budget_tokens")
-
-    def count(self, text: str) -> int:
-        return len(text) // 4
-
-    def message_tokens(self, message: Message) -> int:
-        tokens = len(message.content) // 4 + 10
-        tokens += BUDGET_IMAGE_TOKENS * len(message.media_parts)
-        tokens += sum(len(str(stored_call(c))) // 4 for c in message.tool_calls)
-        for value in message.replay.values():
-            serialised = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            tokens += len(serialised) // 4
-        return tokens
-
-    def prompt_overhead(self, tools: Sequence[ToolSpec] = ()) -> int:
-        return 0

@@ -21,12 +21,12 @@ from ctxbench.strategies.hermes.fallback import (
     is_context_error,
     is_terminal_failure,
 )
-from ctxbench.strategies.hermes.limits import (
-    RELEASES,
+from ctxbench.strategies.hermes.limits import RELEASES, HermesConfig, Limits, compute_limits
+from ctxbench.strategies.hermes.measure import (
     BudgetCounter,
-    HermesConfig,
-    Limits,
-    compute_limits,
+    conversation,
+    rough_api_tokens,
+    rough_messages_tokens,
     rough_request_tokens,
 )
 from ctxbench.strategies.hermes.prune import prune_old_tool_results
@@ -71,6 +71,8 @@ SUMMARY_RATIO = 0.20
 PROGRESS_TOKEN_RATIO = 0.95
 #: 0.19.0: compactions per user turn, pre-API and overflow together (conversation_loop.py:1219)
 MAX_TURN_COMPRESSION_ATTEMPTS = 3
+#: 0.19.0: compression passes of the turn prologue's preflight (turn_context.py:651)
+PREFLIGHT_PASSES = 3
 #: ``_ensure_compressed_has_user_turn``'s marker when no human turn exists (0.19.0)
 NO_USER_TURN_MARKER = (
     "Continue from the compressed conversation context above. "
@@ -205,31 +207,64 @@ class HermesStrategy(Strategy[HermesConfig]):
 
     # -- the 0.19.0 agent loop -----------------------------------------------------------------------
     def _loop_before_call(self, ctx: ReplayContext) -> None:
-        """One model call of ``run_conversation``: the post-response check of the previous
-        tool-calling response (real usage), then the pre-API check (rough estimate)."""
+        """One model call of ``run_conversation``: at a user turn the prologue's preflight,
+        else the post-response check of the previous tool-calling response (real usage);
+        then the pre-API check (the rough estimate of the API copies)."""
         limits = self._limits(ctx)
         loop = self.loop
+        responded, self._responded = self._responded, False
         if self._starts_user_turn(ctx.view.messages):
             loop.attempts, loop.exhausted = 0, False  # conversation_loop.py:686
+            self._prologue(ctx, limits)
         elif loop.exhausted:
             raise ReplyAborted("compression_exhausted: the turn ended at the failed call above")
-        if self._responded:
-            self._responded = False
-            if self._after_tool_calls(ctx.view.messages):
-                real = loop.last_prompt_tokens
-                if real <= 0:
-                    real = 0 if real == -1 else rough_request_tokens(ctx.view.messages, ctx.tools)
-                if self._should_compress(real, limits):
-                    self._compress_context(ctx, "post_response")
-        rough = rough_request_tokens(ctx.view.messages, ctx.tools)
+        elif responded and self._after_tool_calls(ctx.view.messages):
+            real = loop.last_prompt_tokens
+            if real <= 0:
+                real = (
+                    0
+                    if real == -1
+                    else rough_request_tokens(ctx.view.messages, ctx.tools, with_system=False)
+                )
+            if self._should_compress(real, limits):
+                self._compress_context(ctx, "post_response")
+        rough = rough_api_tokens(ctx.view.messages, ctx.tools)
         if (
-            len(ctx.view) > 1
+            len(conversation(ctx.view.messages)) > 1
             and loop.attempts < MAX_TURN_COMPRESSION_ATTEMPTS
             and not loop.defer(rough, limits.threshold_tokens)
             and self._should_compress(rough, limits)
         ):
             loop.attempts += 1
             self._compress_context(ctx, "pre_api")
+
+    def _prologue(self, ctx: ReplayContext, limits: Limits) -> None:
+        """The turn prologue's preflight (turn_context.py:563-680): gated by
+        ``_should_run_preflight_estimate``, measured by ``estimate_request_tokens_rough``, up to
+        3 passes while they make progress; it does not spend the turn's attempts."""
+        cfg, loop = self.cfg, self.loop
+        rows = len(conversation(ctx.view.messages))
+        if (
+            rows <= cfg.protect_first_n + cfg.protect_last_n + 1
+            and rough_messages_tokens(ctx.view.messages) < limits.threshold_tokens
+        ):
+            return
+        tokens = rough_request_tokens(ctx.view.messages, ctx.tools)
+        deferred = loop.defer(tokens, limits.threshold_tokens)
+        if not deferred and loop.last_prompt_tokens >= 0 and tokens > loop.last_prompt_tokens:
+            loop.last_prompt_tokens = tokens
+        if deferred or not self._should_compress(tokens, limits):
+            return
+        for _ in range(PREFLIGHT_PASSES):
+            before = tokens
+            self._compress_context(ctx, "preflight")
+            tokens = rough_request_tokens(ctx.view.messages, ctx.tools)
+            after = len(conversation(ctx.view.messages))
+            if not (after < rows or (before > 0 and tokens < before * PROGRESS_TOKEN_RATIO)):
+                break  # _compression_made_progress (turn_context.py:190)
+            if not self._should_compress(tokens, limits):
+                break
+            rows = after
 
     def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
         """The provider's real prompt count of an accepted call: 0.19.0's
@@ -288,8 +323,11 @@ class HermesStrategy(Strategy[HermesConfig]):
             return False
         before = ctx.view.messages
         messages, outcome = self.compress(before, ctx)
+        if messages == list(before):  # "Compression made no progress": nothing else happens
+            return False
         if outcome in ("compaction", "fallback_summary"):
-            messages = ensure_user_turn(before, messages)
+            self._record_boundary(outcome)
+        messages = ensure_user_turn(before, messages)
         changed = ctx.apply(
             outcome, messages, note=f"{trigger} compression #{self.compression_count}"
         )
@@ -304,10 +342,9 @@ class HermesStrategy(Strategy[HermesConfig]):
         if loop.attempts > MAX_TURN_COMPRESSION_ATTEMPTS:
             loop.exhausted = True
             return False
-        conversation = [m for m in ctx.view.messages if m.role != "system"]
-        before_len, before = len(ctx.view), rough_request_tokens(conversation, ())
+        before_len, before = len(ctx.view), rough_messages_tokens(ctx.view.messages)
         self._compress_context(ctx, "overflow")
-        after = rough_request_tokens([m for m in ctx.view.messages if m.role != "system"], ())
+        after = rough_messages_tokens(ctx.view.messages)
         if len(ctx.view) < before_len or 0 < after < before * PROGRESS_TOKEN_RATIO:
             return True
         loop.exhausted = True
@@ -362,6 +399,8 @@ class HermesStrategy(Strategy[HermesConfig]):
     # -- compress() --------------------------------------------------------------------------------
     def _head_size(self, messages: Sequence[Message]) -> int:
         head = 1 if messages and messages[0].role == "system" else 0
+        if self.rules.agent_loop:  # 0.19.0: every system message is the prompt outside the list
+            head = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
         protect = self.cfg.protect_first_n
         decayed = self.compression_count >= 1 or bool(self.previous_summary)
         resumed = any(is_summary_message(m) for m in messages[head : head + protect + 4])
@@ -395,8 +434,9 @@ class HermesStrategy(Strategy[HermesConfig]):
             counter,
             protect_last_n=self.cfg.protect_last_n,
             min_tail_user_messages=self.cfg.min_tail_user_messages,
+            anchor_skips_summary=rules.anchor_skips_summary,
         )
-        if end == latest_user:
+        if rules.user_turn_bridge and end == latest_user:
             bridge = latest_user - 1
             if bridge >= 0 and msgs[bridge].role == "tool":
                 bridge = align_backward(msgs, latest_user)
@@ -415,7 +455,7 @@ class HermesStrategy(Strategy[HermesConfig]):
             ]
         else:
             turns = self._turns_after_handoff(msgs, start, end)
-        if not turns:
+        if not turns and rules.strip_handoffs:  # 0.19.0 summarises an empty window too
             self.ineffective_count += 1
             return msgs, layer
         real_user = any(_is_actionable_user(m) for m in msgs)
@@ -425,8 +465,8 @@ class HermesStrategy(Strategy[HermesConfig]):
         summary, error = self._generate_summary(turns, auto_focus_topic(msgs), limits, ctx)
         if summary is None and (
             self.cfg.abort_on_summary_failure or (error is not None and is_terminal_failure(error))
-        ):
-            return msgs, layer
+        ):  # _last_compress_aborted: compress_context keeps the messages it was given
+            return list(messages), "compress_noop"
         used_fallback = summary is None
         if summary is None:
             reason = f"{error.kind}: {error.message}" if error is not None else None
@@ -441,16 +481,27 @@ class HermesStrategy(Strategy[HermesConfig]):
                 and COMPRESSION_NOTE not in msg.content
             ):
                 msg = _add_text(msg, "\n\n" + COMPRESSION_NOTE if msg.content else COMPRESSION_NOTE)
-            stripped = strip_handoff(msg)
+            stripped = strip_handoff(msg) if rules.strip_handoffs else msg
             if stripped is not None:
                 head.append(stripped)
-        tail = [t for m in msgs[end:] if (t := strip_handoff(m)) is not None]
+        tail = [
+            t
+            for m in msgs[end:]
+            if (t := strip_handoff(m) if rules.strip_handoffs else m) is not None
+        ]
         assembled = self._assemble(head, kept_system, summary, tail, start)
         self.compression_count += 1
         assembled = strip_historical_media(sanitize_tool_pairs(assembled))
+        outcome = "fallback_summary" if used_fallback else "compaction"
+        if not rules.agent_loop:
+            self._record_boundary(outcome)
+        return assembled, outcome
+
+    def _record_boundary(self, outcome: str) -> None:
+        """``record_completed_compaction``: arm the anti-thrash verdict, track the fallback
+        streak. 0.19.0 calls it only after ``compress_context`` saw the list change."""
         self.verify_pending = True
-        self.fallback_streak = self.fallback_streak + 1 if used_fallback else 0
-        return assembled, "fallback_summary" if used_fallback else "compaction"
+        self.fallback_streak = self.fallback_streak + 1 if outcome == "fallback_summary" else 0
 
     def _turns_after_handoff(self, msgs: Sequence[Message], start: int, end: int) -> list[Message]:
         """0.19.0 re-compaction (context_compressor.py:3418-3449): only turns after the latest
@@ -517,7 +568,10 @@ class HermesStrategy(Strategy[HermesConfig]):
         ctx: ReplayContext,
     ) -> tuple[str | None, SummarizerError | None]:
         """``_generate_summary``: (the prefixed summary, or None and the error)."""
-        content_tokens = sum(self.walk_counter(ctx).count_message(m) for m in turns)
+        if self.rules.walk_summary_budget:
+            content_tokens = sum(self.walk_counter(ctx).count_message(m) for m in turns)
+        else:  # _compute_summary_budget (context_compressor.py:1815)
+            content_tokens = rough_messages_tokens(turns)
         budget = max(
             MIN_SUMMARY_TOKENS, min(int(content_tokens * SUMMARY_RATIO), limits.max_summary_tokens)
         )
@@ -564,4 +618,5 @@ def ensure_user_turn(original: Sequence[Message], compressed: list[Message]) -> 
             return [*out[:i], anchor, *out[i:]]
     if not out or out[-1].role != "user" or is_summary_message(out[-1]):
         return [*out, anchor]
-    return [*out[:-1], _add_text(out[-1], "\n\n" + anchor.content)]
+    merged = f"{anchor.content}\n\n{out[-1].content}".strip()  # the anchor leads
+    return [*out[:-1], out[-1].with_text(merged)]

@@ -37,11 +37,13 @@ def _last_user_index(messages: Sequence[Message], head_end: int) -> int:
     return -1
 
 
-def _last_assistant_index(messages: Sequence[Message], head_end: int) -> int:
+def _last_assistant_index(
+    messages: Sequence[Message], head_end: int, *, skip_summaries: bool = True
+) -> int:
     last_any = -1
     for i in range(len(messages) - 1, head_end - 1, -1):
         msg = messages[i]
-        if msg.role != "assistant" or is_summary_message(msg):
+        if msg.role != "assistant" or (skip_summaries and is_summary_message(msg)):
             continue
         if last_any < 0:
             last_any = i
@@ -68,6 +70,7 @@ def find_tail_cut(
     *,
     protect_last_n: int,
     min_tail_user_messages: int = 1,
+    anchor_skips_summary: bool = True,
 ) -> int:
     """``_find_tail_cut_by_tokens``: the index where the protected tail starts."""
     n = len(messages)
@@ -108,7 +111,7 @@ def find_tail_cut(
             else adjusted
         )
     # the last assistant reply stays in the tail (#29824)
-    last_assistant = _last_assistant_index(messages, head_end)
+    last_assistant = _last_assistant_index(messages, head_end, skip_summaries=anchor_skips_summary)
     if 0 <= last_assistant < cut:
         cut = max(align_backward(messages, last_assistant), head_end + 1)
     if min_tail_user_messages > 1:
