@@ -7,7 +7,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,12 +18,16 @@ from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
 from ctxbench.cli.output import print_table
 from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
+from ctxbench.counting.reasoning import REASONING_RULES
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.replay import ReplayOutput
 from ctxbench.errors import ConfigError
 from ctxbench.recorded import strategy_params as session_params
 from ctxbench.results import write_files, write_rows
+
+if TYPE_CHECKING:
+    from ctxbench.counting.auto import Choice
 
 ROW_COLUMNS = (
     "trace_id",
@@ -112,6 +116,13 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     show_default=True,
     help="The provider's TRUE counter (`auto`: picked from each trace's meta.model).",
 )
+@click.option(
+    "--reasoning",
+    type=click.Choice(REASONING_RULES),
+    default=None,
+    help="Which earlier reasoning the provider counts (default: the rule of the family of "
+    "each trace's meta.model; see ctxbench.counting.reasoning).",
+)
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
     "--summarizer",
@@ -182,6 +193,7 @@ def run(
     window: int | None,
     reserved: int,
     counter: str,
+    reasoning: str | None,
     estimator: str,
     summarizer: str,
     summarizer_sets: tuple[str, ...],
@@ -232,13 +244,15 @@ def run(
     parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
-        auto_choices: dict[str, str] = {}
+        auto_choices: dict[str, Choice] = {}
         for path in traces:
             source = open_traces(path)
             for trace in source.traces():
                 if trace.id in external:
                     trace = dataclasses.replace(trace, probes=external[trace.id])
-                true_counter = _auto_counter(trace, auto_choices) if counter == AUTO else counter
+                true_counter = (
+                    _auto_counter(trace, auto_choices, reasoning) if counter == AUTO else counter
+                )
                 spec = resolve_spec(
                     RunSpec(
                         trace_id=trace.id,
@@ -248,6 +262,7 @@ def run(
                         window=window,
                         reserved=reserved,
                         counter=true_counter,
+                        reasoning=reasoning or RunSpec.reasoning,
                         estimator=estimator,
                         summarizer=summarizer,
                         summarizer_params=summarizer_params,
@@ -313,26 +328,24 @@ def _note_unwritten(count: int) -> None:
         )
 
 
-def _auto_counter(trace: Any, seen: dict[str, str]) -> str:
-    """``--counter auto``: the counter of the trace's recorded model (said once per model;
-    a warning when the run pools several models)."""
-    from ctxbench.counting.auto import choose, trace_model
+def _auto_counter(trace: Any, seen: dict[str, Choice], reasoning: str | None) -> str:
+    """``--counter auto``: the counter of the trace's recorded model, and the reasoning rule
+    the replay counts under (said once per model; a warning when the run pools models)."""
+    from ctxbench.counting.auto import choose, pooling_warning, trace_model
 
     model = trace_model(trace) or ""
     if model not in seen:
         choice = choose(model)
-        seen[model] = choice.counter
-        click.echo(
-            f"auto: {choice.describe()}; the reasoning rule applies through a profile "
-            "(calibrate --save-profile)",
-            err=True,
-        )
-        if len(seen) == 2:
-            click.echo(
-                "warning: this run pools traces of several models; compare rows per model",
-                err=True,
-            )
-    return seen[model]
+        seen[model] = choice
+        if reasoning:
+            picked = f"{choice.model or '(no meta.model)'} -> {choice.counter}, reasoning "
+            click.echo(f"auto: {picked}{reasoning} (--reasoning)", err=True)
+        else:
+            click.echo(f"auto: {choice.describe()}", err=True)
+        warning = pooling_warning(seen) if len(seen) == 2 else None
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
+    return seen[model].counter
 
 
 def rerun_row(

@@ -98,6 +98,20 @@ def choose(model: str | None) -> Choice:
     return Choice(model or "", "unknown", FALLBACK_COUNTER, "all", False, f"{note}: fallback")
 
 
+def rule_for(reasoning: str, model: str | None, counter_spec: str) -> str | None:
+    """The reasoning rule a replay counts under: ``reasoning`` when set, else the family's of
+    the recorded ``model`` (None: the counter as it renders, for an unknown model and for a
+    profile, which holds the rule it was fitted under)."""
+    from ctxbench.counting.profile import PREFIX
+
+    if reasoning:
+        return reasoning
+    choice = choose(model)
+    if counter_spec.startswith(PREFIX) or choice.family == "unknown":
+        return None
+    return choice.reasoning
+
+
 def trace_model(trace: Trace) -> str | None:
     """The model a trace records in ``meta.model`` (``None`` when absent)."""
     model = trace.meta.get("model")

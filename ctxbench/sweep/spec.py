@@ -4,7 +4,8 @@ A sweep file names where the traces come from and which configurations replay th
 
     windows = [16384, 32768]              # model windows (true tokens); required
     reserved = [4096]                     # output reservations
-    counters = ["tiktoken:o200k_base"]    # the provider's TRUE counters
+    counters = ["tiktoken:o200k_base"]    # the provider's TRUE counters ("auto": by meta.model)
+    reasoning = ""                        # earlier reasoning counted ("" = the model family's)
     estimators = [""]                     # "" = each strategy's own estimator
     summarizer = "extractive"             # + summarizer_params = {...}
     error_style = "openai"
@@ -146,6 +147,14 @@ class SweepSettings:
             'estimators the strategies decide with; "" = each one\'s own', '["", "chars4"]'
         ),
     )
+    reasoning: str = field(
+        default=RunSpec.reasoning,
+        metadata=_help(
+            "which earlier reasoning the counters count: tool_turns, current_turn, all, none "
+            '("" = the family rule of each trace\'s meta.model)',
+            '"tool_turns"',
+        ),
+    )
     summarizer: str = field(
         default=RunSpec.summarizer,
         metadata=_help("summarizer of summarising strategies", '"extractive"'),
@@ -219,6 +228,7 @@ class SweepSpec(SweepSettings):
                             window=window,
                             reserved=reserved,
                             counter=counter,
+                            reasoning=self.reasoning,
                             estimator=estimator,
                             summarizer=self.summarizer,
                             summarizer_params=dict(self.summarizer_params),
@@ -258,12 +268,18 @@ class SweepSpec(SweepSettings):
     def to_dict(self) -> dict[str, Any]:
         """The resolved spec as plain JSON (what ``sweep.json`` records)."""
         out = configuration.to_params(self)
+        for key in _OMITTED_WHEN_UNSET:  # older sweep.json files stay equal to the spec
+            if not out[key]:
+                del out[key]
         out["summarizer_params"] = dict(self.summarizer_params)
         out["traces"] = [configuration.to_params(t) for t in self.traces]
         out["strategies"] = [{"name": g.name, "params": dict(g.params)} for g in self.strategies]
         out["prices"] = {k: configuration.to_params(v) for k, v in sorted(self.prices.items())}
         return out
 
+
+#: Keys added after sweep.json was first written, recorded only when set.
+_OMITTED_WHEN_UNSET = ("reasoning",)
 
 #: Top-level keys that hold tables and are built separately.
 _TABLES = ("traces", "strategies", "prices")
@@ -352,13 +368,26 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
 def _check_names(top: SweepSettings, source: Path) -> None:
     """Counters, estimators and the summarizer must exist (checked now, not in a worker)."""
     from ctxbench.counting import check_counter
+    from ctxbench.counting.auto import AUTO as AUTO_COUNTER
     from ctxbench.summarizers import SUMMARIZERS
 
+    if AUTO_COUNTER in top.counters and len(top.counters) > 1:
+        raise ConfigError(
+            f"counters lists {AUTO_COUNTER!r} with other counters",
+            path=source,
+            key="counters",
+            hint=f"{AUTO_COUNTER!r} picks each trace's counter from its meta.model: list it alone, "
+            "or list the counters themselves",
+        )
     names: list[tuple[str, Callable[[str], object], str]] = [
-        ("counters", check_counter, c) for c in top.counters
+        ("counters", check_counter, c) for c in top.counters if c != AUTO_COUNTER
     ]
     names += [("estimators", check_counter, e) for e in top.estimators if e]
     names.append(("summarizer", SUMMARIZERS.load, top.summarizer))
+    if top.reasoning:
+        from ctxbench.counting.reasoning import check_rule
+
+        names.append(("reasoning", check_rule, top.reasoning))
     for key, check, name in names:
         try:
             check(name)
