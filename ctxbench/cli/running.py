@@ -366,12 +366,12 @@ def rerun_row(
     from ctxbench.cell.traces import load_trace
     from ctxbench.engine.result import TIMING_COLUMNS
     from ctxbench.results import read_row, spec_of_row
-    from ctxbench.summarizers.openai_compat import cached_only
+    from ctxbench.summarizers.openai_compat import ENDPOINT_KEYS, cached_only
 
     row = read_row(source, run_id)
     spec = spec_of_row(row)
     given = dict(summarizer_params or {})
-    live = {"base_url", "api_key_env"} <= given.keys()
+    live = set(ENDPOINT_KEYS) <= given.keys()
     if given:
         from ctxbench.summarizers import summarizer_params as typed_params
 

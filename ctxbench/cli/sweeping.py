@@ -52,6 +52,14 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
     "--dry-run", is_flag=True, help="Print the number of cells and the axes; run nothing."
 )
 @click.option(
+    "--summarizer-set",
+    "summarizer_sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="The summarizer endpoint: base_url=URL and api_key_env=VARIABLE (a sweep file that "
+    "names them itself runs only when they are given here, the same).",
+)
+@click.option(
     "--batch",
     type=click.IntRange(min=1),
     default=DEFAULT_BATCH,
@@ -70,6 +78,7 @@ def sweep(
     with_csv: bool,
     quiet: bool,
     dry_run: bool,
+    summarizer_sets: tuple[str, ...],
     batch: int,
 ) -> None:
     """Replay every cell of SWEEP_FILE: traces x strategies (x parameter grids) x windows x
@@ -88,9 +97,15 @@ def sweep(
       ctxbench sweep big.toml -o out/ --scheduler tcp://10.0.0.5:8786
       ctxbench sweep big.toml -o out/ --dask-local 4 --quiet
     """
-    from ctxbench.sweep import load_sweep, plan
+    from pathlib import Path
 
-    spec = load_sweep(sweep_file)
+    from ctxbench.config import parse_set
+    from ctxbench.sweep import load_sweep, plan
+    from ctxbench.sweep.spec import with_endpoint
+
+    spec = with_endpoint(
+        load_sweep(sweep_file), parse_set(summarizer_sets), source=Path(sweep_file)
+    )
     if dry_run:
         print_plan(spec, plan(spec))
         return

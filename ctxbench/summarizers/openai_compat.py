@@ -57,6 +57,11 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 _READ_CHUNK = 65_536
 
 
+#: The parameters that say where summaries are sent and which key goes with them: never taken
+#: from a file (a row, a results directory, a sweep file) unless the command line gives them.
+ENDPOINT_KEYS: tuple[str, ...] = ("base_url", "api_key_env")
+
+
 @dataclass
 class CachedOnly:
     """While :func:`cached_only` holds: the endpoints a cache miss did not call."""

@@ -278,6 +278,44 @@ class SweepSpec(SweepSettings):
         return out
 
 
+def with_endpoint(spec: SweepSpec, given: Mapping[str, str], *, source: Path) -> SweepSpec:
+    """``spec`` with the summarizer endpoint the command line gives (``--summarizer-set
+    base_url=URL --summarizer-set api_key_env=VARIABLE``). A sweep file is data: when it names
+    an endpoint or a key variable itself, the command line must give both, and the same
+    values, or the sweep is refused before any request (issue 22)."""
+    from dataclasses import replace
+
+    from ctxbench.summarizers import summarizer_params
+    from ctxbench.summarizers.openai_compat import ENDPOINT_KEYS
+
+    other = sorted(set(given) - set(ENDPOINT_KEYS))
+    if other:
+        raise ConfigError(
+            f"--summarizer-set {other[0]} is not an endpoint parameter",
+            key="--summarizer-set",
+            hint=f"on sweep it gives {' and '.join(ENDPOINT_KEYS)}; put other summarizer "
+            "parameters in the sweep file's summarizer_params",
+        )
+    typed = summarizer_params(spec.summarizer, given, source="--summarizer-set") if given else {}
+    named = {k: spec.summarizer_params[k] for k in ENDPOINT_KEYS if k in spec.summarizer_params}
+    for key, value in named.items():
+        if set(typed) != set(ENDPOINT_KEYS) or typed[key] != value:
+            allow = " ".join(
+                f"--summarizer-set {k}={named.get(k, typed.get(k, k.upper()))}"
+                for k in ENDPOINT_KEYS
+            )
+            raise ConfigError(
+                f"the sweep file names the summarizer's {key} ({value!r}); ctxbench sends no "
+                "API key to an address, and reads no key variable, that a file chose",
+                path=source,
+                key=f"summarizer_params.{key}",
+                hint=f"to allow it, give the same on the command line: {allow}",
+            )
+    if not typed:
+        return spec
+    return replace(spec, summarizer_params={**spec.summarizer_params, **typed})
+
+
 #: Keys added after sweep.json was first written, recorded only when set.
 _OMITTED_WHEN_UNSET = ("reasoning",)
 

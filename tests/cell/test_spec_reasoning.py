@@ -105,9 +105,7 @@ def _write(tmp_path: Path, *traces: Trace) -> Path:
 def test_run_auto_says_the_counter_and_rule_it_picked_and_warns_on_pooling(
     tmp_path: Path,
 ) -> None:
-    path = _write(
-        tmp_path, _reasoning_trace("deepseek-chat", "a"), _reasoning_trace("gpt-4o", "b")
-    )
+    path = _write(tmp_path, _reasoning_trace("deepseek-chat", "a"), _reasoning_trace("gpt-4o", "b"))
     args = ["run", str(path), "-s", "none", "-w", "128k", "--counter", "auto", "--json"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output

@@ -1,0 +1,152 @@
+"""A sweep file is data (issue 22): a summarizer endpoint or key variable it names is refused
+with one error line, before any request, unless the command line gives the same ones.
+
+The endpoint is a real OpenAI-compatible HTTP server on 127.0.0.1 that records every request
+it receives (path and Authorization header)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ctxbench.cli import cli
+from ctxbench.formats.canonical import write_traces
+from ctxbench.cli import main
+from ctxbench.trace import Message, ToolCall, Trace
+
+KEY_ENV = "CTXBENCH_GAPS_SWEEP_KEY"
+SECRET = "sk-gaps-0123456789abcdefghij"
+
+
+class Recorder(ThreadingHTTPServer):
+    requests: list[tuple[str, str]]
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: Recorder
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server hook
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self.server.requests.append((self.path, self.headers.get("Authorization") or ""))
+        body = json.dumps(
+            {"choices": [{"message": {"role": "assistant", "content": "summary of it"}}]}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def server() -> Iterator[Recorder]:
+    httpd = Recorder(("127.0.0.1", 0), Handler)
+    httpd.requests = []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _trace() -> Trace:
+    msgs = [Message("system", "You are an agent."), Message("user", "Fix the bug.")]
+    for i in range(40):
+        call = ToolCall(f"c{i}", "bash", json.dumps({"cmd": f"step {i}"}))
+        msgs += [
+            Message("assistant", f"step {i}", tool_calls=(call,)),
+            Message("tool", f"out {i} " + "x" * 400, tool_call_id=call.id, name="bash"),
+        ]
+    return Trace("t", (*msgs, Message("assistant", "Done.")))
+
+
+def _main(argv: list[str]) -> tuple[int, str]:
+    """``ctxbench ARGV`` through the console entry point: (exit code, stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return code, err.getvalue()
+
+
+def _sweep(tmp_path: Path, params: str) -> Path:
+    write_traces(tmp_path / "t.jsonl", [_trace()])
+    path = tmp_path / "s.toml"
+    path.write_text(
+        "windows = [4096]\nreserved = [512]\n"
+        f'summarizer = "openai"\nsummarizer_params = {{ {params} }}\n'
+        '[[traces]]\npath = "t.jsonl"\n[[strategies]]\nname = "summarize_half"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def _params(url: str, tmp_path: Path) -> str:
+    return (
+        f'model = "m", base_url = "{url}", api_key_env = "{KEY_ENV}", '
+        f'cache_dir = "{tmp_path / "cache"}", max_retries = 0'
+    )
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        [],
+        ["--summarizer-set", "base_url=http://127.0.0.1:9/v1"],
+        ["--summarizer-set", f"api_key_env={KEY_ENV}"],
+    ],
+)
+def test_an_endpoint_named_by_the_sweep_file_is_refused_and_nothing_is_sent(
+    server: Recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: list[str]
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+    sweep_file = _sweep(tmp_path, _params(url, tmp_path))
+    for extra in ([], ["--dry-run"]):
+        code, err = _main(["sweep", str(sweep_file), "-o", str(tmp_path / "out"), *given, *extra])
+        assert code == 2, err
+        lines = [line for line in err.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and "Traceback" not in err, err
+        assert str(sweep_file) in lines[0] and "summarizer_params." in lines[0]
+        assert f"--summarizer-set base_url={url}" in err
+        assert f"--summarizer-set api_key_env={KEY_ENV}" in err
+        assert SECRET not in err
+    assert server.requests == []
+    assert not (tmp_path / "out" / "cells.jsonl").exists()
+
+
+def test_the_same_endpoint_on_the_command_line_allows_it(
+    server: Recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+    sweep_file = _sweep(tmp_path, _params(url, tmp_path))
+    allow = ["--summarizer-set", f"base_url={url}", "--summarizer-set", f"api_key_env={KEY_ENV}"]
+    result = CliRunner().invoke(
+        cli, ["sweep", str(sweep_file), "-o", str(tmp_path / "out"), "-j", "1", "-q", *allow]
+    )
+    assert result.exit_code == 0, result.output
+    assert server.requests, "the allowed sweep summarised through the endpoint"
+    assert {r for r in server.requests} == {("/v1/chat/completions", f"Bearer {SECRET}")}
+
+
+def test_only_endpoint_parameters_come_from_the_sweep_command_line(tmp_path: Path) -> None:
+    sweep_file = _sweep(tmp_path, 'model = "m"')
+    code, err = _main(["sweep", str(sweep_file), "--dry-run", "--summarizer-set", "model=other"])
+    assert code == 2
+    assert "not an endpoint parameter" in err
