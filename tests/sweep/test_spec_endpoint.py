@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ctxbench.cli import cli
+from ctxbench.cli import cli, main
 from ctxbench.formats.canonical import write_traces
-from ctxbench.cli import main
 from ctxbench.trace import Message, ToolCall, Trace
 
 KEY_ENV = "CTXBENCH_GAPS_SWEEP_KEY"
@@ -33,7 +32,7 @@ class Recorder(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: Recorder
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server hook
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
         self.server.requests.append((self.path, self.headers.get("Authorization") or ""))
