@@ -527,4 +527,25 @@ def _resolve_paths(spec: TraceSource, base: Path, source: Path, index: int) -> T
         changes["probes"] = str(base / spec.probes)
     if spec.scenario.endswith(".toml"):
         changes["scenario"] = str(base / spec.scenario)
-    return replace(spec, **changes)
+    resolved = replace(spec, **changes)
+    if resolved.scenario:
+        _check_scenario(resolved, source, index)
+    return resolved
+
+
+def _check_scenario(spec: TraceSource, source: Path, index: int) -> None:
+    """The scenario loads, and what it generates (count x seeds traces) is within limits;
+    an error inside the scenario file names that file."""
+    from ctxbench.synth.scenario import check_generation, load_scenario
+
+    try:
+        scenario = load_scenario(spec.scenario)
+    except CtxbenchError as exc:
+        if exc.path is not None:
+            raise
+        raise ConfigError(
+            exc.message, path=source, key=f"traces[{index}].scenario", hint=exc.hint
+        ) from None
+    check_generation(
+        scenario, spec.count * len(spec.seeds), key=f"traces[{index}].count", source=source
+    )
