@@ -210,12 +210,16 @@ def execute(
 
 
 def print_recommendation(out_dir: str) -> None:
-    """The closing verdict: which config to deploy per window and counter (defaults)."""
+    """The closing verdict: which config to deploy per window and counter (default
+    constraints, the sweep file's kind weights)."""
     from ctxbench.decisions.outcomes import read_outcomes
     from ctxbench.decisions.recommend import recommend
     from ctxbench.decisions.text import closing_text
+    from ctxbench.probes.weights import sweep_weights
+    from ctxbench.results import ResultsDir
 
-    click.echo(closing_text(recommend(read_outcomes(out_dir)), out_dir))
+    weights = sweep_weights(ResultsDir(out_dir).spec(), source=out_dir)
+    click.echo(closing_text(recommend(read_outcomes(out_dir), weights=weights), out_dir))
 
 
 def make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:

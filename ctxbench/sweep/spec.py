@@ -179,6 +179,15 @@ class SweepSettings:
             "false",
         ),
     )
+    kind_weights: Mapping[str, float] = field(
+        default_factory=dict,
+        metadata=_help(
+            "weight of each probe kind in the retention recommend and the report's verdict "
+            "rank by (unset kinds count 1; 0 leaves a kind out); per-kind retention is "
+            "always reported",
+            "{ task = 2, recall = 0.5 }",
+        ),
+    )
     name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
     description: str = field(default="", metadata=_help("a line about the sweep", '"..."'))
 
@@ -272,6 +281,8 @@ class SweepSpec(SweepSettings):
             if not out[key]:
                 del out[key]
         out["summarizer_params"] = dict(self.summarizer_params)
+        if self.kind_weights:
+            out["kind_weights"] = dict(self.kind_weights)
         out["traces"] = [configuration.to_params(t) for t in self.traces]
         out["strategies"] = [{"name": g.name, "params": dict(g.params)} for g in self.strategies]
         out["prices"] = {k: configuration.to_params(v) for k, v in sorted(self.prices.items())}
@@ -317,7 +328,7 @@ def with_endpoint(spec: SweepSpec, given: Mapping[str, str], *, source: Path) ->
 
 
 #: Keys added after sweep.json was first written, recorded only when set.
-_OMITTED_WHEN_UNSET = ("reasoning",)
+_OMITTED_WHEN_UNSET = ("reasoning", "kind_weights")
 
 #: Top-level keys that hold tables and are built separately.
 _TABLES = ("traces", "strategies", "prices")
@@ -422,6 +433,9 @@ def _check_names(top: SweepSettings, source: Path) -> None:
     ]
     names += [("estimators", check_counter, e) for e in top.estimators if e]
     names.append(("summarizer", SUMMARIZERS.load, top.summarizer))
+    from ctxbench.probes.weights import weights_table
+
+    weights_table(top.kind_weights, source=source)
     if top.reasoning:
         from ctxbench.counting.reasoning import check_rule
 
