@@ -331,9 +331,17 @@ def _note_unwritten(count: int) -> None:
 def _auto_counter(trace: Any, seen: dict[str, Choice], reasoning: str | None) -> str:
     """``--counter auto``: the counter of the trace's recorded model, and the reasoning rule
     the replay counts under (said once per model; a warning when the run pools models)."""
-    from ctxbench.counting.auto import choose, pooling_warning, trace_model
+    from ctxbench.counting.auto import call_models, choose, pooling_warning, trace_model
 
     model = trace_model(trace) or ""
+    mixed = call_models(trace)
+    if len(mixed) > 1:
+        click.echo(
+            f"warning: trace {trace.id} mixes models by call ({', '.join(mixed)}); its replay "
+            f"counts every call with the counter of its meta.model ({model or 'none'}); "
+            "calibrate --by-model measures each",
+            err=True,
+        )
     if model not in seen:
         choice = choose(model)
         seen[model] = choice

@@ -118,13 +118,34 @@ def trace_model(trace: Trace) -> str | None:
     return str(model) if model else None
 
 
+def call_model(trace: Trace, index: int) -> str:
+    """The model that served the call writing message ``index``: its ``usage.model`` where
+    the importer recorded one (a session mixing models), else the trace's (``""``: none)."""
+    usage = trace.messages[index].usage
+    if usage is not None and usage.model:
+        return usage.model
+    return trace_model(trace) or ""
+
+
+def call_models(trace: Trace) -> list[str]:
+    """The distinct models of a trace's calls with recorded usage, in first-seen order (the
+    trace's model when no call records usage)."""
+    models = [
+        call_model(trace, i)
+        for i, m in enumerate(trace.messages)
+        if m.role == "assistant" and m.usage is not None
+    ]
+    return list(dict.fromkeys(models)) or [trace_model(trace) or ""]
+
+
 def choose_for(traces: Iterable[Trace]) -> dict[str, Choice]:
-    """One choice per distinct recorded model, in first-seen order (``""`` = no model)."""
+    """One choice per distinct model, per call where calls record one, in first-seen order
+    (``""`` = no model)."""
     out: dict[str, Choice] = {}
     for trace in traces:
-        model = trace_model(trace) or ""
-        if model not in out:
-            out[model] = choose(model)
+        for model in call_models(trace):
+            if model not in out:
+                out[model] = choose(model)
     return out
 
 
