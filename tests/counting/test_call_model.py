@@ -43,7 +43,7 @@ def test_usage_model_is_optional_and_round_trips() -> None:
     new = Usage.from_dict({**old, "model": HAIKU})
     assert new.model == HAIKU and "model" not in new.meta
     assert Usage.from_dict(new.to_dict()) == new
-    with pytest.raises(ValueError, match="usage.model must be text"):
+    with pytest.raises(ValueError, match=r"usage\.model must be text"):
         Usage.from_dict({**old, "model": 3})
 
 
