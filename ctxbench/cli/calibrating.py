@@ -21,6 +21,7 @@ from ctxbench.calibration import (
 )
 from ctxbench.calibration import calibrate as measure
 from ctxbench.cell.traces import open_traces
+from ctxbench.cli.counting import reasoning_option
 from ctxbench.cli.output import print_table
 from ctxbench.counting import get_counter
 from ctxbench.counting.auto import (
@@ -33,7 +34,7 @@ from ctxbench.counting.auto import (
 )
 from ctxbench.counting.base import TokenCounter
 from ctxbench.counting.profile import PREFIX, Profile, save_profile
-from ctxbench.counting.reasoning import REASONING_RULES, with_reasoning
+from ctxbench.counting.reasoning import with_reasoning
 from ctxbench.errors import ConfigError, CtxbenchError
 from ctxbench.trace import Trace
 
@@ -247,12 +248,7 @@ def _profile_path(base: Path, model: str, several: bool) -> Path:
     help="Counter to measure (see `ctxbench counters`), e.g. tiktoken:o200k_base; "
     "`auto` picks it from each trace's meta.model.",
 )
-@click.option(
-    "--reasoning",
-    type=click.Choice(REASONING_RULES),
-    default=None,
-    help="Which earlier reasoning the provider counts (default: the model family's rule).",
-)
+@reasoning_option("the model family's rule")
 @click.option(
     "--by-model",
     is_flag=True,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,7 +17,20 @@ from ctxbench.counting.reasoning import REASONING_RULES
 if TYPE_CHECKING:
     from ctxbench.trace import Trace
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 DEFAULT_COUNTERS = (RunSpec.counter,)
+
+
+def reasoning_option(default: str) -> Callable[[F], F]:
+    """``--reasoning RULE``: which earlier reasoning the provider counts (``default`` says
+    what happens without it), one of ``ctxbench.counting.reasoning.REASONING_RULES``."""
+    return click.option(
+        "--reasoning",
+        type=click.Choice(REASONING_RULES),
+        default=None,
+        help=f"Which earlier reasoning the provider counts (default: {default}).",
+    )
 
 
 @click.command("counters")
@@ -57,13 +70,7 @@ def counters(as_json: bool) -> None:
     f"repeat for several. Default: {DEFAULT_COUNTERS[0]}.",
 )
 @click.option("--text", "text", default=None, help="Count this text instead of trace files.")
-@click.option(
-    "--reasoning",
-    type=click.Choice(REASONING_RULES),
-    default=None,
-    help="Which earlier reasoning the provider counts (default: as each counter renders it; "
-    "with `auto`, the model family's rule).",
-)
+@reasoning_option("as each counter renders it; with `auto`, the model family's rule")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def count(

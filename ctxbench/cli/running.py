@@ -16,9 +16,9 @@ from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
+from ctxbench.cli.counting import reasoning_option
 from ctxbench.cli.output import print_table
 from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
-from ctxbench.counting.reasoning import REASONING_RULES
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.replay import ReplayOutput
@@ -116,13 +116,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     show_default=True,
     help="The provider's TRUE counter (`auto`: picked from each trace's meta.model).",
 )
-@click.option(
-    "--reasoning",
-    type=click.Choice(REASONING_RULES),
-    default=None,
-    help="Which earlier reasoning the provider counts (default: the rule of the family of "
-    "each trace's meta.model; see ctxbench.counting.reasoning).",
-)
+@reasoning_option("the rule of the family of each trace's meta.model")
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
     "--summarizer",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import shutil
 import socket
 import ssl
@@ -16,7 +15,6 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -25,72 +23,24 @@ from ctxbench.counting import get_counter
 from ctxbench.errors import SummarizerError
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.summarizers.openai_compat import OpenAISummarizer
+from tests.summarizers.fake_endpoint import Endpoint, serve
+from tests.summarizers.fake_endpoint import endpoint as new_endpoint
 
 KEY_ENV = "CTXBENCH_PROXY_TEST_KEY"
 SECRET = "sk-proxy-0123456789abcdefghijKLMN"
 PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 
 
-class Endpoint(ThreadingHTTPServer):
-    requests: list[tuple[str, str, str]]  # (path, Authorization, Proxy-Authorization)
-    redirect: str
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: Endpoint
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.requests.append(
-            (
-                self.path,
-                self.headers.get("Authorization") or "",
-                self.headers.get("Proxy-Authorization") or "",
-            )
-        )
-        if self.server.redirect:
-            self.send_response(307)
-            self.send_header("Location", self.server.redirect)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body = json.dumps({"choices": [{"message": {"content": "the summary"}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def _serve(server: ThreadingHTTPServer) -> Iterator[None]:
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield
-    server.shutdown()
-    server.server_close()
-
-
-def _endpoint(context: ssl.SSLContext | None = None) -> Endpoint:
-    server = Endpoint(("127.0.0.1", 0), Handler)
-    server.requests, server.redirect = [], ""
-    if context is not None:
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    return server
-
-
 @pytest.fixture()
 def endpoint() -> Iterator[Endpoint]:
-    server = _endpoint()
-    yield from (server for _ in _serve(server))
+    server = new_endpoint()
+    yield from (server for _ in serve(server))
 
 
 @pytest.fixture()
 def other() -> Iterator[Endpoint]:
-    server = _endpoint()
-    yield from (server for _ in _serve(server))
+    server = new_endpoint()
+    yield from (server for _ in serve(server))
 
 
 @pytest.fixture()
@@ -108,8 +58,8 @@ def tls_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[En
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server = _endpoint(context)
-    yield from (server for _ in _serve(server))
+    server = new_endpoint(context)
+    yield from (server for _ in serve(server))
 
 
 @dataclass

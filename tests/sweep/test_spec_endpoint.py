@@ -6,58 +6,28 @@ it receives (path and Authorization header)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from ctxbench.cli import cli, main
+from ctxbench.cli import cli
 from ctxbench.formats.canonical import write_traces
 from ctxbench.trace import Message, ToolCall, Trace
+from tests.hardening import run_main
+from tests.summarizers.fake_endpoint import Endpoint, serve
+from tests.summarizers.fake_endpoint import endpoint as new_endpoint
 
 KEY_ENV = "CTXBENCH_GAPS_SWEEP_KEY"
 SECRET = "sk-gaps-0123456789abcdefghij"
 
 
-class Recorder(ThreadingHTTPServer):
-    requests: list[tuple[str, str]]
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: Recorder
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
-        self.server.requests.append((self.path, self.headers.get("Authorization") or ""))
-        body = json.dumps(
-            {"choices": [{"message": {"role": "assistant", "content": "summary of it"}}]}
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture()
-def server() -> Iterator[Recorder]:
-    httpd = Recorder(("127.0.0.1", 0), Handler)
-    httpd.requests = []
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+def server() -> Iterator[Endpoint]:
+    found = new_endpoint()
+    yield from (found for _ in serve(found))
 
 
 def _trace() -> Trace:
@@ -69,18 +39,6 @@ def _trace() -> Trace:
             Message("tool", f"out {i} " + "x" * 400, tool_call_id=call.id, name="bash"),
         ]
     return Trace("t", (*msgs, Message("assistant", "Done.")))
-
-
-def _main(argv: list[str]) -> tuple[int, str]:
-    """``ctxbench ARGV`` through the console entry point: (exit code, stderr)."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, err.getvalue()
 
 
 def _sweep(tmp_path: Path, params: str) -> Path:
@@ -111,13 +69,15 @@ def _params(url: str, tmp_path: Path) -> str:
     ],
 )
 def test_an_endpoint_named_by_the_sweep_file_is_refused_and_nothing_is_sent(
-    server: Recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: list[str]
+    server: Endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: list[str]
 ) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
     url = f"http://127.0.0.1:{server.server_port}/v1"
     sweep_file = _sweep(tmp_path, _params(url, tmp_path))
     for extra in ([], ["--dry-run"]):
-        code, err = _main(["sweep", str(sweep_file), "-o", str(tmp_path / "out"), *given, *extra])
+        code, err = run_main(
+            ["sweep", str(sweep_file), "-o", str(tmp_path / "out"), *given, *extra]
+        )
         assert code == 2, err
         lines = [line for line in err.splitlines() if line.startswith("error:")]
         assert len(lines) == 1 and "Traceback" not in err, err
@@ -130,7 +90,7 @@ def test_an_endpoint_named_by_the_sweep_file_is_refused_and_nothing_is_sent(
 
 
 def test_the_same_endpoint_on_the_command_line_allows_it(
-    server: Recorder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_ENV, SECRET)
     url = f"http://127.0.0.1:{server.server_port}/v1"
@@ -141,11 +101,11 @@ def test_the_same_endpoint_on_the_command_line_allows_it(
     )
     assert result.exit_code == 0, result.output
     assert server.requests, "the allowed sweep summarised through the endpoint"
-    assert {r for r in server.requests} == {("/v1/chat/completions", f"Bearer {SECRET}")}
+    assert set(server.requests) == {("/v1/chat/completions", f"Bearer {SECRET}", "")}
 
 
 def test_only_endpoint_parameters_come_from_the_sweep_command_line(tmp_path: Path) -> None:
     sweep_file = _sweep(tmp_path, 'model = "m"')
-    code, err = _main(["sweep", str(sweep_file), "--dry-run", "--summarizer-set", "model=other"])
+    code, err = run_main(["sweep", str(sweep_file), "--dry-run", "--summarizer-set", "model=other"])
     assert code == 2
     assert "not an endpoint parameter" in err

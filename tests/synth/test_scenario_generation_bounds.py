@@ -4,31 +4,18 @@ trace is built, in `gen`, `sweep --dry-run` and `sweep`, with one error line."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import time
 from pathlib import Path
 
 import pytest
 
 from ctxbench import limits
-from ctxbench.cli import main
 from ctxbench.errors import ConfigError
 from ctxbench.sweep import load_sweep
 from ctxbench.synth.scenario import check_generation, load_scenario
+from tests.hardening import run_main
 
 PER_TRACE = load_scenario("coding_agent").expected_chars()
-
-
-def _main(argv: list[str]) -> tuple[int, str]:
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, err.getvalue()
 
 
 def _sweep(tmp_path: Path, count: int, seeds: str = "[0]") -> Path:
@@ -51,7 +38,7 @@ def test_each_trace_is_small_but_their_product_is_refused_at_once(tmp_path: Path
         (["sweep", str(sweep_file), "-o", str(tmp_path / "out")], "traces[0].count"),
     ):
         started = time.monotonic()
-        code, err = _main(argv)
+        code, err = run_main(argv)
         first = err.splitlines()[0]
         assert code == 2 and first.startswith("error: ") and "Traceback" not in err, err
         assert "MAX_GENERATED_CHARS" in first and f"{count:,} traces of coding_agent" in first
