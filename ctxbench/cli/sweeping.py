@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ctxbench.counting.auto import AUTO
 from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
 
 
@@ -107,7 +108,9 @@ def sweep(
         load_sweep(sweep_file), parse_set(summarizer_sets), source=Path(sweep_file)
     )
     if dry_run:
-        print_plan(spec, plan(spec))
+        planned = plan(spec)
+        say_auto(spec, planned.entries)
+        print_plan(spec, planned)
         return
     if not out_dir:
         raise click.UsageError("give the results directory with -o DIR (or use --dry-run)")
@@ -117,6 +120,8 @@ def sweep(
         raise click.UsageError("--workers is for local processes; Dask sizes its own workers")
     if reset and not resume:
         raise click.UsageError("--reset adopts a changed sweep file when resuming: add --resume")
+    if AUTO in spec.counters:  # say what auto picked before the cells run (one more read)
+        say_auto(spec, plan(spec).entries)
     executor = make_executor(workers, scheduler, dask_local)
     summary = execute(
         spec,
@@ -220,6 +225,25 @@ def print_recommendation(out_dir: str) -> None:
 
     weights = sweep_weights(ResultsDir(out_dir).spec(), source=out_dir)
     click.echo(closing_text(recommend(read_outcomes(out_dir), weights=weights), out_dir))
+
+
+def say_auto(spec: Any, entries: Any) -> None:
+    """``counters = ["auto"]``: the counter and reasoning rule picked per recorded model,
+    and a warning when the sweep pools traces of several models."""
+    from ctxbench.counting.auto import choose, pooling_warning
+
+    if AUTO not in spec.counters:
+        return
+    choices = {e.model: choose(e.model) for e in entries}
+    for choice in choices.values():
+        if spec.reasoning:
+            picked = f"{choice.model or '(no meta.model)'} -> {choice.counter}"
+            click.echo(f"auto: {picked}, reasoning {spec.reasoning} (sweep file)", err=True)
+        else:
+            click.echo(f"auto: {choice.describe()}", err=True)
+    warning = pooling_warning(choices)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
 
 
 def make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:

@@ -156,3 +156,32 @@ def test_a_sweep_with_auto_counters_picks_per_trace_and_refuses_mixing(tmp_path:
     assert sorted(t.cells[0].counter for t in tasks) == sorted(counters.values())
     with pytest.raises(ConfigError, match="with other counters"):
         load_sweep(_sweep(tmp_path, 'counters = ["auto", "chars4"]', traces))
+
+
+def test_a_sweep_with_auto_says_what_it_picked_and_warns_on_pooling(tmp_path: Path) -> None:
+    traces = _write(
+        tmp_path, _reasoning_trace("deepseek-chat", "a"), _reasoning_trace("gpt-4o", "b")
+    )
+    sweep_file = _sweep(tmp_path, 'counters = ["auto"]', traces)
+    result = CliRunner().invoke(cli, ["sweep", str(sweep_file), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "auto: deepseek-chat -> hf:deepseek-v3.1, reasoning tool_turns" in result.stderr
+    assert "auto: gpt-4o -> tiktoken:o200k_base, reasoning none" in result.stderr
+    assert "warning: these traces come from 2 models" in result.stderr
+    ruled = _sweep(tmp_path, 'counters = ["auto"]\nreasoning = "all"', traces)
+    said = CliRunner().invoke(cli, ["sweep", str(ruled), "--dry-run"]).stderr
+    assert "auto: gpt-4o -> tiktoken:o200k_base, reasoning all (sweep file)" in said
+
+
+def test_a_sweep_with_auto_runs_each_trace_with_its_models_counter(tmp_path: Path) -> None:
+    from ctxbench.results import ResultsDir
+
+    traces = _write(
+        tmp_path, _reasoning_trace("deepseek-chat", "a"), _reasoning_trace("gpt-4o", "b")
+    )
+    sweep_file = _sweep(tmp_path, 'counters = ["auto"]', traces)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["sweep", str(sweep_file), "-o", str(out), "-j", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    counters = {r["trace_id"]: r["counter"] for r in ResultsDir(out).rows()}
+    assert counters == {"a": "hf:deepseek-v3.1", "b": "tiktoken:o200k_base"}
