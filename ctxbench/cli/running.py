@@ -339,11 +339,7 @@ def _auto_counter(trace: Any, seen: dict[str, Choice], reasoning: str | None) ->
     if model not in seen:
         choice = choose(model)
         seen[model] = choice
-        if reasoning:
-            picked = f"{choice.model or '(no meta.model)'} -> {choice.counter}, reasoning "
-            click.echo(f"auto: {picked}{reasoning} (--reasoning)", err=True)
-        else:
-            click.echo(f"auto: {choice.describe()}", err=True)
+        click.echo(f"auto: {choice.describe(reasoning or '', '--reasoning')}", err=True)
         warning = pooling_warning(seen) if len(seen) == 2 else None
         if warning:
             click.echo(f"warning: {warning}", err=True)

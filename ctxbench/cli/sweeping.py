@@ -236,11 +236,7 @@ def say_auto(spec: Any, entries: Any) -> None:
         return
     choices = {e.model: choose(e.model) for e in entries}
     for choice in choices.values():
-        if spec.reasoning:
-            picked = f"{choice.model or '(no meta.model)'} -> {choice.counter}"
-            click.echo(f"auto: {picked}, reasoning {spec.reasoning} (sweep file)", err=True)
-        else:
-            click.echo(f"auto: {choice.describe()}", err=True)
+        click.echo(f"auto: {choice.describe(spec.reasoning, 'sweep file')}", err=True)
     warning = pooling_warning(choices)
     if warning:
         click.echo(f"warning: {warning}", err=True)

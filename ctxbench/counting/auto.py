@@ -32,9 +32,13 @@ class Choice:
     exact: bool
     note: str = ""
 
-    def describe(self) -> str:
-        text = f"{self.model or '(no meta.model)'} -> {self.counter}, reasoning {self.reasoning}"
-        return f"{text} ({self.note})" if self.note else text
+    def describe(self, reasoning: str = "", given_by: str = "") -> str:
+        """What was picked; ``reasoning`` replaces the family's rule (``given_by`` says who
+        set it: ``--reasoning``, the sweep file)."""
+        picked = f"{self.model or '(no meta.model)'} -> {self.counter}, reasoning "
+        if reasoning:
+            return f"{picked}{reasoning} ({given_by})"
+        return f"{picked}{self.reasoning}" + (f" ({self.note})" if self.note else "")
 
 
 @dataclass(frozen=True)

@@ -415,9 +415,12 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
 
 
 def _check_names(top: SweepSettings, source: Path) -> None:
-    """Counters, estimators and the summarizer must exist (checked now, not in a worker)."""
+    """Counters, estimators, the summarizer and the reasoning rule must exist, and the kind
+    weights be numbers for known kinds (checked now, not in a worker)."""
     from ctxbench.counting import check_counter
     from ctxbench.counting.auto import AUTO as AUTO_COUNTER
+    from ctxbench.counting.reasoning import check_rule
+    from ctxbench.probes.weights import weights_table
     from ctxbench.summarizers import SUMMARIZERS
 
     if AUTO_COUNTER in top.counters and len(top.counters) > 1:
@@ -433,13 +436,9 @@ def _check_names(top: SweepSettings, source: Path) -> None:
     ]
     names += [("estimators", check_counter, e) for e in top.estimators if e]
     names.append(("summarizer", SUMMARIZERS.load, top.summarizer))
-    from ctxbench.probes.weights import weights_table
-
-    weights_table(top.kind_weights, source=source)
     if top.reasoning:
-        from ctxbench.counting.reasoning import check_rule
-
         names.append(("reasoning", check_rule, top.reasoning))
+    weights_table(top.kind_weights, source=source)
     for key, check, name in names:
         try:
             check(name)
