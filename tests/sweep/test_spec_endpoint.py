@@ -109,3 +109,21 @@ def test_only_endpoint_parameters_come_from_the_sweep_command_line(tmp_path: Pat
     code, err = run_main(["sweep", str(sweep_file), "--dry-run", "--summarizer-set", "model=other"])
     assert code == 2
     assert "not an endpoint parameter" in err
+
+
+def test_the_python_api_refuses_the_same_unless_given_the_endpoint(
+    server: Endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxbench.errors import ConfigError
+    from ctxbench.testing import run_sweep
+
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+    sweep_file = _sweep(tmp_path, _params(url, tmp_path))
+    with pytest.raises(ConfigError, match="the sweep file names the summarizer's base_url"):
+        run_sweep(sweep_file, tmp_path / "out")
+    assert server.requests == []
+    run_sweep(
+        sweep_file, tmp_path / "out", summarizer_endpoint={"base_url": url, "api_key_env": KEY_ENV}
+    )
+    assert server.requests
