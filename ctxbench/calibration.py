@@ -48,10 +48,13 @@ class CallSample:
         return self.recorded - self.counted
 
 
-def samples(trace: Trace, counter: TokenCounter) -> list[CallSample]:
-    """The calls of ``trace`` with recorded prompt tokens, counted with ``counter``. The
+def samples(trace: Trace, counter: TokenCounter, model: str | None = None) -> list[CallSample]:
+    """The calls of ``trace`` with recorded prompt tokens, counted with ``counter`` (only the
+    calls ``model`` served, when given: :func:`ctxbench.counting.auto.call_model`). The
     prompt is what the recorded agent sent (:func:`ctxbench.trace.recorded_prompt`: after a
     recorded compaction, its summary and the messages since)."""
+    from ctxbench.counting.auto import call_model
+
     out: list[CallSample] = []
     call = -1
     for i, msg in enumerate(trace.messages):
@@ -60,6 +63,8 @@ def samples(trace: Trace, counter: TokenCounter) -> list[CallSample]:
         call += 1
         usage = msg.usage
         if usage is None or not usage.prompt_tokens:
+            continue
+        if model is not None and call_model(trace, i) != model:
             continue
         prompt = recorded_prompt(trace, i)
         counted = counter.count_prompt(prompt, trace.tools)
@@ -197,16 +202,18 @@ def calibrate(
     baselines: Mapping[str, TokenCounter] | None = None,
     *,
     on_trace: Callable[[int, int], None] | None = None,
+    model: str | None = None,
 ) -> Calibration:
-    """Measure ``counter`` (and each baseline) on every call with recorded prompt tokens;
-    ``on_trace(done, total)`` is told after each trace (a progress bar)."""
+    """Measure ``counter`` (and each baseline) on every call with recorded prompt tokens (the
+    calls of ``model`` only, when given); ``on_trace(done, total)`` is told after each trace
+    (a progress bar)."""
     traces = list(traces)
     calls: list[CallSample] = []
     others: dict[str, list[CallSample]] = {name: [] for name in baselines or {}}
     for done, trace in enumerate(traces, 1):
-        calls.extend(samples(trace, counter))
+        calls.extend(samples(trace, counter, model))
         for name, base in (baselines or {}).items():
-            others[name].extend(samples(trace, base))
+            others[name].extend(samples(trace, base, model))
         if on_trace is not None:
             on_trace(done, len(traces))
     per_trace = []

@@ -12,6 +12,10 @@ single message ctxbench is measured on is 50 MB, benchmarks/bench_limits.py).
   (``{summary:>1000000000}`` asked for a gigabyte of padding: MemoryError).
 - :data:`MAX_TRACE_CHARS`: the expected text of one generated trace (rounds x calls x output
   size, in product: 100,000 rounds of 50 MB outputs never finished).
+- :data:`MAX_GENERATED_CHARS`: the expected text of every trace one scenario source generates
+  (traces x rounds x calls x output size: ``gen --traces N``, or a sweep's ``count`` x
+  ``seeds``), so a huge ``count`` of ordinary traces is refused before the first is built,
+  in ``gen``, ``sweep --dry-run`` and ``sweep`` alike.
 - :data:`MAX_SWEEP_MESSAGES`: messages replayed by a whole sweep (cells x trace length).
 """
 
@@ -20,6 +24,13 @@ from __future__ import annotations
 MAX_LINE_CHARS = 256 * 1024 * 1024
 MAX_FORMAT_WIDTH = 10_000
 MAX_TRACE_CHARS = 1_000_000_000
+MAX_GENERATED_CHARS = 4_000_000_000
 MAX_SWEEP_MESSAGES = 2_000_000_000
 
-__all__ = ["MAX_FORMAT_WIDTH", "MAX_LINE_CHARS", "MAX_SWEEP_MESSAGES", "MAX_TRACE_CHARS"]
+__all__ = [
+    "MAX_FORMAT_WIDTH",
+    "MAX_GENERATED_CHARS",
+    "MAX_LINE_CHARS",
+    "MAX_SWEEP_MESSAGES",
+    "MAX_TRACE_CHARS",
+]

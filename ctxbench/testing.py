@@ -12,6 +12,7 @@ Both run in-process (no subprocess, no network); the assertion message is the sa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,23 @@ from ctxbench.check import CheckReport, Tolerances, check, load_baseline, make_b
 
 
 def run_sweep(
-    sweep_file: str | Path, out_dir: str | Path, *, workers: int = 1, resume: bool = False
+    sweep_file: str | Path,
+    out_dir: str | Path,
+    *,
+    workers: int = 1,
+    resume: bool = False,
+    summarizer_endpoint: Mapping[str, str] | None = None,
 ) -> Path:
-    """Run a sweep TOML into ``out_dir`` (in this process, or ``workers`` processes)."""
+    """Run a sweep TOML into ``out_dir`` (in this process, or ``workers`` processes). A file
+    naming a summarizer endpoint or key variable runs only when ``summarizer_endpoint``
+    gives the same (``{"base_url": ..., "api_key_env": ...}``, as ``sweep --summarizer-set``)."""
     from ctxbench.sweep import InlineExecutor, ProcessExecutor, load_sweep
     from ctxbench.sweep import run_sweep as execute
+    from ctxbench.sweep.spec import with_endpoint
 
     executor: Any = InlineExecutor() if workers <= 1 else ProcessExecutor(workers)
-    execute(load_sweep(sweep_file), out_dir, executor=executor, resume=resume)
+    spec = with_endpoint(load_sweep(sweep_file), summarizer_endpoint or {}, source=Path(sweep_file))
+    execute(spec, out_dir, executor=executor, resume=resume)
     return Path(out_dir)
 
 

@@ -41,7 +41,7 @@ _MESSAGE_KEYS = (
     *REPLAY_KEYS,
 )
 _CALL_KEYS = ("id", "name", "arguments", "meta")
-_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "meta")
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "model", "meta")
 _TOOL_KEYS = ("name", "description", "parameters", "meta")
 _TRACE_KEYS = ("schema", "id", "meta", "tools", "messages", "probes", "recorded_compactions")
 _COMPACTION_KEYS = ("call", "message", "trigger", "pre_tokens", "summary", "source", "meta")
@@ -116,22 +116,27 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
-    """Provider-reported token usage of one model call (kept from recorded traces)."""
+    """Provider-reported token usage of one model call (kept from recorded traces).
+
+    ``model`` is the model that served this call, where a session mixes models (Claude Code
+    sends some calls to Haiku inside an Opus session): optional, written only when known, so
+    traces without it read and hash as before; ``meta.model`` of the trace is the session's."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return with_meta(
-            {
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "cached_tokens": self.cached_tokens,
-            },
-            self.meta,
-        )
+        out: dict[str, Any] = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+        }
+        if self.model is not None:
+            out["model"] = self.model
+        return with_meta(out, self.meta)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
@@ -143,11 +148,15 @@ class Usage:
                 raise ValueError(f"usage.{key} must be an integer or null, not {value!r}")
             return value
 
+        model = data.get("model")
+        if model is not None and not isinstance(model, str):
+            raise ValueError(f"usage.model must be text or null, not {model!r}")
         return cls(
             prompt_tokens=_int("prompt_tokens"),
             completion_tokens=_int("completion_tokens"),
             cached_tokens=_int("cached_tokens"),
             meta=_split_known(data, _USAGE_KEYS),
+            model=model,
         )
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from ctxbench import config as configuration
 from ctxbench.cell.spec import RunSpec, canonical_json
-from ctxbench.counting import get_counter
+from ctxbench.counting import counter_under
+from ctxbench.counting.auto import rule_for, trace_model
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.provider import SimulatedProvider, prompt_cache_for
 from ctxbench.engine.replay import ReplayOutput, replay
@@ -56,14 +57,18 @@ class Parts:
     provider: SimulatedProvider
 
 
-def build_parts(spec: RunSpec) -> Parts:
-    """A fresh strategy instance and the counters, summarizer and provider ``spec`` names."""
+def build_parts(spec: RunSpec, trace: Trace | None = None) -> Parts:
+    """A fresh strategy instance and the counters, summarizer and provider ``spec`` names.
+    Both counters count earlier reasoning under the spec's rule, or the family's of the
+    model ``trace`` recorded (:func:`ctxbench.counting.auto.rule_for`)."""
     strategy = build_strategy(spec.strategy, spec.params)
-    true_counter = get_counter(spec.counter)
+    model = trace_model(trace) if trace is not None else None
+    estimator = spec.estimator or type(strategy).default_estimator
+    true_counter = counter_under(spec.counter, rule_for(spec.reasoning, model, spec.counter))
     return Parts(
         strategy,
         true_counter,
-        get_counter(spec.estimator or type(strategy).default_estimator),
+        counter_under(estimator, rule_for(spec.reasoning, model, estimator)),
         build_summarizer(spec.summarizer, spec.summarizer_params),
         SimulatedProvider(
             spec.window,
@@ -78,7 +83,7 @@ def run_spec(spec: RunSpec, trace: Trace, *, prices: Prices | None = None) -> Re
     """Replay one resolved cell; the row's ``replay_seconds`` is the only clock reading, and
     the row is computed once, after it. A trace reusing a tool call id is refused."""
     refuse_duplicate_call_ids(trace, source=spec.trace_source)
-    parts = build_parts(spec)
+    parts = build_parts(spec, trace)
     probes = None
     if spec.mine_probes and not trace.probes:
         from ctxbench.probes.mining import mine_probes

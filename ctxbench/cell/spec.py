@@ -36,6 +36,9 @@ class RunSpec:
     reserved: int = 4096
     counter: str = "tiktoken:o200k_base"
     estimator: str = ""
+    #: which earlier reasoning the counters count (``ctxbench.counting.reasoning``); "" follows
+    #: the family of the trace's recorded model, and is left out of the id (older ids hold)
+    reasoning: str = ""
     summarizer: str = "extractive"
     summarizer_params: Mapping[str, Any] = field(default_factory=dict)
     error_style: str = "openai"
@@ -44,8 +47,9 @@ class RunSpec:
     trace_source: str = ""
 
     def identity(self) -> dict[str, Any]:
-        """The fields that define the cell (where the trace was loaded from is not one)."""
-        return {
+        """The fields that define the cell (where the trace was loaded from is not one); the
+        reasoning rule only when one is set, so cells written before it keep their ids."""
+        out: dict[str, Any] = {
             "trace_id": self.trace_id,
             "trace_hash": self.trace_hash,
             "strategy": self.strategy,
@@ -60,6 +64,9 @@ class RunSpec:
             "seed": self.seed,
             "mine_probes": self.mine_probes,
         }
+        if self.reasoning:
+            out["reasoning"] = self.reasoning
+        return out
 
     @property
     def run_id(self) -> str:
@@ -69,9 +76,10 @@ class RunSpec:
     def key(self) -> str:
         """A readable key that survives re-hashing: trace, strategy, params, window, counters."""
         params = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        reasoning = f"|reasoning={self.reasoning}" if self.reasoning else ""
         return (
             f"{self.trace_id}|{self.strategy}({params})|w={self.window}|r={self.reserved}"
-            f"|{self.counter}|{self.estimator}|{self.summarizer}"
+            f"|{self.counter}{reasoning}|{self.estimator}|{self.summarizer}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,6 +117,13 @@ class RunSpec:
                 key=f"spec.{absent[0]}",
                 hint="the row was edited, or written by another ctxbench version",
             )
+        if data.get("reasoning"):
+            from ctxbench.counting.reasoning import check_rule
+
+            try:
+                check_rule(data["reasoning"])
+            except ConfigError as exc:
+                raise ConfigError(exc.message, key="spec.reasoning", hint=exc.hint) from None
         spec = cls(**{k: v for k, v in data.items() if k in known})
         if "run_id" in data and data["run_id"] != spec.run_id:
             raise ConfigError(

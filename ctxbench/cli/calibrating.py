@@ -26,14 +26,22 @@ from ctxbench.cli.options import (
     file_option,
     json_option,
     quiet_option,
+    reasoning_option,
     traces_argument,
 )
 from ctxbench.cli.output import print_table
 from ctxbench.counting import get_counter
-from ctxbench.counting.auto import AUTO, Choice, choose, choose_for, pooling_warning
+from ctxbench.counting.auto import (
+    AUTO,
+    Choice,
+    call_models,
+    choose,
+    choose_for,
+    pooling_warning,
+)
 from ctxbench.counting.base import TokenCounter
 from ctxbench.counting.profile import PREFIX, Profile, save_profile
-from ctxbench.counting.reasoning import REASONING_RULES, with_reasoning
+from ctxbench.counting.reasoning import with_reasoning
 from ctxbench.errors import ConfigError, CtxbenchError
 from ctxbench.trace import Trace
 
@@ -170,12 +178,19 @@ def _calibrate_group(
     cv: int | None,
     fit_scale: bool | None,
     quiet: bool,
+    by_model: bool = False,
 ) -> Group:
     choice = choose(model or None)
     name, rule, counter = _counter_for(spec, choice, reasoning)
     if spec == AUTO and not quiet:
         click.echo(f"auto: {choice.describe()}", err=True)
-    result = measure(traces, counter, _baselines(name), on_trace=_progress(quiet, "calibrate"))
+    result = measure(
+        traces,
+        counter,
+        _baselines(name),
+        on_trace=_progress(quiet, "calibrate"),
+        model=model if by_model else None,
+    )
     if not result.calls:
         raise ConfigError(
             f"no call with recorded prompt tokens in the traces{f' of {model}' if model else ''}",
@@ -238,13 +253,13 @@ def _profile_path(base: Path, model: str, several: bool) -> Path:
     help="Counter to measure (see `ctxbench counters`), e.g. tiktoken:o200k_base; "
     "`auto` picks it from each trace's meta.model.",
 )
+@reasoning_option("the model family's rule")
 @click.option(
-    "--reasoning",
-    type=click.Choice(REASONING_RULES),
-    default=None,
-    help="Which earlier reasoning the provider counts (default: the model family's rule).",
+    "--by-model",
+    is_flag=True,
+    help="Calibrate the calls of each model apart (usage.model of the call where the trace "
+    "records one, else the trace's meta.model).",
 )
-@click.option("--by-model", is_flag=True, help="Calibrate the traces of each meta.model apart.")
 @click.option(
     "--cv",
     "cv",
@@ -309,15 +324,12 @@ def calibrate(
     if warning and not by_model and not quiet:
         click.echo(f"warning: {warning}", err=True)
     groups_in: list[tuple[str, list[Trace]]]
-    if by_model:
-        groups_in = [
-            (model, [t for t in loaded if (t.meta.get("model") or "") == model])
-            for model in choices
-        ]
+    if by_model:  # by the model of each call (usage.model), else of the trace
+        groups_in = [(model, [t for t in loaded if model in call_models(t)]) for model in choices]
     else:
         groups_in = [(next(iter(choices), ""), loaded)]
     groups = [
-        _calibrate_group(model, group, counter_spec, reasoning, cv, fit_scale, quiet)
+        _calibrate_group(model, group, counter_spec, reasoning, cv, fit_scale, quiet, by_model)
         for model, group in groups_in
     ]
     if as_json:

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ctxbench.cell.spec import RunSpec
-from ctxbench.cli.options import json_option, quiet_option, traces_argument
+from ctxbench.cli.options import json_option, quiet_option, reasoning_option, traces_argument
 from ctxbench.cli.output import print_table
 from ctxbench.cli.progress import terminal_bar
 from ctxbench.counting.auto import AUTO
-from ctxbench.counting.reasoning import REASONING_RULES
 
 if TYPE_CHECKING:
     from ctxbench.trace import Trace
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_COUNTERS = (RunSpec.counter,)
 
@@ -58,13 +59,7 @@ def counters(as_json: bool) -> None:
     f"repeat for several. Default: {DEFAULT_COUNTERS[0]}.",
 )
 @click.option("--text", "text", default=None, help="Count this text instead of trace files.")
-@click.option(
-    "--reasoning",
-    type=click.Choice(REASONING_RULES),
-    default=None,
-    help="Which earlier reasoning the provider counts (default: as each counter renders it; "
-    "with `auto`, the model family's rule).",
-)
+@reasoning_option("as each counter renders it; with `auto`, the model family's rule")
 @json_option("Print JSON instead of a table.")
 @quiet_option()
 def count(

@@ -12,6 +12,7 @@ from ctxbench.cli.output import print_table
 from ctxbench.cli.progress import ProgressBar
 from ctxbench.formats.canonical import write_traces
 from ctxbench.synth import generate, load_scenario, scenario_names
+from ctxbench.synth.scenario import check_generation
 from ctxbench.trace import Trace
 
 
@@ -40,6 +41,7 @@ def gen(scenario: str, output: str, seed: int, count: int) -> None:
       ctxbench gen scenarios/sql_agent.toml -o sql.jsonl --seed 7 --traces 5
     """
     spec = load_scenario(scenario)
+    check_generation(spec, count, key="--traces")
     bar = ProgressBar(f"gen {spec.name}")
 
     def tracked() -> Iterator[Trace]:

@@ -59,3 +59,16 @@ def at_least_option(*names: str, minimum: int, default: float, help: str) -> Dec
     return click.option(
         *names, type=number(min=minimum), default=default, show_default=True, help=help
     )
+
+
+def reasoning_option(default: str) -> Decorator:
+    """``--reasoning RULE``: which earlier reasoning the provider counts (``default`` says
+    what happens without it), one of ``ctxbench.counting.reasoning.REASONING_RULES``."""
+    from ctxbench.counting.reasoning import REASONING_RULES
+
+    return click.option(
+        "--reasoning",
+        type=click.Choice(REASONING_RULES),
+        default=None,
+        help=f"Which earlier reasoning the provider counts (default: {default}).",
+    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from ctxbench.cli.options import at_least_option, counter_option
 from ctxbench.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
+from ctxbench.cli.options import at_least_option, counter_option
 from ctxbench.errors import ConfigError
 
 
@@ -24,6 +26,17 @@ def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
             )
         out[kind.strip()] = weight
     return out
+
+
+def _sweep_weights(results_dir: str) -> Any:
+    """The kind weights the results' sweep file set (a results dir without one: equal)."""
+    from ctxbench.probes.weights import sweep_weights
+    from ctxbench.results import ResultsDir
+    from ctxbench.results.layout import SPEC_FILE
+
+    store = ResultsDir(results_dir)
+    has_spec = (store.path / SPEC_FILE).is_file()
+    return sweep_weights(store.spec() if has_spec else {}, source=results_dir)
 
 
 @click.command("recommend")
@@ -47,7 +60,8 @@ def parse_weights(values: tuple[str, ...]) -> dict[str, float]:
     "weights",
     multiple=True,
     metavar="KIND=W",
-    help="Weight of a probe kind in retention (default 1 each; 0 leaves it out). Repeatable.",
+    help="Weight of a probe kind in retention (default: the sweep file's kind_weights, else 1 "
+    "each; 0 leaves it out). Repeatable; replaces the sweep file's weights.",
 )
 @click.option(
     "--level",
@@ -89,7 +103,7 @@ def recommend(
     from ctxbench.decisions.text import recommendation_text
 
     constraints = Constraints(max_failed_calls, max_tokens, allow_errors)
-    kind_weights = KindWeights(parse_weights(weights))
+    kind_weights = KindWeights(parse_weights(weights)) if weights else _sweep_weights(results_dir)
     rec = decide(
         read_outcomes(results_dir),
         constraints=constraints,

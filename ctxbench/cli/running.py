@@ -7,7 +7,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,7 @@ from ctxbench.cli.options import (
     dir_option,
     file_option,
     json_option,
+    reasoning_option,
     sets_option,
     traces_argument,
 )
@@ -32,6 +33,9 @@ from ctxbench.engine.replay import ReplayOutput
 from ctxbench.errors import ConfigError
 from ctxbench.recorded import strategy_params as session_params
 from ctxbench.results import write_files, write_rows
+
+if TYPE_CHECKING:
+    from ctxbench.counting.auto import Choice
 
 ROW_COLUMNS = (
     "trace_id",
@@ -111,6 +115,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     show_default=True,
     help="The provider's TRUE counter (`auto`: picked from each trace's meta.model).",
 )
+@reasoning_option("the rule of the family of each trace's meta.model")
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
     "--summarizer",
@@ -165,6 +170,7 @@ def run(
     window: int | None,
     reserved: int,
     counter: str,
+    reasoning: str | None,
     estimator: str,
     summarizer: str,
     summarizer_sets: tuple[str, ...],
@@ -215,13 +221,15 @@ def run(
     parities = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
-        auto_choices: dict[str, str] = {}
+        auto_choices: dict[str, Choice] = {}
         for path in traces:
             source = open_traces(path)
             for trace in source.traces():
                 if trace.id in external:
                     trace = dataclasses.replace(trace, probes=external[trace.id])
-                true_counter = _auto_counter(trace, auto_choices) if counter == AUTO else counter
+                true_counter = (
+                    _auto_counter(trace, auto_choices, reasoning) if counter == AUTO else counter
+                )
                 spec = resolve_spec(
                     RunSpec(
                         trace_id=trace.id,
@@ -231,6 +239,7 @@ def run(
                         window=window,
                         reserved=reserved,
                         counter=true_counter,
+                        reasoning=reasoning or RunSpec.reasoning,
                         estimator=estimator,
                         summarizer=summarizer,
                         summarizer_params=summarizer_params,
@@ -296,26 +305,28 @@ def _note_unwritten(count: int) -> None:
         )
 
 
-def _auto_counter(trace: Any, seen: dict[str, str]) -> str:
-    """``--counter auto``: the counter of the trace's recorded model (said once per model;
-    a warning when the run pools several models)."""
-    from ctxbench.counting.auto import choose, trace_model
+def _auto_counter(trace: Any, seen: dict[str, Choice], reasoning: str | None) -> str:
+    """``--counter auto``: the counter of the trace's recorded model, and the reasoning rule
+    the replay counts under (said once per model; a warning when the run pools models)."""
+    from ctxbench.counting.auto import call_models, choose, pooling_warning, trace_model
 
     model = trace_model(trace) or ""
-    if model not in seen:
-        choice = choose(model)
-        seen[model] = choice.counter
+    mixed = call_models(trace)
+    if len(mixed) > 1:
         click.echo(
-            f"auto: {choice.describe()}; the reasoning rule applies through a profile "
-            "(calibrate --save-profile)",
+            f"warning: trace {trace.id} mixes models by call ({', '.join(mixed)}); its replay "
+            f"counts every call with the counter of its meta.model ({model or 'none'}); "
+            "calibrate --by-model measures each",
             err=True,
         )
-        if len(seen) == 2:
-            click.echo(
-                "warning: this run pools traces of several models; compare rows per model",
-                err=True,
-            )
-    return seen[model]
+    if model not in seen:
+        choice = choose(model)
+        seen[model] = choice
+        click.echo(f"auto: {choice.describe(reasoning or '', '--reasoning')}", err=True)
+        warning = pooling_warning(seen) if len(seen) == 2 else None
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
+    return seen[model].counter
 
 
 def rerun_row(
@@ -336,12 +347,12 @@ def rerun_row(
     from ctxbench.cell.traces import load_trace
     from ctxbench.engine.result import TIMING_COLUMNS
     from ctxbench.results import read_row, spec_of_row
-    from ctxbench.summarizers.openai_compat import cached_only
+    from ctxbench.summarizers.openai_compat import ENDPOINT_KEYS, cached_only
 
     row = read_row(source, run_id)
     spec = spec_of_row(row)
     given = dict(summarizer_params or {})
-    live = {"base_url", "api_key_env"} <= given.keys()
+    live = set(ENDPOINT_KEYS) <= given.keys()
     if given:
         from ctxbench.summarizers import summarizer_params as typed_params
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ctxbench.cli.options import at_least_option, dir_option, quiet_option, workers_option
+from ctxbench.counting.auto import AUTO
 from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
 
 
@@ -46,6 +47,14 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
 @click.option(
     "--dry-run", is_flag=True, help="Print the number of cells and the axes; run nothing."
 )
+@click.option(
+    "--summarizer-set",
+    "summarizer_sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="The summarizer endpoint: base_url=URL and api_key_env=VARIABLE (a sweep file that "
+    "names them itself runs only when they are given here, the same).",
+)
 @at_least_option("--batch", minimum=1, default=DEFAULT_BATCH, help="Cells of one trace per task.")
 def sweep(
     sweep_file: str,
@@ -59,6 +68,7 @@ def sweep(
     with_csv: bool,
     quiet: bool,
     dry_run: bool,
+    summarizer_sets: tuple[str, ...],
     batch: int,
 ) -> None:
     """Replay every cell of SWEEP_FILE: traces x strategies (x parameter grids) x windows x
@@ -77,11 +87,19 @@ def sweep(
       ctxbench sweep big.toml -o out/ --scheduler tcp://10.0.0.5:8786
       ctxbench sweep big.toml -o out/ --dask-local 4 --quiet
     """
-    from ctxbench.sweep import load_sweep, plan
+    from pathlib import Path
 
-    spec = load_sweep(sweep_file)
+    from ctxbench.config import parse_set
+    from ctxbench.sweep import load_sweep, plan
+    from ctxbench.sweep.spec import with_endpoint
+
+    spec = with_endpoint(
+        load_sweep(sweep_file), parse_set(summarizer_sets), source=Path(sweep_file)
+    )
     if dry_run:
-        print_plan(spec, plan(spec))
+        planned = plan(spec)
+        say_auto(spec, planned.entries)
+        print_plan(spec, planned)
         return
     if not out_dir:
         raise click.UsageError("give the results directory with -o DIR (or use --dry-run)")
@@ -91,6 +109,8 @@ def sweep(
         raise click.UsageError("--workers is for local processes; Dask sizes its own workers")
     if reset and not resume:
         raise click.UsageError("--reset adopts a changed sweep file when resuming: add --resume")
+    if AUTO in spec.counters:  # say what auto picked before the cells run (one more read)
+        say_auto(spec, plan(spec).entries)
     executor = make_executor(workers, scheduler, dask_local)
     summary = execute(
         spec,
@@ -184,12 +204,31 @@ def execute(
 
 
 def print_recommendation(out_dir: str) -> None:
-    """The closing verdict: which config to deploy per window and counter (defaults)."""
+    """The closing verdict: which config to deploy per window and counter (default
+    constraints, the sweep file's kind weights)."""
     from ctxbench.decisions.outcomes import read_outcomes
     from ctxbench.decisions.recommend import recommend
     from ctxbench.decisions.text import closing_text
+    from ctxbench.probes.weights import sweep_weights
+    from ctxbench.results import ResultsDir
 
-    click.echo(closing_text(recommend(read_outcomes(out_dir)), out_dir))
+    weights = sweep_weights(ResultsDir(out_dir).spec(), source=out_dir)
+    click.echo(closing_text(recommend(read_outcomes(out_dir), weights=weights), out_dir))
+
+
+def say_auto(spec: Any, entries: Any) -> None:
+    """``counters = ["auto"]``: the counter and reasoning rule picked per recorded model,
+    and a warning when the sweep pools traces of several models."""
+    from ctxbench.counting.auto import choose, pooling_warning
+
+    if AUTO not in spec.counters:
+        return
+    choices = {e.model: choose(e.model) for e in entries}
+    for choice in choices.values():
+        click.echo(f"auto: {choice.describe(spec.reasoning, 'sweep file')}", err=True)
+    warning = pooling_warning(choices)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
 
 
 def make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:

@@ -105,6 +105,23 @@ def get_counter(spec: str) -> TokenCounter:
     return counter
 
 
+@cache
+def counter_under(spec: str, rule: str | None) -> TokenCounter:
+    """The counter named ``spec`` under reasoning ``rule`` (None: as it is), shared per
+    process. A profile refits nothing: its base counts under ``rule``. Framework estimators
+    (kind ``estimator``) stay as their release counts: the rule is the provider's, not theirs."""
+    if rule is None:
+        return get_counter(spec)
+    if spec.startswith("profile:"):
+        from ctxbench.counting.profile import profile_counter
+
+        return profile_counter(spec, reasoning=rule)
+    from ctxbench.counting.reasoning import with_reasoning
+
+    counter = get_counter(spec)
+    return counter if counter.kind == "estimator" else with_reasoning(counter, rule)
+
+
 def check_counter(spec: str) -> None:
     """Raise the error ``get_counter(spec)`` would, without loading a tokenizer: a registered
     name, or a ``profile:FILE`` whose file is valid and whose base is registered."""
@@ -135,4 +152,12 @@ def counter_kind(spec: str) -> str:
     return str(kind) if kind is not None else get_counter(spec).kind
 
 
-__all__ = ["COUNTERS", "Framing", "TokenCounter", "check_counter", "counter_kind", "get_counter"]
+__all__ = [
+    "COUNTERS",
+    "Framing",
+    "TokenCounter",
+    "check_counter",
+    "counter_kind",
+    "counter_under",
+    "get_counter",
+]

@@ -32,9 +32,13 @@ class Choice:
     exact: bool
     note: str = ""
 
-    def describe(self) -> str:
-        text = f"{self.model or '(no meta.model)'} -> {self.counter}, reasoning {self.reasoning}"
-        return f"{text} ({self.note})" if self.note else text
+    def describe(self, reasoning: str = "", given_by: str = "") -> str:
+        """What was picked; ``reasoning`` replaces the family's rule (``given_by`` says who
+        set it: ``--reasoning``, the sweep file)."""
+        picked = f"{self.model or '(no meta.model)'} -> {self.counter}, reasoning "
+        if reasoning:
+            return f"{picked}{reasoning} ({given_by})"
+        return f"{picked}{self.reasoning}" + (f" ({self.note})" if self.note else "")
 
 
 @dataclass(frozen=True)
@@ -98,19 +102,54 @@ def choose(model: str | None) -> Choice:
     return Choice(model or "", "unknown", FALLBACK_COUNTER, "all", False, f"{note}: fallback")
 
 
+def rule_for(reasoning: str, model: str | None, counter_spec: str) -> str | None:
+    """The reasoning rule a replay counts under: ``reasoning`` when set, else the family's of
+    the recorded ``model`` (None: the counter as it renders, for an unknown model and for a
+    profile, which holds the rule it was fitted under)."""
+    from ctxbench.counting.profile import PREFIX
+
+    if reasoning:
+        return reasoning
+    choice = choose(model)
+    if counter_spec.startswith(PREFIX) or choice.family == "unknown":
+        return None
+    return choice.reasoning
+
+
 def trace_model(trace: Trace) -> str | None:
     """The model a trace records in ``meta.model`` (``None`` when absent)."""
     model = trace.meta.get("model")
     return str(model) if model else None
 
 
+def call_model(trace: Trace, index: int) -> str:
+    """The model that served the call writing message ``index``: its ``usage.model`` where
+    the importer recorded one (a session mixing models), else the trace's (``""``: none)."""
+    usage = trace.messages[index].usage
+    if usage is not None and usage.model:
+        return usage.model
+    return trace_model(trace) or ""
+
+
+def call_models(trace: Trace) -> list[str]:
+    """The distinct models of a trace's calls with recorded usage, in first-seen order (the
+    trace's model when no call records usage)."""
+    models = [
+        call_model(trace, i)
+        for i, m in enumerate(trace.messages)
+        if m.role == "assistant" and m.usage is not None
+    ]
+    return list(dict.fromkeys(models)) or [trace_model(trace) or ""]
+
+
 def choose_for(traces: Iterable[Trace]) -> dict[str, Choice]:
-    """One choice per distinct recorded model, in first-seen order (``""`` = no model)."""
+    """One choice per distinct model, per call where calls record one, in first-seen order
+    (``""`` = no model)."""
     out: dict[str, Choice] = {}
     for trace in traces:
-        model = trace_model(trace) or ""
-        if model not in out:
-            out[model] = choose(model)
+        for model in call_models(trace):
+            if model not in out:
+                out[model] = choose(model)
     return out
 
 

@@ -162,14 +162,14 @@ def _read_spec(spec: str) -> tuple[str, Profile]:
     return path, profile
 
 
-def profile_counter(spec: str) -> ProfileCounter:
-    """The counter for ``profile:FILE.json``."""
+def profile_counter(spec: str, *, reasoning: str | None = None) -> ProfileCounter:
+    """The counter for ``profile:FILE.json``; ``reasoning`` overrides the profile's rule."""
     from ctxbench.counting import get_counter
     from ctxbench.counting.reasoning import with_reasoning
 
     path, profile = _read_spec(spec)
     try:
-        base = with_reasoning(get_counter(profile.base), profile.reasoning)
+        base = with_reasoning(get_counter(profile.base), reasoning or profile.reasoning)
     except CtxbenchError as exc:
         raise ConfigError(exc.message, path=path, key="base", hint=exc.hint) from None
     return ProfileCounter(spec, base, profile)

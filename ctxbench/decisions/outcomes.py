@@ -9,55 +9,18 @@ they are unknown and counted as 0, which the recommendation says.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.result import RunResult
-from ctxbench.errors import ConfigError
-from ctxbench.probes.model import PROBE_KINDS
+from ctxbench.probes.weights import KindWeights
 from ctxbench.report.leaderboard import ConfigKey
 from ctxbench.report.results import Results
 
 #: The outcome that counts as kept (``retention``); the others are stale, via_reference, lost.
 KEPT = "in_context"
-
-
-@dataclass(frozen=True)
-class KindWeights:
-    """How much a probe of each kind counts in retention (default: every probe counts 1,
-    which is the row's ``retention``). A weight of 0 leaves the kind out."""
-
-    weights: Mapping[str, float] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for kind, weight in self.weights.items():
-            if kind not in PROBE_KINDS:
-                raise ConfigError(
-                    f"unknown probe kind {kind!r}",
-                    key="weight",
-                    hint=f"kinds: {', '.join(PROBE_KINDS)}",
-                )
-            if isinstance(weight, bool) or not math.isfinite(weight) or weight < 0:
-                raise ConfigError(
-                    f"the weight of {kind} must be a finite number >= 0, not {weight!r}",
-                    key="weight",
-                    hint="e.g. --weight task=2 --weight recall=0.5",
-                )
-
-    def of(self, kind: str) -> float:
-        return float(self.weights.get(kind, 1.0))
-
-    @property
-    def equal(self) -> bool:
-        return all(w == 1.0 for w in self.weights.values())
-
-    def describe(self) -> str:
-        if self.equal:
-            return "every probe counts 1"
-        return ", ".join(f"{k} x{w:g}" for k, w in sorted(self.weights.items()))
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,14 @@ _STYLE = (
 
 
 def verdict_of(results: Results) -> Recommendation:
-    """The recommendation of a results directory, with the default constraints."""
+    """The recommendation of a results directory, with the default constraints and the
+    kind weights its sweep file set."""
     from ctxbench.decisions.outcomes import outcomes
     from ctxbench.decisions.recommend import recommend
+    from ctxbench.probes.weights import sweep_weights
 
-    return recommend(outcomes(results))
+    weights = sweep_weights(results.sweep, source=results.path)
+    return recommend(outcomes(results), weights=weights)
 
 
 def verdict_section(results: Results, recommendation: Recommendation | None = None) -> Section:
@@ -109,7 +112,8 @@ def render_verdict(rec: Recommendation) -> str:
     rows = "".join(_row(g) for g in rec.groups)
     head = (
         f"<p><b>Verdict</b> — {escape(rec.rule)}. Constraints: "
-        f"{escape(rec.constraints.describe())}. {rec.level:.0%} paired bootstrap intervals over "
+        f"{escape(rec.constraints.describe())}. Retention: {escape(rec.weights.describe())}. "
+        f"{rec.level:.0%} paired bootstrap intervals over "
         f"traces ({rec.resamples:,} resamples, seed {rec.seed}).</p>"
     )
     notes = "".join(f"<p class='muted'>{escape(n)}</p>" for n in rec.notes)

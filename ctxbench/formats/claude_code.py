@@ -149,6 +149,8 @@ class _Call:
         usage: Usage | None = None
         if self.usage is not None and self.usage_at is not None:
             usage = openai_chat.usage(self.usage, self.usage_at)
+            if usage is not None and self.model is not None:  # sessions mix Opus and Haiku
+                usage = replace(usage, model=self.model)
         texts = [t for t in self.texts if t]
         if len(texts) > 1:
             msg = Message.from_parts("assistant", (Part("text", t) for t in texts))

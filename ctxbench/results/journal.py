@@ -1,15 +1,23 @@
 """The journal of a sweep, ``cells.jsonl``: one ``{"run_id", "row", "events"}`` line per
 finished cell. Written by the sweep's store (a line is a cell's commit), read here by the one
-results reader while a sweep runs or after it was interrupted."""
+results reader while a sweep runs or after it was interrupted.
+
+Lines are bounded by :data:`ctxbench.limits.MAX_LINE_CHARS` (in bytes here) both ways: a
+cell whose record would be longer is journalled as a failed cell saying so (its events are
+dropped, its metrics kept), and a longer line is never read into memory: recovery skips it
+by line number, readers refuse it by line number."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from ctxbench import limits
 from ctxbench.engine.events import event_problem
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import CtxbenchError, ResultsError
@@ -19,9 +27,71 @@ RUN_ID = re.compile(rb'^\{"run_id":"([^"]+)"')
 
 
 def record_line(result: RunResult, events: Sequence[Mapping[str, object]]) -> str:
-    """The journal record of a cell: ``{"run_id", "row", "events"}`` as one JSON line."""
+    """The journal record of a cell: ``{"run_id", "row", "events"}`` as one JSON line; over
+    the line limit, the record of a failed cell that says so (no events, the same metrics)."""
     payload = {"run_id": result.run_id, "row": result.to_row(), "events": list(events)}
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    line = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    size = len(line.encode("utf-8", "backslashreplace"))
+    if size <= limits.MAX_LINE_CHARS:
+        return line
+    error = (
+        f"JournalLimit: the cell's journal record is {size:,} bytes, over the limit of one "
+        f"line ({limits.MAX_LINE_CHARS:,}, ctxbench.limits.MAX_LINE_CHARS); its "
+        f"{len(events):,} events were not kept"
+    )
+    row = dataclasses.replace(result, error=error).to_row()
+    return json.dumps(
+        {"run_id": result.run_id, "row": row, "events": []},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+@dataclass(frozen=True)
+class JournalLine:
+    """One line of a journal as read: where it is, and its bytes (only the first
+    ``MAX_LINE_CHARS + 1`` of a line over the limit, which is never read whole)."""
+
+    number: int
+    offset: int
+    length: int
+    data: bytes
+    complete: bool
+
+    @property
+    def too_long(self) -> bool:
+        return self.length > limits.MAX_LINE_CHARS
+
+    @property
+    def run_id(self) -> str | None:
+        match = RUN_ID.match(self.data)
+        return match.group(1).decode("utf-8", "replace") if match else None
+
+
+def too_long_problem() -> str:
+    return (
+        f"longer than {limits.MAX_LINE_CHARS:,} bytes, the limit of one line "
+        "(ctxbench.limits.MAX_LINE_CHARS)"
+    )
+
+
+def journal_lines(fh: IO[bytes]) -> Iterator[JournalLine]:
+    """Every line of an open journal, in order; memory stays within the line limit."""
+    number = offset = 0
+    while True:
+        data = fh.readline(limits.MAX_LINE_CHARS + 1)
+        if not data:
+            return
+        number += 1
+        length, last = len(data), data
+        while len(last) and not last.endswith(b"\n") and length > limits.MAX_LINE_CHARS:
+            last = fh.readline(_SKIP_CHUNK)  # past the rest of a line over the limit
+            length += len(last)
+        yield JournalLine(number, offset, length, data, last.endswith(b"\n"))
+        offset += length
+
+
+_SKIP_CHUNK = 1 << 20
 
 
 def journal_index(journal: Path) -> dict[str, tuple[int, int]]:
@@ -29,13 +99,11 @@ def journal_index(journal: Path) -> dict[str, tuple[int, int]]:
     index: dict[str, tuple[int, int]] = {}
     if not journal.exists():
         return index
-    offset = 0
     with journal.open("rb") as fh:
-        for line in fh:
-            match = RUN_ID.match(line)
-            if line.endswith(b"\n") and match is not None:
-                index[match.group(1).decode("utf-8", "replace")] = (offset, len(line))
-            offset += len(line)
+        for line in journal_lines(fh):
+            rid = line.run_id
+            if line.complete and rid is not None:
+                index[rid] = (line.offset, line.length)
     return index
 
 
@@ -60,11 +128,16 @@ def parse_line(line: bytes) -> tuple[Any, str]:
 
 
 def read_record(journal: Path, where: tuple[int, int]) -> dict[str, Any]:
-    """One journal record; a corrupt line is an error naming its line number."""
-    with journal.open("rb") as fh:
-        fh.seek(where[0])
-        line = fh.read(where[1])
-    record, problem = parse_line(line)
+    """One journal record; a corrupt line, or one over the line limit (not read), is an
+    error naming its line number."""
+    record: Any = None
+    if where[1] > limits.MAX_LINE_CHARS:
+        problem = too_long_problem()
+    else:
+        with journal.open("rb") as fh:
+            fh.seek(where[0])
+            line = fh.read(where[1])
+        record, problem = parse_line(line)
     if problem:
         with journal.open("rb") as fh:
             lineno = fh.read(where[0]).count(b"\n") + 1

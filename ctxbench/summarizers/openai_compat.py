@@ -22,7 +22,9 @@ backoff (``backoff * 2**attempt`` seconds).
 Limits (issue 22): ``timeout`` bounds each request as a whole (connect, send, headers and
 body), not each socket read, so a server trickling a byte at a time cannot hold a replay; a
 reply over :data:`MAX_RESPONSE_BYTES` is refused while it is read; redirects are never
-followed, so the key never goes to an address the endpoint chose. Proxies are not used.
+followed, so the key never goes to an address the endpoint chose. ``HTTPS_PROXY`` /
+``HTTP_PROXY`` / ``NO_PROXY`` are honoured (:mod:`ctxbench.summarizers.proxy`: a CONNECT
+tunnel for https endpoints, absolute-form requests for http ones).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import Any
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import ConfigError, SummarizerError
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
+from ctxbench.summarizers.proxy import route_to
 from ctxbench.summarizers.secret import Secret
 
 DEFAULT_CACHE_DIR = Path("~/.cache/ctxbench/summaries")
@@ -55,6 +58,11 @@ EXCERPT_BYTES = 65_536
 #: The largest reply read: a summary is a few thousand tokens; 100 MB replies exhausted memory.
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 _READ_CHUNK = 65_536
+
+
+#: The parameters that say where summaries are sent and which key goes with them: never taken
+#: from a file (a row, a results directory, a sweep file) unless the command line gives them.
+ENDPOINT_KEYS: tuple[str, ...] = ("base_url", "api_key_env")
 
 
 @dataclass
@@ -242,12 +250,9 @@ class OpenAISummarizer(Summarizer):
         """One request, bounded as a whole by ``timeout``: a watchdog shuts the socket down
         when the deadline passes, whatever read is blocked then."""
         self.requests_sent += 1
-        url = urllib.parse.urlsplit(self.endpoint)
-        connection_class = (
-            http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        )
         try:
-            connection = connection_class(_host(self.endpoint), url.port, timeout=self.timeout)
+            route = route_to(self.endpoint)
+            connection = route.connection(self.timeout)
         except (ValueError, http.client.InvalidURL) as exc:
             raise SummarizerError(
                 f"bad endpoint {self.endpoint}: {exc}", kind="connection"
@@ -257,8 +262,9 @@ class OpenAISummarizer(Summarizer):
         try:
             connection.connect()
             watchdog.watch(connection.sock)
-            path = url.path + (f"?{url.query}" if url.query else "")
-            connection.request("POST", path or "/", body=data, headers=headers)
+            connection.request(
+                "POST", route.target, body=data, headers={**headers, **route.request_headers}
+            )
             response = connection.getresponse()
             status = response.status
             raw = _read_capped(response, MAX_RESPONSE_BYTES if status < 300 else EXCERPT_BYTES)
@@ -287,7 +293,8 @@ class OpenAISummarizer(Summarizer):
                 raise _Retryable(self._timeout(exc)) from None
             raise _Retryable(
                 SummarizerError(
-                    f"cannot reach {self.endpoint}: {secret.scrub(str(exc))}", kind="connection"
+                    f"cannot reach {self.endpoint}{route.via}: {secret.scrub(str(exc))}",
+                    kind="connection",
                 )
             ) from None
         except http.client.HTTPException as exc:  # not HTTP at all (a bad status line, ...)

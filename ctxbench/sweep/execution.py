@@ -61,7 +61,8 @@ class Plan:
                 cells = [c for c in cells if c.run_id not in skip]
                 for start in range(0, len(cells), batch):
                     chunk = tuple(cells[start : start + batch])
-                    yield Task(chunk, {k: v for k, v in prices.items() if k == counter})
+                    # by the cells' counter: ``auto`` resolves per trace (TraceEntry.cell)
+                    yield Task(chunk, {k: v for k, v in prices.items() if k == chunk[0].counter})
 
 
 def plan(spec: SweepSpec) -> Plan:

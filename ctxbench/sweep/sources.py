@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import CANONICAL, SourceRef, iter_traces
+from ctxbench.counting.auto import AUTO, choose, trace_model
 from ctxbench.errors import ConfigError
 from ctxbench.sweep.spec import TraceSource
 from ctxbench.trace import refuse_duplicate_call_ids
@@ -58,15 +59,21 @@ class TraceEntry:
     trace_hash: str
     messages: int
     random_access: bool = True
+    #: the model the trace recorded (``meta.model``; "" when none), for ``counters = ["auto"]``
+    model: str = ""
 
     @property
     def address(self) -> str:
         return f"{self.source}#{self.index}"
 
     def cell(self, config: RunSpec) -> RunSpec:
-        """The configuration applied to this trace."""
+        """The configuration applied to this trace (``auto``: the counter of its model)."""
+        counter = choose(self.model).counter if config.counter == AUTO else config.counter
         return config.with_(
-            trace_id=self.trace_id, trace_hash=self.trace_hash, trace_source=self.address
+            trace_id=self.trace_id,
+            trace_hash=self.trace_hash,
+            trace_source=self.address,
+            counter=counter,
         )
 
 
@@ -93,5 +100,11 @@ def catalogue(sources: Iterable[TraceSource]) -> Iterator[TraceEntry]:
                     )
                 seen[trace.id] = (digest, f"{text}#{index}")
                 yield TraceEntry(
-                    text, index, trace.id, digest, len(trace.messages), ref.random_access
+                    text,
+                    index,
+                    trace.id,
+                    digest,
+                    len(trace.messages),
+                    ref.random_access,
+                    trace_model(trace) or "",
                 )

@@ -4,7 +4,8 @@ A sweep file names where the traces come from and which configurations replay th
 
     windows = [16384, 32768]              # model windows (true tokens); required
     reserved = [4096]                     # output reservations
-    counters = ["tiktoken:o200k_base"]    # the provider's TRUE counters
+    counters = ["tiktoken:o200k_base"]    # the provider's TRUE counters ("auto": by meta.model)
+    reasoning = ""                        # earlier reasoning counted ("" = the model family's)
     estimators = [""]                     # "" = each strategy's own estimator
     summarizer = "extractive"             # + summarizer_params = {...}
     error_style = "openai"
@@ -146,6 +147,14 @@ class SweepSettings:
             'estimators the strategies decide with; "" = each one\'s own', '["", "chars4"]'
         ),
     )
+    reasoning: str = field(
+        default=RunSpec.reasoning,
+        metadata=_help(
+            "which earlier reasoning the counters count: tool_turns, current_turn, all, none "
+            '("" = the family rule of each trace\'s meta.model)',
+            '"tool_turns"',
+        ),
+    )
     summarizer: str = field(
         default=RunSpec.summarizer,
         metadata=_help("summarizer of summarising strategies", '"extractive"'),
@@ -168,6 +177,15 @@ class SweepSettings:
             "keep the snapshot / offload files strategies write (false: keep none; probes "
             "are scored during the replay either way)",
             "false",
+        ),
+    )
+    kind_weights: Mapping[str, float] = field(
+        default_factory=dict,
+        metadata=_help(
+            "weight of each probe kind in the retention recommend and the report's verdict "
+            "rank by (unset kinds count 1; 0 leaves a kind out); per-kind retention is "
+            "always reported",
+            "{ task = 2, recall = 0.5 }",
         ),
     )
     name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
@@ -219,6 +237,7 @@ class SweepSpec(SweepSettings):
                             window=window,
                             reserved=reserved,
                             counter=counter,
+                            reasoning=self.reasoning,
                             estimator=estimator,
                             summarizer=self.summarizer,
                             summarizer_params=dict(self.summarizer_params),
@@ -258,12 +277,58 @@ class SweepSpec(SweepSettings):
     def to_dict(self) -> dict[str, Any]:
         """The resolved spec as plain JSON (what ``sweep.json`` records)."""
         out = configuration.to_params(self)
+        for key in _OMITTED_WHEN_UNSET:  # older sweep.json files stay equal to the spec
+            if not out[key]:
+                del out[key]
         out["summarizer_params"] = dict(self.summarizer_params)
+        if self.kind_weights:
+            out["kind_weights"] = dict(self.kind_weights)
         out["traces"] = [configuration.to_params(t) for t in self.traces]
         out["strategies"] = [{"name": g.name, "params": dict(g.params)} for g in self.strategies]
         out["prices"] = {k: configuration.to_params(v) for k, v in sorted(self.prices.items())}
         return out
 
+
+def with_endpoint(spec: SweepSpec, given: Mapping[str, str], *, source: Path) -> SweepSpec:
+    """``spec`` with the summarizer endpoint the command line gives (``--summarizer-set
+    base_url=URL --summarizer-set api_key_env=VARIABLE``). A sweep file is data: when it names
+    an endpoint or a key variable itself, the command line must give both, and the same
+    values, or the sweep is refused before any request (issue 22)."""
+    from dataclasses import replace
+
+    from ctxbench.summarizers import summarizer_params
+    from ctxbench.summarizers.openai_compat import ENDPOINT_KEYS
+
+    other = sorted(set(given) - set(ENDPOINT_KEYS))
+    if other:
+        raise ConfigError(
+            f"--summarizer-set {other[0]} is not an endpoint parameter",
+            key="--summarizer-set",
+            hint=f"on sweep it gives {' and '.join(ENDPOINT_KEYS)}; put other summarizer "
+            "parameters in the sweep file's summarizer_params",
+        )
+    typed = summarizer_params(spec.summarizer, given, source="--summarizer-set") if given else {}
+    named = {k: spec.summarizer_params[k] for k in ENDPOINT_KEYS if k in spec.summarizer_params}
+    for key, value in named.items():
+        if set(typed) != set(ENDPOINT_KEYS) or typed[key] != value:
+            allow = " ".join(
+                f"--summarizer-set {k}={named.get(k, typed.get(k, k.upper()))}"
+                for k in ENDPOINT_KEYS
+            )
+            raise ConfigError(
+                f"the sweep file names the summarizer's {key} ({value!r}); ctxbench sends no "
+                "API key to an address, and reads no key variable, that a file chose",
+                path=source,
+                key=f"summarizer_params.{key}",
+                hint=f"to allow it, give the same on the command line: {allow}",
+            )
+    if not typed:
+        return spec
+    return replace(spec, summarizer_params={**spec.summarizer_params, **typed})
+
+
+#: Keys added after sweep.json was first written, recorded only when set.
+_OMITTED_WHEN_UNSET = ("reasoning", "kind_weights")
 
 #: Top-level keys that hold tables and are built separately.
 _TABLES = ("traces", "strategies", "prices")
@@ -350,15 +415,30 @@ def _check_keys(data: Mapping[str, Any], source: Path) -> None:
 
 
 def _check_names(top: SweepSettings, source: Path) -> None:
-    """Counters, estimators and the summarizer must exist (checked now, not in a worker)."""
+    """Counters, estimators, the summarizer and the reasoning rule must exist, and the kind
+    weights be numbers for known kinds (checked now, not in a worker)."""
     from ctxbench.counting import check_counter
+    from ctxbench.counting.auto import AUTO as AUTO_COUNTER
+    from ctxbench.counting.reasoning import check_rule
+    from ctxbench.probes.weights import weights_table
     from ctxbench.summarizers import SUMMARIZERS
 
+    if AUTO_COUNTER in top.counters and len(top.counters) > 1:
+        raise ConfigError(
+            f"counters lists {AUTO_COUNTER!r} with other counters",
+            path=source,
+            key="counters",
+            hint=f"{AUTO_COUNTER!r} picks each trace's counter from its meta.model: list it alone, "
+            "or list the counters themselves",
+        )
     names: list[tuple[str, Callable[[str], object], str]] = [
-        ("counters", check_counter, c) for c in top.counters
+        ("counters", check_counter, c) for c in top.counters if c != AUTO_COUNTER
     ]
     names += [("estimators", check_counter, e) for e in top.estimators if e]
     names.append(("summarizer", SUMMARIZERS.load, top.summarizer))
+    if top.reasoning:
+        names.append(("reasoning", check_rule, top.reasoning))
+    weights_table(top.kind_weights, source=source)
     for key, check, name in names:
         try:
             check(name)
@@ -460,4 +540,25 @@ def _resolve_paths(spec: TraceSource, base: Path, source: Path, index: int) -> T
         changes["probes"] = str(base / spec.probes)
     if spec.scenario.endswith(".toml"):
         changes["scenario"] = str(base / spec.scenario)
-    return replace(spec, **changes)
+    resolved = replace(spec, **changes)
+    if resolved.scenario:
+        _check_scenario(resolved, source, index)
+    return resolved
+
+
+def _check_scenario(spec: TraceSource, source: Path, index: int) -> None:
+    """The scenario loads, and what it generates (count x seeds traces) is within limits;
+    an error inside the scenario file names that file."""
+    from ctxbench.synth.scenario import check_generation, load_scenario
+
+    try:
+        scenario = load_scenario(spec.scenario)
+    except CtxbenchError as exc:
+        if exc.path is not None:
+            raise
+        raise ConfigError(
+            exc.message, path=source, key=f"traces[{index}].scenario", hint=exc.hint
+        ) from None
+    check_generation(
+        scenario, spec.count * len(spec.seeds), key=f"traces[{index}].count", source=source
+    )

@@ -41,7 +41,13 @@ from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
 from ctxbench.engine.events import Event, event_line
 from ctxbench.errors import OutputError
 from ctxbench.results.files import refuse_links, write_files
-from ctxbench.results.journal import RUN_ID, journal_index, parse_line, read_record
+from ctxbench.results.journal import (
+    journal_index,
+    journal_lines,
+    parse_line,
+    read_record,
+    too_long_problem,
+)
 from ctxbench.results.layout import (
     EVENTS,
     FILES,
@@ -290,17 +296,20 @@ def _recover(journal: Path) -> Recovered:
         return Recovered(cells, skipped)
     good = 0
     with journal.open("rb") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.endswith(b"\n"):
+        for line in journal_lines(fh):
+            if not line.complete:
                 break
-            good += len(line)
-            if not line.strip():
+            good += line.length
+            if not line.data.strip():
                 continue
-            match = RUN_ID.match(line)
-            record, problem = parse_line(line)
-            rid = match.group(1).decode("utf-8", "replace") if match else None
+            rid = line.run_id
+            record: Any = None
+            if line.too_long:  # never parsed: it is not even in memory whole
+                problem = too_long_problem()
+            else:
+                record, problem = parse_line(line.data)
             if problem or rid is None:
-                skipped.append((lineno, problem or "no run_id at the start"))
+                skipped.append((line.number, problem or "no run_id at the start"))
                 if rid is not None:
                     cells.pop(rid, None)  # its last line is damaged: the cell runs again
                 continue

@@ -599,6 +599,26 @@ def parse_scenario(data: Mapping[str, Any], *, source: str | Path) -> ScenarioSp
     return spec
 
 
+def check_generation(
+    spec: ScenarioSpec, traces: int, *, key: str, source: str | Path | None = None
+) -> None:
+    """Refuse, before any trace is built, to generate ``traces`` traces of ``spec`` when
+    their expected text (traces x rounds x calls x output size) is over
+    :data:`~ctxbench.limits.MAX_GENERATED_CHARS`; ``key`` names the count in the error."""
+    from ctxbench import limits
+
+    total = traces * spec.expected_chars()
+    if total > limits.MAX_GENERATED_CHARS:
+        raise ConfigError(
+            f"{traces:,} traces of {spec.name} would hold about {total:,.0f} characters of "
+            f"tool output (traces x rounds x calls x output size), over the limit of "
+            f"{limits.MAX_GENERATED_CHARS:,} (ctxbench.limits.MAX_GENERATED_CHARS)",
+            path=source,
+            key=key,
+            hint="generate fewer traces (or smaller ones) per source, or split the work",
+        )
+
+
 def load_domain(
     name: str, *, relative_to: Path | None = None, source: str | Path | None = None
 ) -> Domain:

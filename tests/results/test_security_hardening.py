@@ -351,7 +351,9 @@ def test_keys_never_reach_any_output_of_run_sweep_report_or_the_cache(
         '[[strategies]]\nname = "claude_code"\n',
         encoding="utf-8",
     )
-    assert main_exit(["sweep", str(sweep), "-o", "results", "-q", "-j", "1", "--csv"]) == 0
+    allow = ["--summarizer-set", f"base_url={endpoint.url}"]  # a file names no endpoint alone
+    allow += ["--summarizer-set", "api_key_env=CTXBENCH_TEST_SECRET"]
+    assert main_exit(["sweep", str(sweep), "-o", "results", "-q", "-j", "1", "--csv", *allow]) == 0
     assert main_exit(["report", "results", "-o", "results/report.html", "-q"]) == 0
     assert main_exit(["baseline", "results", "-o", "results/baseline.json"]) == 0
     assert main_exit(["run", "--from-row", "results", "--run-id", first_run(tmp_path)]) == 0
