@@ -677,8 +677,8 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         self.offloaded: list[Message] = []
         self.rules = self.cfg.rules
         self._whole: WholePrompt | None = None
-        #: 2.0.11: the reply was ended by the empty-context RuntimeError
-        self._reply_ended = False
+        #: 2.0.11: the prompt length when an exception ended the reply (None: replying)
+        self._ended_at: int | None = None
 
     # -- budget ---------------------------------------------------------------------------------
     def context_size(self, ctx: ReplayContext) -> int:
@@ -718,16 +718,30 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         return kept
 
     def before_call(self, ctx: ReplayContext) -> None:
-        if self._reply_ended:
+        if self._ended_at is not None:
             if not _starts_reply(ctx.view.messages):
-                raise ReplyAborted("the reply ended at the RuntimeError above")
-            self._reply_ended = False
+                raise ReplyAborted("the reply ended at the exception above")
+            self._resume(ctx, self._ended_at)
+            self._ended_at = None
         self.limit_images(ctx)
         self.compress(ctx)
         self.inject_runtime_state(ctx)
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
+        """No reactive compaction; 2.0.11: the provider's error propagates out of ``reply()``
+        (``ModelConfig.max_retries`` 0, no fallback model), ending the reply."""
+        if self.rules.empty_context_aborts:
+            self._ended_at = len(ctx.view.messages)
         return False
+
+    def _resume(self, ctx: ReplayContext, ended_at: int) -> None:
+        """A new reply after one an exception ended: the recorded turns of the ended reply
+        never reached the agent, so the context is the one it had then plus the new input."""
+        messages = list(ctx.view.messages)
+        start = len(messages)
+        while start > ended_at and messages[start - 1].role == "user":
+            start -= 1
+        ctx.view.replace([*messages[:ended_at], *messages[start:]])
 
     # -- the steps of a call ---------------------------------------------------------------------
     def limit_images(self, ctx: ReplayContext) -> None:
@@ -786,7 +800,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
             )
             ctx.emit("strategy.error", strategy=self.name, error=error)
             if self.rules.empty_context_aborts:  # 2.0.11 raises RuntimeError out of the reply
-                self._reply_ended = True
+                self._ended_at = len(ctx.view.messages)
                 raise ReplyAborted(f"RuntimeError: {error}")
             return
         meter = self.meter(ctx)
@@ -919,14 +933,11 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
 
 
 def _starts_reply(messages: Sequence[Message]) -> bool:
-    """True when the last non-system message is a real user message (``cur_iter == 0``)."""
+    """True when the last non-system message is a recorded user message (``cur_iter == 0``):
+    every user input starts a ``reply()``, a text ``Observation:`` too (AgentScope stores tool
+    results inside its own reply message, never as user input)."""
     last = next((m for m in reversed(messages) if m.role != "system"), None)
-    return (
-        last is not None
-        and last.role == "user"
-        and not last.is_observation
-        and not last.meta.get("agentscope")
-    )
+    return last is not None and last.role == "user" and not last.meta.get("agentscope")
 
 
 def _blocks_bytes(blocks: Sequence[Part]) -> bytes:
