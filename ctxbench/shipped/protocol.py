@@ -44,9 +44,11 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         out["name"] = message.name
-    images = sum(1 for p in message.media_parts if p.type.startswith("image"))
+    images = [p for p in message.media_parts if p.type.startswith("image") or p.type == "input_image"]
     if images:
-        out["images"] = images
+        out["images"] = len(images)
+        #: http(s) URLs as given; a data URL is ""
+        out["image_urls"] = [p.url if p.url.startswith(("http://", "https://")) else "" for p in images]
     return out
 
 

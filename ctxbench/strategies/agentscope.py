@@ -582,13 +582,6 @@ def _is_image(part: Part) -> bool:
     return part.type in IMAGE_PART_TYPES
 
 
-def _image_url(part: Part) -> str:
-    value = part.data.get("image_url", part.data.get("url", ""))
-    if isinstance(value, dict):
-        value = value.get("url", "")
-    return value if isinstance(value, str) else ""
-
-
 def parse_summary_fields(text: str) -> dict[str, str]:
     """The five fields of a structured summary: a JSON object, or markdown sections headed by
     the field titles; text with neither goes whole into ``task_overview``."""
@@ -719,7 +712,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
 
     def before_call(self, ctx: ReplayContext) -> None:
         if self._ended_at is not None:
-            if not _starts_reply(ctx.view.messages):
+            if not _user_input(ctx.view.messages):
                 raise ReplyAborted("the reply ended at the exception above")
             self._resume(ctx, self._ended_at)
             self._ended_at = None
@@ -766,7 +759,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
     def _image_reminder(self, part: Part, ctx: ReplayContext) -> str:
         raw_name = part.data.get("name")
         name = f"named '{raw_name}' " if isinstance(raw_name, str) and raw_name else ""
-        url = _image_url(part)
+        url = part.url
         if not url.startswith(("http://", "https://")):
             url = self._offload_data_url(url, ctx) if self.cfg.offloads else ""
         if url:
@@ -932,12 +925,26 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         )
 
 
+def _last_turn(messages: Sequence[Message]) -> Message | None:
+    """The last recorded non-system message (the strategy's own additions skipped)."""
+    return next(
+        (m for m in reversed(messages) if m.role != "system" and not m.meta.get("agentscope")),
+        None,
+    )
+
+
+def _user_input(messages: Sequence[Message]) -> bool:
+    """The prompt ends with recorded user input: a new ``reply()`` with it (a text
+    ``Observation:`` too: AgentScope keeps tool results in its own reply message)."""
+    last = _last_turn(messages)
+    return last is not None and last.role == "user"
+
+
 def _starts_reply(messages: Sequence[Message]) -> bool:
-    """True when the last non-system message is a recorded user message (``cur_iter == 0``):
-    every user input starts a ``reply()``, a text ``Observation:`` too (AgentScope stores tool
-    results inside its own reply message, never as user input)."""
-    last = next((m for m in reversed(messages) if m.role != "system"), None)
-    return last is not None and last.role == "user" and not last.meta.get("agentscope")
+    """``cur_iter == 0``: the first call of a ``reply()``: the run's first call, recorded user
+    input, or a turn after an answer without tool calls (that answer ended the reply)."""
+    last = _last_turn(messages)
+    return last is None or last.role == "user" or (last.role == "assistant" and not last.tool_calls)
 
 
 def _blocks_bytes(blocks: Sequence[Part]) -> bytes:

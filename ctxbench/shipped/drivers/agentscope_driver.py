@@ -54,12 +54,15 @@ import agentscope.agent._agent as agent_module
 from agentscope.agent import Agent, ContextConfig, InjectionConfig, ReActConfig
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import (
+    Base64Source,
+    DataBlock,
     HintBlock,
     Msg,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
+    URLSource,
 )
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
@@ -102,10 +105,22 @@ class ReplayClock(_datetime.datetime):
 agent_module.datetime = ReplayClock  # type: ignore[misc]
 
 
-def _text_of(blocks: Any) -> str:
+def _text_of(blocks: Any, sep: str = "") -> str:
     if isinstance(blocks, str):
         return blocks
-    return "".join(b.text for b in blocks if isinstance(b, TextBlock))
+    return sep.join(b.text for b in blocks if isinstance(b, TextBlock))
+
+
+def _images(message: dict) -> list:
+    """The message's images as data blocks: its http(s) URL, else an inline (data URL) image
+    whose bytes the protocol does not carry (``count_tokens`` prices any data block alike)."""
+    urls = list(message.get("image_urls") or [""] * int(message.get("images") or 0))
+    return [
+        DataBlock(source=URLSource(url=url, media_type="image/png"))
+        if url
+        else DataBlock(source=Base64Source(data="", media_type="image/png"))
+        for url in urls
+    ]
 
 
 def _fields(text: str, schema: dict) -> dict:
@@ -181,7 +196,7 @@ class Replay:
         self.hid_of_msg: dict[str, int] = {}
         self.tool_hid: dict[str, int] = {}
         self.original: dict[int, str] = {}
-        self.outputs: dict[str, str] = {}
+        self.outputs: dict[str, list] = {}
         self.reported_truncations: set[int] = set()
         self.reply: asyncio.Task | None = None
         self.pending: asyncio.Future | None = None  # the model call awaiting its response
@@ -224,7 +239,7 @@ class Replay:
                 out += [{"ref": i} for i in self.system_ids]
             elif msg.role == "user":
                 hid = self.hid_of_msg.get(msg.id)
-                out.append(self._item(hid, _text_of(msg.content), "user"))
+                out.append(self._item(hid, _text_of(msg.content, "\n"), "user"))
             else:
                 out += self._assistant_items(msg)
         return out
@@ -376,12 +391,16 @@ class Replay:
                 self.original[hid] = message["content"]
                 if message.get("tool_call_id"):
                     self.tool_hid[message["tool_call_id"]] = hid
-                    self.outputs[message["tool_call_id"]] = message["content"]
+                    self.outputs[message["tool_call_id"]] = [
+                        TextBlock(text=message["content"]),
+                        *_images(message),
+                    ]
             elif role == "assistant" and response is None and not users:
                 response = message
             else:  # user turns (and any further assistant turn, stored as input)
                 self.original[hid] = message["content"]
-                msg = Msg(name="user", role="user", content=[TextBlock(text=message["content"])])
+                blocks = [TextBlock(text=message["content"]), *_images(message)]
+                msg = Msg(name="user", role="user", content=blocks)
                 self.hid_of_msg[msg.id] = hid
                 users.append(msg)
         if self.agent is None:
@@ -471,12 +490,12 @@ class ReplayAgent(Agent):
 
     async def compress_context(self, context_config: Any = None, instructions: Any = None) -> None:
         before = self.replay.truncations(await self.replay.snapshot())
-        summary = self.state.summary
+        summary, n = self.state.summary, len(self.state.context)
         try:
             await super().compress_context(context_config, instructions)
         finally:
             after = await self.replay.snapshot()
-            layer = "compression" if self.state.summary != summary else "image_limit"
+            layer = "compression" if self.state.summary != summary or len(self.state.context) != n else "image_limit"
             self.replay.record(layer, before if not self.replay.steps else self.replay.steps[-1]["messages"], after)
 
     async def _inject_runtime_state(self) -> Any:
@@ -508,8 +527,8 @@ class ReplayToolkit(Toolkit):
 
     def _tool(self, name: str, description: str, schema: dict) -> FunctionTool:
         async def recorded_output(**_: Any) -> ToolChunk:
-            text = self.replay.outputs.get(self.current, "")
-            return ToolChunk(content=[TextBlock(text=text)], state=ToolResultState.SUCCESS)
+            blocks = self.replay.outputs.get(self.current) or [TextBlock(text="")]
+            return ToolChunk(content=copy.deepcopy(blocks), state=ToolResultState.SUCCESS)
 
         return FunctionTool(
             recorded_output,
