@@ -288,11 +288,11 @@ class Replay:
         kwargs = await self.agent._prepare_model_input()
         return self.items(kwargs["messages"])
 
-    def record(self, layer: str, before: list[dict], after: list[dict]) -> None:
+    def record(self, layer: str, before: list[dict], after: list[dict], note: str = "") -> None:
         if after != before:
             if self.base is None and not self.steps:
                 self.base = before
-            self.steps.append({"layer": layer, "messages": after, "note": ""})
+            self.steps.append({"layer": layer, "messages": after, "note": note})
 
     def truncations(self, items: list[dict]) -> list[dict]:
         """Report tool results truncated since the last call (``_execute_tool_call``) as a
@@ -495,14 +495,19 @@ class ReplayAgent(Agent):
             await super().compress_context(context_config, instructions)
         finally:
             after = await self.replay.snapshot()
-            layer = "compression" if self.state.summary != summary or len(self.state.context) != n else "image_limit"
-            self.replay.record(layer, before if not self.replay.steps else self.replay.steps[-1]["messages"], after)
+            compressed = self.state.summary != summary or len(self.state.context) != n
+            previous = self.replay.steps[-1]["messages"] if self.replay.steps else before
+            note = f"{len(self.state.context)} message(s) kept" if compressed else ""
+            self.replay.record("compression" if compressed else "image_limit", previous, after, note)
 
     async def _inject_runtime_state(self) -> Any:
         before = await self.replay.snapshot()
         async for event in super()._inject_runtime_state():
             yield event
-        self.replay.record("runtime_state", before, await self.replay.snapshot())
+        last = self.state.context[-1].content[-1] if self.state.context else None
+        keys = re.findall(r"<([a-z-]+)>", _text_of(last.hint)) if isinstance(last, HintBlock) else []
+        note = ", ".join(k for k in keys if k != "system-reminder")
+        self.replay.record("runtime_state", before, await self.replay.snapshot(), note)
 
 
 class ReplayToolkit(Toolkit):
