@@ -31,7 +31,7 @@ DEFAULT_TOLERANCE = 0.05
 
 class Observed(Strategy):
     """A strategy wrapped so that the prompt of each call's last attempt is recorded (as trace
-    indices), from ``after_call``."""
+    indices), from ``after_call`` (a call failed before sending: from ``before_call``)."""
 
     def __init__(self, inner: Strategy) -> None:
         super().__init__(inner.config)
@@ -49,7 +49,10 @@ class Observed(Strategy):
         return self.inner.on_tool_results(messages, ctx)
 
     def before_call(self, ctx: ReplayContext) -> None:
-        self.inner.before_call(ctx)
+        try:
+            self.inner.before_call(ctx)
+        finally:  # a call the strategy fails before sending is compared on this prompt
+            self._observe(ctx)
 
     def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
         self.inner.after_call(call, ctx)
@@ -144,6 +147,8 @@ def side_of(strategy: str, events: Sequence[ev.Event], kept: Mapping[int, tuple[
             slot["true"] = int(event["true_tokens"])
         elif event.type == ev.CALL_FAILED:
             slot["failed"] = True
+            if slot["true"] is None:  # failed before the provider was asked
+                slot["true"] = int(event.data.get("true_tokens") or 0)
         elif event.type == ev.CONTEXT_STATUS:
             slot["state"], slot["used"], slot["budget"] = (
                 str(event["state"]),

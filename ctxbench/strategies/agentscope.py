@@ -712,9 +712,8 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
 
     def before_call(self, ctx: ReplayContext) -> None:
         if self._ended_at is not None:
-            if not _user_input(ctx.view.messages):
+            if not self._resume(ctx, self._ended_at):
                 raise ReplyAborted("the reply ended at the exception above")
-            self._resume(ctx, self._ended_at)
             self._ended_at = None
         self.limit_images(ctx)
         self.compress(ctx)
@@ -727,14 +726,16 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
             self._ended_at = len(ctx.view.messages)
         return False
 
-    def _resume(self, ctx: ReplayContext, ended_at: int) -> None:
-        """A new reply after one an exception ended: the recorded turns of the ended reply
-        never reached the agent, so the context is the one it had then plus the new input."""
+    def _resume(self, ctx: ReplayContext, ended_at: int) -> bool:
+        """After an exception ended the reply, the recorded turns of that reply never reach
+        the agent: the context is the one it had then, plus new user input (a new reply).
+        Returns whether there is new input."""
         messages = list(ctx.view.messages)
         start = len(messages)
         while start > ended_at and messages[start - 1].role == "user":
             start -= 1
         ctx.view.replace([*messages[:ended_at], *messages[start:]])
+        return start < len(messages)
 
     # -- the steps of a call ---------------------------------------------------------------------
     def limit_images(self, ctx: ReplayContext) -> None:
@@ -931,13 +932,6 @@ def _last_turn(messages: Sequence[Message]) -> Message | None:
         (m for m in reversed(messages) if m.role != "system" and not m.meta.get("agentscope")),
         None,
     )
-
-
-def _user_input(messages: Sequence[Message]) -> bool:
-    """The prompt ends with recorded user input: a new ``reply()`` with it (a text
-    ``Observation:`` too: AgentScope keeps tool results in its own reply message)."""
-    last = _last_turn(messages)
-    return last is not None and last.role == "user"
 
 
 def _starts_reply(messages: Sequence[Message]) -> bool:
