@@ -28,6 +28,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxbench.counting.base import replay_text
 from ctxbench.trace import Message, ToolSpec
 
 PROTOCOL_VERSION = "ctxbench.shipped/1"
@@ -44,6 +45,8 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         out["name"] = message.name
+    if message.replay:  # provider replay fields (reasoning) as they travel back to the model
+        out["replay"] = replay_text(message)
     images = [p for p in message.media_parts if p.type.startswith("image") or p.type == "input_image"]
     if images:
         out["images"] = len(images)

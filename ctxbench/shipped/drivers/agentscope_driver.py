@@ -278,8 +278,6 @@ class Replay:
                     group.extend([hid, []])
                 if isinstance(block, TextBlock) and block.text:
                     group[1].append(block.text)
-                elif isinstance(block, ThinkingBlock) and block.thinking:
-                    group[1].append(block.thinking)
         flush()
         return out
 
@@ -358,6 +356,10 @@ class Replay:
         hid = message["id"]
         self.original[hid] = message.get("content") or ""
         blocks: list[Any] = []
+        if message.get("replay"):
+            thinking = ThinkingBlock(thinking=message["replay"])
+            self.hid_of_block[thinking.id] = hid
+            blocks.append(thinking)
         if message.get("content"):
             text = TextBlock(text=message["content"])
             self.hid_of_block[text.id] = hid
