@@ -715,9 +715,10 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
             if not self._resume(ctx, self._ended_at):
                 raise ReplyAborted("the reply ended at the exception above")
             self._ended_at = None
+        first_iteration = _starts_reply(ctx.view.messages)  # before compression empties it
         self.limit_images(ctx)
         self.compress(ctx)
-        self.inject_runtime_state(ctx)
+        self.inject_runtime_state(ctx, first_iteration)
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
         """No reactive compaction; 2.0.11: the provider's error propagates out of ``reply()``
@@ -886,7 +887,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         prompt = [*head, *messages, Message("user", self.cfg.prompt)]
         return ctx.estimator.count_prompt(prompt) + ctx.estimator.count(schema_tool_json())
 
-    def inject_runtime_state(self, ctx: ReplayContext) -> None:
+    def inject_runtime_state(self, ctx: ReplayContext, first_iteration: bool) -> None:
         """``_inject_runtime_state``: the time (2.0.11: when no injection in the context records
         one, i.e. at the first call and after a compression removed it; the replay's clock never
         advances, so ``time_interval`` never elapses) and the context-length pre-warning (first
@@ -900,7 +901,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         ):
             injections["current-time"] = self.cfg.current_time
             injections["timezone"] = self.cfg.timezone
-        if _starts_reply(ctx.view.messages):
+        if first_iteration:
             size = self.context_size(ctx)
             tokens = self.prompt_tokens(ctx)
             band = max(0.0, self.cfg.trigger_ratio - self.cfg.context_buffer_ratio)
