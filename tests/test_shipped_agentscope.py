@@ -11,14 +11,14 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.strategy import ProviderCall
 from ctxbench.errors import ConfigError
-from ctxbench.shipped.agentscope import ShippedAgentScope
 from ctxbench.shipped import process
+from ctxbench.shipped.agentscope import ShippedAgentScope
 from ctxbench.shipped.releases import AGENTSCOPE
-from ctxbench.cell.runner import resolve_spec, run_spec
-from ctxbench.cell.spec import RunSpec
 from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace
 from tests.shipped_cases import (
@@ -89,7 +89,9 @@ class Capturing(ShippedAgentScope):
 def _prompts(trace: Trace, window: int, **params: Any) -> list[tuple[Message, ...]]:
     Capturing.sent = []
     spec = resolve_spec(
-        RunSpec(trace.id, trace.content_hash, f"{__name__}:Capturing", params, window, reserved=1024)
+        RunSpec(
+            trace.id, trace.content_hash, f"{__name__}:Capturing", params, window, reserved=1024
+        )
     )
     run_spec(spec, trace)
     return Capturing.sent

@@ -47,11 +47,15 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
         out["name"] = message.name
     if message.replay:  # provider replay fields (reasoning) as they travel back to the model
         out["replay"] = replay_text(message)
-    images = [p for p in message.media_parts if p.type.startswith("image") or p.type == "input_image"]
+    images = [
+        p for p in message.media_parts if p.type.startswith("image") or p.type == "input_image"
+    ]
     if images:
         out["images"] = len(images)
         #: http(s) URLs as given; a data URL is ""
-        out["image_urls"] = [p.url if p.url.startswith(("http://", "https://")) else "" for p in images]
+        out["image_urls"] = [
+            p.url if p.url.startswith(("http://", "https://")) else "" for p in images
+        ]
     return out
 
 

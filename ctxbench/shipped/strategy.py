@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from ctxbench.engine.context import ReplayContext
     from ctxbench.errors import ProviderOverflowError
 
-#: event types of the adaptor (kept apart from the engine's own)
-SHIPPED = "shipped"
+#: the adaptor's own event type (the ``shipped`` event at the start is the engine's: the row
+#: reads the release and the environment's hash from it)
+SHIPPED = ev.SHIPPED
 SHIPPED_CALL = "shipped.call"
 
 

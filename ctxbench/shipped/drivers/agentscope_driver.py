@@ -48,9 +48,8 @@ import json
 import re
 from typing import Any
 
-import wire
-
 import agentscope.agent._agent as agent_module
+import wire
 from agentscope.agent import Agent, ContextConfig, InjectionConfig, ReActConfig
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import (
@@ -62,12 +61,12 @@ from agentscope.message import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolResultState,
     URLSource,
 )
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.tool import FunctionTool, Toolkit, ToolChunk
-from agentscope.message import ToolResultState
+from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
 try:
     from importlib.metadata import version
@@ -98,11 +97,11 @@ class ReplayClock(_datetime.datetime):
     fixed: _datetime.datetime = _datetime.datetime(1970, 1, 1)
 
     @classmethod
-    def now(cls, tz: Any = None) -> Any:  # type: ignore[override]
+    def now(cls, tz: Any = None) -> Any:
         return cls.fixed.replace(tzinfo=tz)
 
 
-agent_module.datetime = ReplayClock  # type: ignore[misc]
+agent_module.datetime = ReplayClock
 
 
 def _text_of(blocks: Any, sep: str = "") -> str:
@@ -158,9 +157,9 @@ class ReplayModel(ChatModelBase):
 
     def __init__(self, replay: Replay, context_size: int) -> None:
         super().__init__(
-            credential=None,  # type: ignore[arg-type]
+            credential=None,
             model="replayed-model",
-            parameters=None,  # type: ignore[arg-type]
+            parameters=None,
             stream=False,
             max_retries=0,
             context_size=context_size,
@@ -346,7 +345,11 @@ class Replay:
         return ChatResponse(content=[call], is_last=True)
 
     def summary_before(self, messages: list) -> str | None:
-        if len(messages) > 1 and messages[1].role == "user" and messages[1].id not in self.hid_of_msg:
+        if (
+            len(messages) > 1
+            and messages[1].role == "user"
+            and messages[1].id not in self.hid_of_msg
+        ):
             text = _text_of(messages[1].content)
             return text if self.agent and text == self.agent.state.summary else None
         return None
@@ -367,7 +370,9 @@ class Replay:
         for call in message.get("tool_calls") or ():
             ident = call["id"] or f"call-{hid}-{len(blocks)}"
             self.hid_of_block[ident] = hid
-            blocks.append(ToolCallBlock(id=ident, name=call["name"], input=call["arguments"] or "{}"))
+            blocks.append(
+                ToolCallBlock(id=ident, name=call["name"], input=call["arguments"] or "{}")
+            )
             assert self.agent is not None
             toolkit = self.agent.toolkit
             assert isinstance(toolkit, ReplayToolkit)
@@ -500,14 +505,18 @@ class ReplayAgent(Agent):
             compressed = self.state.summary != summary or len(self.state.context) != n
             previous = self.replay.steps[-1]["messages"] if self.replay.steps else before
             note = f"{len(self.state.context)} message(s) kept" if compressed else ""
-            self.replay.record("compression" if compressed else "image_limit", previous, after, note)
+            self.replay.record(
+                "compression" if compressed else "image_limit", previous, after, note
+            )
 
     async def _inject_runtime_state(self) -> Any:
         before = await self.replay.snapshot()
         async for event in super()._inject_runtime_state():
             yield event
         last = self.state.context[-1].content[-1] if self.state.context else None
-        keys = re.findall(r"<([a-z-]+)>", _text_of(last.hint)) if isinstance(last, HintBlock) else []
+        keys = (
+            re.findall(r"<([a-z-]+)>", _text_of(last.hint)) if isinstance(last, HintBlock) else []
+        )
         note = ", ".join(k for k in keys if k != "system-reminder")
         self.replay.record("runtime_state", before, await self.replay.snapshot(), note)
 
