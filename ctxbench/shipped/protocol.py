@@ -12,18 +12,21 @@ One JSON object per line, each with an ``op``. ctxbench sends:
   ``prompt`` with ``retry`` true when its framework would send again.
 
 While it works on a ``call`` or an ``overflow`` the driver may send ``summarize`` {layer,
-prompt, messages, max_tokens}; ctxbench answers ``summary`` {ok, text, error} from the run's
+prompt, messages, max_tokens}, its messages history positions or prompt messages as below;
+ctxbench answers ``summary`` {ok, text, error} from the run's
 summarizer, so a release and a reproduction see the same summaries.
 
 A ``prompt`` answer holds ``base`` (the prompt the framework assembled before compacting,
 optional), ``steps`` (one per compaction layer that ran: {layer, messages, note}), ``retry``,
 ``exception`` (a framework exception that failed this call) and ``info`` (the framework's own
 counts). A prompt message is ``{"ref": id}`` (a history message as is), ``{"ref": id,
-"content": text}`` (rewritten) or ``{"role", "content"}`` (new: a summary, a marker).
+"content": text}`` (rewritten; ``"tool_calls": [ids]`` keeps only those calls of the turn) or
+``{"role", "content"}`` (new: a summary, a marker).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -94,6 +97,13 @@ def decode_prompt(items: Any, history: Sequence[Message]) -> list[Message]:
             if not isinstance(ref, int) or not 0 <= ref < len(history):
                 raise ProtocolError(f"prompt message ref {ref!r} is not a history position")
             original = history[ref]
+            calls = item.get("tool_calls")
+            if calls is not None:  # the calls kept (a framework cut the turn between its calls)
+                if not isinstance(calls, list):
+                    raise ProtocolError(f"tool_calls of ref {ref} must be a list of call ids")
+                kept = tuple(c for c in original.tool_calls if c.id in set(map(str, calls)))
+                if kept != original.tool_calls:
+                    original = dataclasses.replace(original, tool_calls=kept)
             content = item.get("content")
             if content is None:
                 out.append(original)

@@ -137,7 +137,17 @@ class ShippedStrategy(Strategy):
             raise ProtocolError(f"unexpected request from the driver: {request['op']!r}")
         refs = request.get("messages") or []
         history = self.history.messages
-        messages = tuple(history[i] for i in refs if isinstance(i, int) and 0 <= i < len(history))
+        messages = tuple(
+            m
+            for ref in refs
+            for m in (
+                decode_prompt([ref], history)
+                if isinstance(ref, Mapping)
+                else [history[ref]]
+                if isinstance(ref, int) and 0 <= ref < len(history)
+                else []
+            )
+        )
         layer = str(request.get("layer", "summary"))
         summary = SummaryRequest(
             strategy=self.name,

@@ -194,6 +194,7 @@ class Replay:
         self.hid_of_block: dict[str, int] = {}
         self.hid_of_msg: dict[str, int] = {}
         self.tool_hid: dict[str, int] = {}
+        self.calls_of: dict[int, list[str]] = {}  # history id -> its recorded call ids
         self.original: dict[int, str] = {}
         self.outputs: dict[str, list] = {}
         self.reported_truncations: set[int] = set()
@@ -252,11 +253,14 @@ class Replay:
 
     def _assistant_items(self, msg: Msg) -> list[dict]:
         out: list[dict] = []
-        group: list[Any] = []  # [hid, texts]
+        group: list[Any] = []  # [hid, texts, call ids]
 
         def flush() -> None:
             if group:
-                out.append(self._item(group[0], "\n".join(group[1]), "assistant"))
+                item = self._item(group[0], "\n".join(group[1]), "assistant")
+                if group[2] != self.calls_of.get(group[0], []):
+                    item = {"ref": group[0], "content": "\n".join(group[1]), "tool_calls": group[2]}
+                out.append(item)
                 group.clear()
 
         for block in msg.content:
@@ -274,9 +278,11 @@ class Replay:
                     continue
                 if not group or group[0] != hid:
                     flush()
-                    group.extend([hid, []])
+                    group.extend([hid, [], []])
                 if isinstance(block, TextBlock) and block.text:
                     group[1].append(block.text)
+                elif isinstance(block, ToolCallBlock):
+                    group[2].append(block.id)
         flush()
         return out
 
@@ -320,16 +326,13 @@ class Replay:
         return response
 
     def summary_response(self, messages: list, schema: dict) -> ChatResponse:
-        refs: list[int] = []
-        for msg in messages[1:-1]:
-            for item in self.items([msg]):
-                if "ref" in item and item["ref"] not in refs:
-                    refs.append(item["ref"])
+        summary = self.summary_before(messages)
+        compressed = messages[2 if summary is not None else 1 : -1]
+        items = [item for msg in compressed for item in self.items([msg])]
         prompt = "\n\n".join(f"{m.role}: {_text_of(m.content)}" for m in messages)
         titles = [str(p.get("title", n)) for n, p in (schema.get("properties") or {}).items()]
-        summary = self.summary_before(messages)
         reply = wire.ask_summary(
-            "compression", prompt, messages=sorted(refs), sections=titles,
+            "compression", prompt, messages=items, sections=titles,
             max_tokens=max(1, round((1 - self.agent.context_config.trigger_ratio)  # type: ignore[union-attr]
                                     * self.agent.model.context_size)),  # type: ignore[union-attr]
             previous_summary=summary,
@@ -370,6 +373,7 @@ class Replay:
         for call in message.get("tool_calls") or ():
             ident = call["id"] or f"call-{hid}-{len(blocks)}"
             self.hid_of_block[ident] = hid
+            self.calls_of.setdefault(hid, []).append(ident)
             blocks.append(
                 ToolCallBlock(id=ident, name=call["name"], input=call["arguments"] or "{}")
             )

@@ -57,6 +57,9 @@ class AgentScopeConfig:
         metadata={"help": "the replay's fixed clock, in time_format %Y-%m-%dT%H:%M:%S (2.0.11)"},
     )
     timezone: str = field(default="UTC", metadata={"help": "InjectionConfig.timezone (2.0.11)"})
+    max_iters: int = field(
+        default=50, metadata={"help": "ReActConfig.max_iters: model calls per reply (2.0.11)"}
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.trigger_ratio <= 0.9:
@@ -72,6 +75,8 @@ class AgentScopeConfig:
             raise ValueError(f"context_size must be positive, not {self.context_size}")
         if self.tool_result_limit <= 0:
             raise ValueError(f"tool_result_limit must be positive, not {self.tool_result_limit}")
+        if self.max_iters < 1:
+            raise ValueError(f"max_iters must be >= 1, not {self.max_iters}")
         if self.max_image_num < 0:
             raise ValueError(f"max_image_num must be >= 0, not {self.max_image_num}")
         if not 0 <= self.context_buffer_ratio <= 1:

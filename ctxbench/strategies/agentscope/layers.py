@@ -21,13 +21,37 @@ def _with_parts(message: Message, parts: Sequence[Part]) -> Message:
     return replace(message, content=text, parts=tuple(parts))
 
 
-def _blocks(message: Message) -> list[Part] | None:
-    """The content blocks a boundary message may be split into (None: it is one block)."""
+def _splits(message: Message) -> list[tuple[Message | None, Message | None]] | None:
+    """Where a boundary message may be cut between its content blocks: for each cut, the part
+    compressed and the part kept (None: empty). A multi-part user or assistant message cuts
+    between its parts; an assistant turn with tool calls, which AgentScope stores as a text
+    block then one ``ToolCallBlock`` per call, cuts after its text and between its calls (the
+    kept part has no text and no reasoning). None: the message is one block."""
+    if message.role == "assistant" and message.tool_calls:
+        calls = message.tool_calls
+        texts = 1 if message.content or message.parts else 0
+        out: list[tuple[Message | None, Message | None]] = []
+        for cut in range(texts + len(calls) + 1):
+            kept_calls = calls[max(0, cut - texts) :]
+            head = replace(message, tool_calls=calls[: max(0, cut - texts)]) if cut else None
+            tail = (
+                (message if cut == 0 else replace(message, content="", parts=None,
+                                                   replay={}, tool_calls=kept_calls))
+                if kept_calls
+                else None
+            )  # fmt: skip
+            out.append((head, tail))
+        return out if len(out) > 2 else None
     if message.tool_calls or message.role not in ("user", "assistant"):
         return None
     if message.parts is None or len(message.parts) < 2:
         return None
-    return list(message.parts)
+    parts = list(message.parts)
+    return [
+        (_with_parts(message, parts[:i]) if i else None,
+         _with_parts(message, parts[i:]) if i < len(parts) else None)
+        for i in range(len(parts) + 1)
+    ]  # fmt: skip
 
 
 class Meter:
@@ -108,23 +132,24 @@ def split_context(
     compress = list(context[:index])
     reserve = list(context[index + 1 :])
     boundary = context[index]
-    blocks = _blocks(boundary)
-    if blocks is None:
+    splits = _splits(boundary)
+    if splits is None:
         if tokens([boundary, *reserve]) > to_reserve:
             compress.append(boundary)
         else:
             reserve.insert(0, boundary)
     else:
-        block_index = len(blocks) - 1
+        block_index = len(splits) - 2  # the last block alone
         while block_index >= 0:
-            attempt = _with_parts(boundary, blocks[block_index:])
-            if tokens([attempt, *reserve]) > to_reserve:
+            attempt = splits[block_index][1]
+            if tokens([*([attempt] if attempt else []), *reserve]) > to_reserve:
                 break
             block_index -= 1
-        if blocks[: block_index + 1]:
-            compress.append(_with_parts(boundary, blocks[: block_index + 1]))
-        if blocks[block_index + 1 :]:
-            reserve.insert(0, _with_parts(boundary, blocks[block_index + 1 :]))
+        compressed_part, kept_part = splits[block_index + 1]
+        if compressed_part is not None:
+            compress.append(compressed_part)
+        if kept_part is not None:
+            reserve.insert(0, kept_part)
     joined = compress + reserve
     cut = results_after_calls(joined, len(compress))
     return joined[:cut], joined[cut:]

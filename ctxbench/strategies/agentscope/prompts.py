@@ -138,6 +138,13 @@ RUNTIME_STATE_TEMPLATE_2_0_11 = (
 #: ``meta`` marks of the messages this strategy adds to the prompt.
 SUMMARY_MARK = {"agentscope": "summary"}
 HINT_MARK = {"agentscope": "runtime_state"}
+MAX_ITERS_MARK = {"agentscope": "max_iters"}
+#: 2.0.11 ``Agent._next_action`` at ``cur_iter == max_iters`` (agent/_agent.py)
+MAX_ITERS_HINT = (
+    "<system-reminder>You have reached the maximum of {max_iters} reasoning-acting iterations. "
+    "Summarize the work and findings so far and return the final answer as text. Do not call "
+    "any tools.</system-reminder>"
+)
 
 IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 

@@ -31,6 +31,8 @@ from ctxbench.strategies.agentscope.prompts import (
     HINT_MARK,
     IMAGE_OFFLOADED,
     IMAGE_REMOVED,
+    MAX_ITERS_HINT,
+    MAX_ITERS_MARK,
     SUMMARY_MARK,
     SUMMARY_SECTIONS,
     TOOL_RESULT_OFFLOAD_REMINDER,
@@ -67,6 +69,8 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         self._whole: WholePrompt | None = None
         #: 2.0.11: the prompt length when an exception ended the reply (None: replying)
         self._ended_at: int | None = None
+        #: ``cur_iter``: the model calls made in the current reply before this one
+        self._iteration = 0
 
     # -- budget ---------------------------------------------------------------------------------
     def context_size(self, ctx: ReplayContext) -> int:
@@ -110,7 +114,13 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
             if not self._resume(ctx, self._ended_at):
                 raise ReplyAborted("the reply ended at the exception above")
             self._ended_at = None
-        first_iteration = _starts_reply(ctx.view.messages)  # before compression empties it
+        first_iteration = (  # decided before compression empties the context
+            _starts_reply(ctx.view.messages) or self._iteration >= self.cfg.max_iters
+        )
+        self._iteration = 0 if first_iteration else self._iteration + 1
+        if self._iteration == self.cfg.max_iters:  # the last round of the reply: a hint, no tools
+            hint = MAX_ITERS_HINT.format(max_iters=self.cfg.max_iters)
+            ctx.view.replace([*ctx.view.messages, Message("user", hint, meta=dict(MAX_ITERS_MARK))])
         self.limit_images(ctx)
         self.compress(ctx)
         self.inject_runtime_state(ctx, first_iteration)
