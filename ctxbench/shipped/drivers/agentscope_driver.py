@@ -19,7 +19,11 @@ its forced ``generate_structured_output`` tool call, ``Toolkit`` (registration, 
 Emulated:
 
 - the model: a ``ChatModelBase`` whose ``_call_api`` hands the prompt to ctxbench and answers
-  with the recorded assistant turn (its text and tool calls); the structured compression call
+  with the recorded assistant turn (its provider replay fields as a ``ThinkingBlock``, its text,
+  its tool calls; ``max_retries`` 0, the ``OpenAIChatFormatter``'s media types); recorded images
+  are ``DataBlock``s (their http(s) URL, else an inline image without its bytes: the protocol
+  carries only the count, and ``count_tokens`` prices every data block alike); the structured
+  compression call
   is answered by ctxbench's summarizer (``wire.ask_summary``), its text parsed into the
   ``summary_schema`` fields (a JSON object, or sections headed by the field titles, else all
   of it in the first field);

@@ -7,12 +7,28 @@ Two releases (the ``release`` knob, :data:`RELEASES`): ``"2.0.11"`` (default) re
 the ground-truth ``<system-reminder>`` template, ``<current-time>``/``<timezone>`` injected
 whenever no injection in the context records a time (the first call, and after a compression
 removed it), no offloader, ``context_buffer_ratio < trigger_ratio`` required while injecting,
-and the empty-context ``RuntimeError`` ending the reply (the replay fails that call and every
-later call of the reply with kind ``aborted``). ``"design"`` is the behaviour below as seeds/002
-and the docs give it (before the knob existed). Remaining divergences from 2.0.11: the
-compression call is one text prompt (``render_compression_prompt``), not AgentScope's message
-list with a forced tool; the time never advances, so the 0.5 h ``time_interval`` re-injection
-never fires; the pre-warning's task fields are absent (no task list in a replay).
+and ``reply()`` as the loop around them: an exception out of the reply (the empty-context
+``RuntimeError``; a provider overflow, since ``ModelConfig.max_retries`` is 0 and there is no
+reactive compaction) ends it: that call and every later call of the reply fail with kind
+``aborted``, and the recorded turns of the ended reply never reach the agent (the next reply
+starts from the context as it was, plus the new user input); ``cur_iter == 0`` (the
+context-length pre-warning) at the run's first call, at recorded user input (a text
+``Observation:`` too) and after an answer without tool calls; ``ReActConfig.max_iters`` (50):
+the 51st call of a reply gets the release's "maximum of 50 reasoning-acting iterations" hint and
+ends the reply; a boundary assistant turn with tool calls is cut like AgentScope's blocks, after
+its text and between its calls. ``"design"`` is the behaviour below as seeds/002 and the docs
+give it (before the knob existed).
+
+Parity with ``shipped:agentscope@2.0.11`` (``make parity``, every shared recorded trace and
+embedded scenario at 8k-64k; numbers in the issue note). Remaining divergences from 2.0.11, all
+small: the compression call is one text prompt (``render_compression_prompt``), not
+AgentScope's message list with a forced tool (ctxbench's summarizer answers both the same way);
+the time never advances, so the 0.5 h ``time_interval`` re-injection never fires (the driver
+freezes the release's clock alike); the pre-warning's task and repeated-tool-error fields are
+absent (no task list, recorded tools do not fail); the release keeps one ``Msg`` per reply with
+the tool results inside it, so its first split walk is over replies, not turns, and a call in
+one reply with its result in the next cannot occur here (QwenPaw #5960); a recorded
+reasoning-only turn keeps the release's loop reasoning, here it is one call.
 
 Source: agentscope-ai/agentscope ``src/agentscope/agent/_config.py`` (``ContextConfig``,
 ``SummarySchema``), ``src/agentscope/agent/_agent.py`` (``_compress_context_impl``,
