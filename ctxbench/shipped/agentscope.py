@@ -13,6 +13,7 @@ starts. What the driver runs and what it emulates is in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ctxbench.shipped.releases import AGENTSCOPE
 from ctxbench.shipped.strategy import ShippedStrategy
@@ -86,3 +87,10 @@ class ShippedAgentScope(ShippedStrategy):
     Config = AgentScopeReleaseConfig
     default_estimator = "agentscope"
     release = AGENTSCOPE
+
+    def summary_extra(self, text: str) -> dict[str, Any]:
+        """The summary as ``SummarySchema``'s fields: the model's forced tool call (the driver
+        emulates the model), parsed as the reproduction parses it."""
+        from ctxbench.strategies.agentscope import parse_summary_fields
+
+        return {"fields": parse_summary_fields(text)}

@@ -13,8 +13,8 @@ One JSON object per line, each with an ``op``. ctxbench sends:
 
 While it works on a ``call`` or an ``overflow`` the driver may send ``summarize`` {layer,
 prompt, messages, max_tokens}, its messages history positions or prompt messages as below;
-ctxbench answers ``summary`` {ok, text, error} from the run's
-summarizer, so a release and a reproduction see the same summaries.
+ctxbench answers ``summary`` {ok, text, error} (and, for a strategy that adds
+them, more fields: AgentScope's ``fields``) from the run's summarizer, so a release and a reproduction see the same summaries.
 
 A ``prompt`` answer holds ``base`` (the prompt the framework assembled before compacting,
 optional), ``steps`` (one per compaction layer that ran: {layer, messages, note}), ``retry``,

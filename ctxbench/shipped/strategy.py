@@ -161,9 +161,15 @@ class ShippedStrategy(Strategy):
             send_max_tokens=bool(request.get("send_max_tokens", True)),
         )
         try:
-            return {"op": "summary", "ok": True, "text": ctx.summarize(summary)}
+            text = ctx.summarize(summary)
         except SummarizerError as exc:
             return {"op": "summary", "ok": False, "text": "", "error": exc.message}
+        return {"op": "summary", "ok": True, "text": text, **self.summary_extra(text)}
+
+    def summary_extra(self, text: str) -> dict[str, Any]:
+        """More of a summary answer than its text, for a driver whose framework wants it in
+        another shape (AgentScope: the structured output's fields)."""
+        return {}
 
     def _apply(self, ctx: ReplayContext, reply: Mapping[str, Any], history: list[Message]) -> None:
         """Make the view the framework's prompt. When it is what the model saw last plus what

@@ -24,9 +24,8 @@ Emulated:
   are ``DataBlock``s (their http(s) URL, else an inline image without its bytes: the protocol
   carries only the count, and ``count_tokens`` prices every data block alike); the structured
   compression call
-  is answered by ctxbench's summarizer (``wire.ask_summary``), its text parsed into the
-  ``summary_schema`` fields (a JSON object, or sections headed by the field titles, else all
-  of it in the first field);
+  is answered by ctxbench's summarizer (``wire.ask_summary``), its text parsed by ctxbench
+  into the ``SummarySchema`` fields as the reproduction parses it;
 - the tools: one per declared tool (its recorded schema, ALLOW permission) plus a hidden one
   for each called name the trace does not declare; each returns the recorded output of its
   call id. Validation of the recorded arguments runs against a schema without required
@@ -124,36 +123,6 @@ def _images(message: dict) -> list:
         else DataBlock(source=Base64Source(data="", media_type="image/png"))
         for url in urls
     ]
-
-
-def _fields(text: str, schema: dict) -> dict:
-    """The summary text as the ``summary_schema`` fields (the emulated model's tool call)."""
-    properties = schema.get("properties") or {}
-    names = list(properties)
-    stripped = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
-    try:
-        obj = json.loads(stripped)
-    except (ValueError, RecursionError):
-        obj = None
-    if isinstance(obj, dict) and any(n in obj for n in names):
-        return {n: str(obj.get(n) or "").strip() for n in names}
-    by_title = {str(p.get("title", n)).lower(): n for n, p in properties.items()}
-    by_title.update({n: n for n in names})
-    found: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        heading = re.match(r"^\s*#{1,6}\s*(.+?)\s*:?\s*$", line)
-        if heading:
-            key = re.sub(r"^[\d.\s]+", "", heading.group(1)).lower()
-            current = by_title.get(key, by_title.get(key.replace(" ", "_")))
-            if current is not None:
-                found.setdefault(current, [])
-                continue
-        if current is not None:
-            found[current].append(line)
-    if not found:
-        return {n: (text.strip() if i == 0 else "") for i, n in enumerate(names)}
-    return {n: "\n".join(found.get(n, [])).strip() for n in names}
 
 
 class ReplayModel(ChatModelBase):
@@ -347,7 +316,7 @@ class Replay:
         call = ToolCallBlock(
             id=f"summary-{self.summaries}",
             name=STRUCTURED_TOOL,
-            input=json.dumps(_fields(str(reply.get("text") or ""), schema), ensure_ascii=False),
+            input=json.dumps(reply.get("fields") or {}, ensure_ascii=False),
         )
         return ChatResponse(content=[call], is_last=True)
 

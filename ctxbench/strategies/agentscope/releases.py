@@ -19,7 +19,6 @@ from ctxbench.strategies.agentscope.prompts import (
 class AgentScopeRelease:
     """What one AgentScope release does where releases differ (RELEASES.md)."""
 
-    name: str
     #: count the whole request once (model/_base.py:379-465) rather than per message
     whole_prompt: bool
     compression_prompt: str
@@ -28,38 +27,38 @@ class AgentScopeRelease:
     offload: bool
     #: ``<current-time>`` is injected when none is in the context (first call, after compression)
     time_injection: bool
-    #: over the threshold with an empty context, ``RuntimeError`` ends the reply
-    empty_context_aborts: bool
+    #: ``reply()`` is the loop: an exception out of it (the empty-context ``RuntimeError``, a
+    #: provider overflow) ends the reply, ``max_iters`` ends it too
+    reply_loop: bool
     summary: str
 
 
 #: The ``release`` knob's values. "design" is seeds/002 and REFERENCE.md A2 (today's rules).
 RELEASES: dict[str, AgentScopeRelease] = {
     "2.0.11": AgentScopeRelease(
-        name="2.0.11",
         whole_prompt=True,
         compression_prompt=COMPRESSION_PROMPT_2_0_11,
         runtime_state_template=RUNTIME_STATE_TEMPLATE_2_0_11,
         offload=False,
         time_injection=True,
-        empty_context_aborts=True,
+        reply_loop=True,
         summary=(
             "the agentscope==2.0.11 wheel: whole-prompt count rounded once, tools "
             "ensure_ascii=False, the 2.0.11 compression prompt and ground-truth reminder, time "
-            "re-injected after compression, no offloader, an empty-context overflow ends the reply"
+            "re-injected after compression, no offloader, and the reply loop: an exception (an "
+            "empty context over the threshold, an overflow) or max_iters ends the reply"
         ),
     ),
     "design": AgentScopeRelease(
-        name="design",
         whole_prompt=False,
         compression_prompt=COMPRESSION_PROMPT,
         runtime_state_template=RUNTIME_STATE_TEMPLATE,
         offload=True,
         time_injection=False,
-        empty_context_aborts=False,
+        reply_loop=False,
         summary=(
             "the documented design (per-message counts, the docs' prompt and reminder, "
-            "an offloader, no time injection"
+            "an offloader, no time injection)"
         ),
     ),
 }

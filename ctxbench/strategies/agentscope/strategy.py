@@ -114,11 +114,12 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
             if not self._resume(ctx, self._ended_at):
                 raise ReplyAborted("the reply ended at the exception above")
             self._ended_at = None
+        loop = self.rules.reply_loop
         first_iteration = (  # decided before compression empties the context
-            _starts_reply(ctx.view.messages) or self._iteration >= self.cfg.max_iters
+            _starts_reply(ctx.view.messages) or (loop and self._iteration >= self.cfg.max_iters)
         )
         self._iteration = 0 if first_iteration else self._iteration + 1
-        if self._iteration == self.cfg.max_iters:  # the last round of the reply: a hint, no tools
+        if loop and self._iteration == self.cfg.max_iters:  # the reply's last round: a hint
             hint = MAX_ITERS_HINT.format(max_iters=self.cfg.max_iters)
             ctx.view.replace([*ctx.view.messages, Message("user", hint, meta=dict(MAX_ITERS_MARK))])
         self.limit_images(ctx)
@@ -128,7 +129,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
         """No reactive compaction; 2.0.11: the provider's error propagates out of ``reply()``
         (``ModelConfig.max_retries`` 0, no fallback model), ending the reply."""
-        if self.rules.empty_context_aborts:
+        if self.rules.reply_loop:
             self._ended_at = len(ctx.view.messages)
         return False
 
@@ -199,7 +200,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
                 f"exceed(s) the compression threshold ({threshold} tokens), cannot be compressed."
             )
             ctx.emit("strategy.error", strategy=self.name, error=error)
-            if self.rules.empty_context_aborts:  # 2.0.11 raises RuntimeError out of the reply
+            if self.rules.reply_loop:  # 2.0.11 raises RuntimeError out of the reply
                 self._ended_at = len(ctx.view.messages)
                 raise ReplyAborted(f"RuntimeError: {error}")
             return
