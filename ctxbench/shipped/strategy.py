@@ -105,7 +105,9 @@ class ShippedStrategy(Strategy):
         )
         self._apply(ctx, reply, history)
         self._record(ctx, reply)
-        if reply.get("exception"):  # the framework raised inside the call: the reply fails
+        # the framework raised inside the call: the reply fails (not the probes' read after the
+        # last call, which is no call)
+        if reply.get("exception") and ctx.call < ctx.n_calls:
             ctx.emit(
                 ev.CALL_FAILED,
                 true_tokens=ctx.view.true_tokens,
