@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test lint typecheck bench clean venv
+.PHONY: demo test lint typecheck bench parity clean venv
 
 $(VENV)/.core-installed: pyproject.toml
 	@echo "setting up $(VENV) (ctxbench and its dependencies)" >&2
@@ -45,6 +45,10 @@ test: lint typecheck
 # prints one JSON object on stdout (progress on stderr); BENCH="replay sweep" runs a subset
 bench: $(VENV)/.all-installed
 	@$(BIN)/python -m benchmarks $(BENCH)
+
+# Each reproduction against its release on every trace and scenario at 8k-64k (PARITY: options).
+parity: $(VENV)/.all-installed
+	@$(BIN)/python -m benchmarks.parity_table $(PARITY)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

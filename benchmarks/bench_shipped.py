@@ -18,7 +18,7 @@ from ctxbench.counting import get_counter
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import replay
 from ctxbench.shipped import environment, process
-from ctxbench.shipped.releases import DBGPT, HERMES, LANGCHAIN_CORE, Release
+from ctxbench.shipped.releases import AGENTSCOPE, DBGPT, HERMES, LANGCHAIN_CORE, Release
 from ctxbench.strategies import build_strategy
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.synth import generate, load_scenario
@@ -26,6 +26,7 @@ from ctxbench.synth import generate, load_scenario
 #: (release, reproduction, shipped strategy)
 PAIRS: tuple[tuple[Release, str, str], ...] = (
     (DBGPT, "dbgpt", "shipped:dbgpt@0.8.2"),
+    (AGENTSCOPE, "agentscope", "shipped:agentscope@2.0.11"),
     (HERMES, "hermes", "shipped:hermes@0.19.0"),
     (LANGCHAIN_CORE, "langchain_trim", "shipped:langchain_trim@1.8.3"),
 )

@@ -2,9 +2,11 @@
 every shared recorded trace, at 8k, 16k, 32k and 64k windows.
 
 ``python -m benchmarks.parity_table [--pairs dbgpt,hermes] [--windows 8192,16384]
-[--per-source N] [--out parity.json]`` prints one JSON object: per pair and window the overall
-agreement (``ctxbench.parity.overall``) and per trace source the agreeing calls; a release whose
-environment is not installed is reported as such. Recorded traces come from ``CTXBENCH_TRACES``.
+[--per-source N] [--out parity.json]`` (``make parity``) prints one JSON object, per pair and
+window the overall agreement (``ctxbench.parity.overall``) and per trace source, then the same
+as a markdown table; ``--markdown FILE`` prints the table of a previous ``--out``. A release
+whose environment is not installed is reported as such. Recorded traces are every file under
+each directory of ``CTXBENCH_TRACES`` (files that are not traces are skipped).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from ctxbench import parity
 from ctxbench.cell.traces import open_traces
+from ctxbench.errors import CtxbenchError
 from ctxbench.shipped import environment
 from ctxbench.shipped.releases import AGENTSCOPE, DBGPT, HERMES, Release
 from ctxbench.strategies import SHIPPED_STRATEGIES
@@ -31,27 +34,23 @@ PAIRS: dict[str, tuple[str, Release]] = {
     "hermes": ("shipped:hermes@0.19.0", HERMES),
 }
 WINDOWS = (8_192, 16_384, 32_768, 65_536)
-SOURCES = (
-    "tau-bench",
-    "tau2-bench",
-    "mini-swe-agent",
-    "openhands-benchmarks",
-    "swe-agent",
-)
 
 
 def traces(per_source: int | None) -> list[tuple[str, Trace]]:
-    """(source, trace) for every embedded scenario and every shared recorded trace."""
+    """(source, trace) for every embedded scenario and every recorded trace of every source
+    (a directory of ``CTXBENCH_TRACES``)."""
     out = [
         (f"scenario:{name}", next(generate(load_scenario(name), 0))) for name in scenario_names()
     ]
     root = Path(os.environ.get("CTXBENCH_TRACES", Path(__file__).parents[2] / "shared" / "traces"))
-    for source in SOURCES:
-        files = sorted(p for p in (root / source).rglob("*") if p.is_file())
+    for source in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else ():
         found: list[Trace] = []
-        for path in files:
-            found += [t for t in open_traces(path).traces() if t.call_indices]
-        out += [(source, t) for t in found[:per_source]]
+        for path in sorted(p for p in source.rglob("*") if p.is_file()):
+            try:
+                found += [t for t in open_traces(path).traces() if t.call_indices]
+            except CtxbenchError:  # a licence or notice file next to the traces
+                continue
+        out += [(source.name, t) for t in found[:per_source]]
     return out
 
 
@@ -91,21 +90,24 @@ def table(
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """Pair x window rows: agreement and its four criteria, identical traces, seconds."""
+    """Pair x window rows: agreement and its four criteria, the traces whose first compaction
+    is the same call, the failed calls of each side, identical traces."""
     lines = [
-        "| pair | window | traces | calls | agree | compacted | kept | tokens | failed | identical |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| pair | window | traces | calls | agree | compacted | kept | tokens | failed "
+        "| first compaction | failed calls (repro/shipped) | identical |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for pair, per_window in result["pairs"].items():
         if "error" in per_window:
-            lines.append(f"| {pair} | - | {per_window['error']} |||||||")
+            lines.append(f"| {pair} | - | {per_window['error']} |||||||||")
             continue
         for window, cell in per_window.items():
             o = cell["overall"]
             lines.append(
                 f"| {pair} | {window} | {o['traces']} | {o['calls']} | {o['agreement']} | "
                 f"{o['same_compacted']} | {o['same_kept']} | {o['tokens_within']} | "
-                f"{o['same_failed']} | {o['identical_traces']} |"
+                f"{o['same_failed']} | {o['same_first_compaction']} | "
+                f"{o['failed_calls'][0]}/{o['failed_calls'][1]} | {o['identical_traces']} |"
             )
     return "\n".join(lines)
 
@@ -126,6 +128,7 @@ def main(argv: list[str]) -> int:
         args.pairs.split(","), [int(w) for w in args.windows.split(",")], args.per_source, out
     )
     print(json.dumps(result, indent=2))
+    print(markdown(result))
     return 0
 
 

@@ -6,7 +6,9 @@ overflow reaction): which trace messages it holds (a rewritten message counts as
 whether a compaction ran, the true tokens of the last attempt, and whether the call failed.
 Two calls agree when all four match (tokens within ``tolerance``, relative). The first call
 where they do not is reported with both sides' state: what each kept, the layers that ran and
-the context state each strategy saw, which is usually the reason.
+the context state each strategy saw, which is usually the reason. Each side's first compaction
+is the first call where a layer dropped or rewrote a message (a layer that only adds one, a
+runtime-state note, does not count); two traces agree on it when it is the same call.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ DEFAULT_TOLERANCE = 0.05
 
 class Observed(Strategy):
     """A strategy wrapped so that the prompt of each call's last attempt is recorded (as trace
-    indices), from ``after_call``."""
+    indices), from ``after_call`` (a call failed before sending: from ``before_call``)."""
 
     def __init__(self, inner: Strategy) -> None:
         super().__init__(inner.config)
@@ -81,6 +83,8 @@ class CallState:
     state: str
     used: int
     budget: int
+    #: a layer dropped or rewrote a message at this call
+    reduced: bool = False
 
     def describe(self) -> dict[str, Any]:
         out = asdict(self)
@@ -111,6 +115,10 @@ class TraceParity:
     agreeing: int
     first_divergence: dict[str, Any] | None = None
     error: str | None = None
+    #: the first compaction of each side (reproduction, shipped); None when it never compacts
+    first_compaction: tuple[int | None, int | None] = (None, None)
+    #: calls that failed on each side (reproduction, shipped)
+    failed: tuple[int, int] = (0, 0)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -129,16 +137,18 @@ def side_of(strategy: str, events: Sequence[ev.Event], kept: Mapping[int, tuple[
     for event in events:
         slot = per_call.setdefault(
             event.call,
-            {"layers": [], "true": None, "failed": False, "state": "", "used": 0, "budget": 0},
-        )
+            {"layers": [], "true": None, "failed": False, "state": "", "used": 0, "budget": 0,
+             "reduced": False},
+        )  # fmt: skip
         if event.type == ev.COMPACTION:
             slot["layers"].append(str(event["layer"]))
+            slot["reduced"] |= bool(event.data.get("dropped") or event.data.get("changed"))
         elif event.type == ev.PROVIDER_CALL:
             slot["true"] = int(event["true_tokens"])
         elif event.type == ev.CALL_FAILED:
             slot["failed"] = True
-            if slot["true"] is None:  # failed before any provider attempt (aborted)
-                slot["true"] = int(event["true_tokens"])
+            if slot["true"] is None:  # failed before the provider was asked
+                slot["true"] = int(event.data.get("true_tokens") or 0)
         elif event.type == ev.CONTEXT_STATUS:
             slot["state"], slot["used"], slot["budget"] = (
                 str(event["state"]),
@@ -155,6 +165,7 @@ def side_of(strategy: str, events: Sequence[ev.Event], kept: Mapping[int, tuple[
             state=slot["state"],
             used=slot["used"],
             budget=slot["budget"],
+            reduced=slot["reduced"],
         )
         for k, slot in sorted(per_call.items())
         if k in kept and slot["true"] is not None
@@ -212,7 +223,13 @@ def compare(
         same_failed=counts["failed"],
         agreeing=counts["all"],
         first_divergence=first,
+        first_compaction=(_first_compaction(a), _first_compaction(b)),
+        failed=(sum(c.failed for c in a.calls), sum(c.failed for c in b.calls)),
     )
+
+
+def _first_compaction(side: Side) -> int | None:
+    return next((c.call for c in side.calls if c.reduced), None)
 
 
 def replay_side(
@@ -291,4 +308,10 @@ def overall(results: Sequence[TraceParity]) -> dict[str, Any]:
         "tokens_within": share(sum(r.tokens_within for r in ok)),
         "same_failed": share(sum(r.same_failed for r in ok)),
         "identical_traces": sum(1 for r in ok if r.calls and r.agreeing == r.calls),
+        "same_first_compaction": round(
+            sum(1 for r in ok if r.first_compaction[0] == r.first_compaction[1]) / len(ok), 4
+        )
+        if ok
+        else None,
+        "failed_calls": [sum(r.failed[0] for r in ok), sum(r.failed[1] for r in ok)],
     }

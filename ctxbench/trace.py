@@ -70,6 +70,14 @@ class Part:
     def is_text(self) -> bool:
         return self.type == "text"
 
+    @property
+    def url(self) -> str:
+        """The part's URL (``image_url.url`` or ``url``), or "" when it has none."""
+        value = self.data.get("image_url", self.data.get("url", ""))
+        if isinstance(value, Mapping):
+            value = value.get("url", "")
+        return value if isinstance(value, str) else ""
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
         if self.is_text:

@@ -3,6 +3,7 @@ sides' state, and the command's output (reproductions only: no framework needed)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -85,3 +86,16 @@ def test_the_command_prints_json_per_trace_and_overall(tmp_path: Path) -> None:
     assert data["overall"]["calls"] == sum(t["calls"] for t in data["traces"])
     text = CliRunner().invoke(cli, ["parity", "dbgpt", "sliding_window", str(traces), "-w", "8192"])
     assert "first divergence at call" in text.output and text.output.count("overall:") == 1
+
+
+def test_the_first_compaction_is_the_first_layer_that_dropped_or_rewrote() -> None:
+    note = dataclasses.replace(state(0, (0,), layers=("runtime_state",)), reduced=False)
+    cut = dataclasses.replace(state(2, (2,), layers=("compression",)), reduced=True)
+    a = Side("a", (note, state(1, (0, 1)), cut, state(3, (2, 3), failed=True)))
+    b = Side("b", (note, dataclasses.replace(state(1, (1,), layers=("c",)), reduced=True),
+                   cut, state(3, (2, 3), failed=True)))  # fmt: skip
+    result = compare("t", a, b, window=8192)
+    assert result.first_compaction == (2, 1) and result.failed == (1, 1)
+    same = compare("t", a, a, window=8192)
+    summary = parity.overall([result, same])
+    assert summary["same_first_compaction"] == 0.5 and summary["failed_calls"] == [2, 2]

@@ -103,7 +103,9 @@ def parity_command(
         f"overall: {summary['agreement']} of {summary['calls']} calls agree "
         f"(compacted {summary['same_compacted']}, kept {summary['same_kept']}, tokens "
         f"{summary['tokens_within']}, failed {summary['same_failed']}); "
-        f"{summary['identical_traces']} of {summary['traces']} traces identical"
+        f"{summary['identical_traces']} of {summary['traces']} traces identical; first "
+        f"compaction the same on {summary['same_first_compaction']} of traces; failed calls "
+        f"{summary['failed_calls'][0]} vs {summary['failed_calls'][1]}"
     )
 
 

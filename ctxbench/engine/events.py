@@ -39,6 +39,8 @@ SUMMARY = "summary"
 SNAPSHOT = "snapshot"
 PROBE = "probe"
 RECORDED = "recorded.compaction"
+#: a released framework ran the replay (shipped strategies): its release and environment hash
+SHIPPED = "shipped"
 #: Event a strategy emits before each call with the count it decides with:
 #: ``tokens``, ``threshold``, ``anchored`` (the count starts from a provider's usage), ``compact``.
 DECISION = "strategy.decision"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 from ctxbench.engine import events as ev
@@ -75,6 +75,11 @@ class RunResult:
     schema_version: str
     error: str | None
     spec: str
+    #: the framework release a ``shipped:`` strategy ran (``agentscope==2.0.11``) and the hash
+    #: of its installed environment; empty for every other strategy (a reproduction names the
+    #: release it reproduces in ``params``). Rows written before these columns read as empty.
+    release: str = ""
+    env_hash: str = ""
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,9 +89,16 @@ class RunResult:
         return [f.name for f in fields(cls)]
 
     @classmethod
+    def column_defaults(cls) -> dict[str, Any]:
+        """The columns added after the first schema, with the value an older row reads as."""
+        return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+
+    @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunResult:
-        """The result a row (as read back from a results file) holds; other keys are ignored."""
-        return cls(**{name: row[name] for name in cls.columns()})
+        """The result a row (as read back from a results file) holds; other keys are ignored,
+        a missing column that has a default (added after the file was written) takes it."""
+        present = {name: row[name] for name in cls.columns() if name in row}
+        return cls(**present)
 
 
 @dataclass(frozen=True)
@@ -137,6 +149,7 @@ def result_from_events(
     peak = 0.0
     pairing = 0
     system_kept = True
+    release = env_hash = ""
     outcomes: Counter[str] = Counter()
     by_kind: dict[str, Counter[str]] = {}
     for raw in events:
@@ -163,6 +176,8 @@ def result_from_events(
             summary_calls += 1
             summary_in += int(e["input_tokens"])
             summary_out += int(e["output_tokens"])
+        elif kind == ev.SHIPPED:
+            release, env_hash = str(e["release"]), str(e["env_hash"])
         elif kind == ev.PROBE:
             outcomes[e["outcome"]] += 1
             by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
@@ -204,4 +219,6 @@ def result_from_events(
         ctxbench_version=_version(),
         schema_version=SCHEMA_VERSION,
         error=error,
+        release=release,
+        env_hash=env_hash,
     )

@@ -200,7 +200,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 key="spec",
                 hint=REBUILD,
             )
-        rows.append({k: _clean(v) for k, v in record.items()})
+        older = {k: v for k, v in RunResult.column_defaults().items() if k not in record}
+        row = {**record, **older}  # a row written before these columns existed
+        rows.append({k: _clean(v) for k, v in row.items()})
     return rows
 
 
@@ -214,7 +216,8 @@ def _parquet_records(path: Path) -> list[dict[str, Any]]:
         raise ResultsError(
             f"cannot read the results table: {exc}", path=path, hint=REBUILD
         ) from None
-    missing = [c for c in RunResult.columns() if c not in table.column_names]
+    optional = RunResult.column_defaults()
+    missing = [c for c in RunResult.columns() if c not in table.column_names and c not in optional]
     if missing:
         raise ResultsError(
             f"not a ctxbench results table: no column {missing[0]!r}",

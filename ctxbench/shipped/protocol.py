@@ -13,26 +13,30 @@ One JSON object per line, each with an ``op``. ctxbench sends:
   ``prompt`` with ``retry`` true when its framework would send again.
 
 While it works on a ``call`` or an ``overflow`` the driver may send ``summarize`` {layer,
-prompt, messages, max_tokens}; ctxbench answers ``summary`` {ok, text, error} from the run's
-summarizer, so a release and a reproduction see the same summaries.
+prompt, messages, max_tokens}, its messages history positions or prompt messages as below;
+ctxbench answers ``summary`` {ok, text, error} (and, for a strategy that adds
+them, more fields: AgentScope's ``fields``) from the run's summarizer, so a release and a reproduction see the same summaries.
 
 A ``prompt`` answer holds ``base`` (the prompt the framework assembled before compacting,
 optional), ``steps`` (one per compaction layer that ran: {layer, messages, note}), ``retry``,
 ``exception`` (a framework exception that failed this call) and ``info`` (the framework's own
 counts). A prompt message is ``{"ref": id}`` (a history message as is), ``{"ref": id,
 "content": text}`` (rewritten; ``"arguments": [...]`` rewrites its tool calls' arguments, in
-order, as Hermes' prune shrinks them) or ``{"role", "content"}`` (new: a summary, a marker).
+order, as Hermes' prune shrinks them; ``"tool_calls": [ids]`` keeps only those calls of the
+turn) or ``{"role", "content"}`` (new: a summary, a marker).
 A ``summarize`` request's ``messages`` are such items too (or bare history positions), and its
 optional ``key`` names the request as the reproduction's summary key does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ctxbench.counting.base import replay_text
 from ctxbench.trace import Message, ToolSpec
 
 PROTOCOL_VERSION = "ctxbench.shipped/1"
@@ -49,11 +53,18 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         out["name"] = message.name
-    if message.replay:
-        out["replay"] = dict(message.replay)
-    images = sum(1 for p in message.media_parts if p.type.startswith("image"))
+    if message.replay:  # provider replay fields as they travel back to the model
+        out["replay"] = dict(message.replay)  # by field (Hermes stores them on the message)
+        out["replay_text"] = replay_text(message)  # serialised (AgentScope's ThinkingBlock)
+    images = [
+        p for p in message.media_parts if p.type.startswith("image") or p.type == "input_image"
+    ]
     if images:
-        out["images"] = images
+        out["images"] = len(images)
+        #: http(s) URLs as given; a data URL is ""
+        out["image_urls"] = [
+            p.url if p.url.startswith(("http://", "https://")) else "" for p in images
+        ]
     return out
 
 
@@ -92,6 +103,13 @@ def decode_prompt(items: Any, history: Sequence[Message]) -> list[Message]:
             if not isinstance(ref, int) or not 0 <= ref < len(history):
                 raise ProtocolError(f"prompt message ref {ref!r} is not a history position")
             original = history[ref]
+            calls = item.get("tool_calls")
+            if calls is not None:  # the calls kept (a framework cut the turn between its calls)
+                if not isinstance(calls, list):
+                    raise ProtocolError(f"tool_calls of ref {ref} must be a list of call ids")
+                kept = tuple(c for c in original.tool_calls if c.id in set(map(str, calls)))
+                if kept != original.tool_calls:
+                    original = dataclasses.replace(original, tool_calls=kept)
             content = item.get("content")
             if content is None:
                 message = original

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from ctxbench.engine.context import ReplayContext
     from ctxbench.errors import ProviderOverflowError
 
-#: event types of the adaptor (kept apart from the engine's own)
-SHIPPED = "shipped"
+#: the adaptor's own event type (the ``shipped`` event at the start is the engine's: the row
+#: reads the release and the environment's hash from it)
+SHIPPED = ev.SHIPPED
 SHIPPED_CALL = "shipped.call"
 
 
@@ -104,7 +105,9 @@ class ShippedStrategy(Strategy):
         )
         self._apply(ctx, reply, history)
         self._record(ctx, reply)
-        if reply.get("exception"):  # the framework raised inside the call: the reply fails
+        # the framework raised inside the call: the reply fails (not the probes' read after the
+        # last call, which is no call)
+        if reply.get("exception") and ctx.call < ctx.n_calls:
             ctx.emit(
                 ev.CALL_FAILED,
                 true_tokens=ctx.view.true_tokens,
@@ -152,9 +155,15 @@ class ShippedStrategy(Strategy):
             send_max_tokens=bool(request.get("send_max_tokens", True)),
         )
         try:
-            return {"op": "summary", "ok": True, "text": ctx.summarize(summary)}
+            text = ctx.summarize(summary)
         except SummarizerError as exc:
             return {"op": "summary", "ok": False, "text": "", "error": exc.message}
+        return {"op": "summary", "ok": True, "text": text, **self.summary_extra(text)}
+
+    def summary_extra(self, text: str) -> dict[str, Any]:
+        """More of a summary answer than its text, for a driver whose framework wants it in
+        another shape (AgentScope: the structured output's fields)."""
+        return {}
 
     def _apply(self, ctx: ReplayContext, reply: Mapping[str, Any], history: list[Message]) -> None:
         """Make the view the framework's prompt. When it is what the model saw last plus what

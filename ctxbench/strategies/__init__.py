@@ -38,6 +38,7 @@ SHIPPED_PREFIX = "shipped:"
 SHIPPED_STRATEGIES = Registry("shipped strategy", list_command="ctxbench shipped list")
 SHIPPED_STRATEGIES.add("shipped:dbgpt@0.8.2", "ctxbench.shipped.dbgpt:ShippedDbgpt")
 SHIPPED_STRATEGIES.add("shipped:hermes@0.19.0", "ctxbench.shipped.hermes:ShippedHermes")
+SHIPPED_STRATEGIES.add("shipped:agentscope@2.0.11", "ctxbench.shipped.agentscope:ShippedAgentScope")
 SHIPPED_STRATEGIES.add(
     "shipped:langchain_trim@1.8.3", "ctxbench.shipped.peers:ShippedLangChainTrim"
 )

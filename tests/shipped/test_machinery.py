@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from ctxbench.cell.runner import error_result, resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cli import cli
+from ctxbench.engine.result import RunResult
 from ctxbench.formats.canonical import write_traces
 from ctxbench.shipped import environment, process
 from ctxbench.shipped.environment import Environment, Manifest
@@ -223,3 +224,15 @@ def test_drivers_are_pooled_per_program(trace: Trace) -> None:
     first = set(map(id, process._POOL.values()))
     replay_scripted(trace)
     assert set(map(id, process._POOL.values())) == first and len(first) == 1
+
+
+def test_the_row_records_the_release_and_the_environment_hash(trace: Trace) -> None:
+    spec = resolve_spec(
+        RunSpec(trace.id, trace.content_hash, "tests.test_shipped:Scripted", {}, 16_384)
+    )
+    row = run_spec(spec, trace).result
+    assert (row.release, row.env_hash) == ("scripted==1", "scripted-env")
+    plain = run_spec(resolve_spec(RunSpec(trace.id, trace.content_hash, "none", {}, 16_384)), trace)
+    assert (plain.result.release, plain.result.env_hash) == ("", "")
+    older = {k: v for k, v in row.to_row().items() if k not in ("release", "env_hash")}
+    assert RunResult.from_row(older).release == ""  # a row written before the columns existed

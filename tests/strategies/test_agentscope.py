@@ -640,3 +640,45 @@ def test_2_0_11_an_empty_context_over_the_threshold_ends_the_reply() -> None:
     first = next(e for e in out.events if e.type == ev.CALL_FAILED)
     assert first["error"].startswith("RuntimeError: The system prompt exceed(s) the compression")
     assert [e.call for e in out.events if e.type == ev.PROVIDER_CALL] == [2]
+
+
+# -- 2.0.11's reply loop (the driver of the released Agent.reply() agrees: tests/parity) ---------
+
+
+def test_a_boundary_tool_call_turn_is_cut_after_its_text_as_agentscope_blocks_are() -> None:
+    call = ToolCall("c1", "bash", '{"cmd": "ls"}')
+    turn = Message("assistant", "x" * 400, tool_calls=(call,))
+    result = Message("tool", "y" * 40, tool_call_id="c1")
+    compress, keep = split_context([], [Message("user", "task"), turn, result], 20, AGENTSCOPE)
+    assert [m.content for m in keep] == ["", "y" * 40]  # the call stays, its text goes
+    assert keep[0].tool_calls == (call,) and compress[-1].tool_calls == ()
+    assert compress[-1].content == "x" * 400
+
+
+def test_an_overflow_ends_the_reply_and_its_turns_never_reach_the_agent() -> None:
+    trace = tool_trace(6, output="z" * 400)
+    trace = dataclasses.replace(
+        trace, messages=(*trace.messages, Message("user", "next"), Message("assistant", "ok"))
+    )
+    # a model whose context_size is far above the provider's window: no compression, an overflow
+    out = run(trace, 400, release="2.0.11", context_size=100_000, inject_runtime_state=False)
+    kinds = {e.call: e.data.get("kind") for e in out.events if e.type == ev.CALL_FAILED}
+    first = min(kinds)
+    assert 0 < first < 5 and kinds[first] == ev.OVERFLOW
+    # the rest of that reply is not made; the new input is a new reply on the same context
+    assert [kinds[c] for c in range(first + 1, 7)] == [ev.ABORTED] * (6 - first)
+    assert kinds[7] == ev.OVERFLOW
+    sent = {e.call: e["true_tokens"] for e in out.events if e.type == ev.PROVIDER_CALL}
+    assert sent[7] < sent[first] + 20  # the ended reply's turns never reached the agent
+    assert f"{'z' * 400} 5.0" not in [m.content for m in out.final_view]
+
+
+def test_the_51st_call_of_a_reply_gets_the_max_iters_hint_and_ends_it() -> None:
+    trace = tool_trace(5)
+    out = run(trace, 100_000, release="2.0.11", max_iters=3)
+    hints = [m for m in out.final_view if m.meta.get("agentscope") == "max_iters"]
+    assert [h.content for h in hints] == [
+        "<system-reminder>You have reached the maximum of 3 reasoning-acting iterations. "
+        "Summarize the work and findings so far and return the final answer as text. Do not "
+        "call any tools.</system-reminder>"
+    ]

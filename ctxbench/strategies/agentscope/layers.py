@@ -1,0 +1,225 @@
+"""AgentScope's pure steps: how a request is counted (``ChatModelBase.count_tokens``), the
+context split (``_split_context_for_compression``) and the tool-result split
+(``_split_tool_result_for_compression``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ctxbench.counting.base import TokenCounter, replay_text, tool_schemas
+from ctxbench.counting.estimators import AgentScopeCounter
+from ctxbench.strategies.agentscope.prompts import IMAGE_PART_TYPES
+from ctxbench.strategies.layers import results_after_calls
+from ctxbench.trace import Message, Part, ToolSpec
+
+
+def _with_parts(message: Message, parts: Sequence[Part]) -> Message:
+    text = "\n".join(p.text for p in parts if p.is_text)
+    return replace(message, content=text, parts=tuple(parts))
+
+
+def _splits(message: Message) -> list[tuple[Message | None, Message | None]] | None:
+    """Where a boundary message may be cut between its content blocks: for each cut, the part
+    compressed and the part kept (None: empty). A multi-part user or assistant message cuts
+    between its parts; an assistant turn with tool calls, which AgentScope stores as a text
+    block then one ``ToolCallBlock`` per call, cuts after its text and between its calls (the
+    kept part has no text and no reasoning). None: the message is one block."""
+    if message.role == "assistant" and message.tool_calls:
+        calls = message.tool_calls
+        texts = 1 if message.content or message.parts else 0
+        out: list[tuple[Message | None, Message | None]] = []
+        for cut in range(texts + len(calls) + 1):
+            kept_calls = calls[max(0, cut - texts) :]
+            head = replace(message, tool_calls=calls[: max(0, cut - texts)]) if cut else None
+            tail = (
+                (message if cut == 0 else replace(message, content="", parts=None,
+                                                   replay={}, tool_calls=kept_calls))
+                if kept_calls
+                else None
+            )  # fmt: skip
+            out.append((head, tail))
+        return out if len(out) > 2 else None
+    if message.tool_calls or message.role not in ("user", "assistant"):
+        return None
+    if message.parts is None or len(message.parts) < 2:
+        return None
+    parts = list(message.parts)
+    return [
+        (_with_parts(message, parts[:i]) if i else None,
+         _with_parts(message, parts[i:]) if i < len(parts) else None)
+        for i in range(len(parts) + 1)
+    ]  # fmt: skip
+
+
+class Meter:
+    """How a strategy counts a whole request (the prompt or a candidate part of it)."""
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        raise NotImplementedError
+
+
+class PerMessage(Meter):
+    """The estimator's per-message counts plus the tools' overhead (2.0.6; any estimator)."""
+
+    def __init__(self, counter: TokenCounter, overhead: int = 0) -> None:
+        self.counter, self.overhead = counter, overhead
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        return self.overhead + sum(self.counter.count_message(m) for m in messages)
+
+
+class WholePrompt(Meter):
+    """``ChatModelBase.count_tokens`` of 2.0.11 (model/_base.py:379-465): the UTF-8 bytes of
+    every text, thinking and tool-call input of the request and ``json.dumps(tools,
+    ensure_ascii=False)``, divided by 4 and rounded **once**, plus 2000 per data block."""
+
+    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+        self.tools_bytes = (
+            len(json.dumps(tool_schemas(tools), ensure_ascii=False).encode("utf-8")) if tools else 0
+        )
+        self._cache: dict[str, tuple[int, int]] = {}
+
+    def _of(self, message: Message) -> tuple[int, int]:
+        found = self._cache.get(message.fingerprint)
+        if found is None:
+            pieces = [
+                message.content,
+                replay_text(message),
+                *(c.arguments for c in message.tool_calls),
+            ]
+            found = (
+                sum(len(p.encode("utf-8", "surrogatepass")) for p in pieces),
+                len(message.media_parts),
+            )
+            self._cache[message.fingerprint] = found
+        return found
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        n_bytes, media = self.tools_bytes, 0
+        for message in messages:
+            b, m = self._of(message)
+            n_bytes += b
+            media += m
+        return int(n_bytes / 4 + 0.5) + AgentScopeCounter.MEDIA_TOKENS * media
+
+
+def split_context(
+    head: Sequence[Message],
+    context: Sequence[Message],
+    to_reserve: float,
+    counter: TokenCounter | Meter,
+    overhead: int = 0,
+) -> tuple[list[Message], list[Message]]:
+    """``_split_context_for_compression``: (messages to compress, messages to keep).
+
+    ``head`` is the system prompt and the current summary, counted with every candidate suffix;
+    ``overhead`` is the tools' tokens (with a plain counter)."""
+    meter = counter if isinstance(counter, Meter) else PerMessage(counter, overhead)
+
+    def tokens(messages: Sequence[Message]) -> int:
+        return meter.tokens([*head, *messages])
+
+    index = len(context) - 1
+    while index >= 0:
+        if tokens(context[index:]) >= to_reserve:
+            break
+        index -= 1
+    if index < 0:
+        return [], list(context)
+    compress = list(context[:index])
+    reserve = list(context[index + 1 :])
+    boundary = context[index]
+    splits = _splits(boundary)
+    if splits is None:
+        if tokens([boundary, *reserve]) > to_reserve:
+            compress.append(boundary)
+        else:
+            reserve.insert(0, boundary)
+    else:
+        block_index = len(splits) - 2  # the last block alone
+        while block_index >= 0:
+            attempt = splits[block_index][1]
+            if tokens([*([attempt] if attempt else []), *reserve]) > to_reserve:
+                break
+            block_index -= 1
+        compressed_part, kept_part = splits[block_index + 1]
+        if compressed_part is not None:
+            compress.append(compressed_part)
+        if kept_part is not None:
+            reserve.insert(0, kept_part)
+    joined = compress + reserve
+    cut = results_after_calls(joined, len(compress))
+    return joined[:cut], joined[cut:]
+
+
+def _output_tokens(message: Message, blocks: Sequence[Part], counter: TokenCounter) -> int:
+    """Tokens of a tool output, counted as AgentScope does: an assistant message of the blocks."""
+    text = "\n".join(p.text for p in blocks if p.is_text)
+    return counter.count_message(
+        Message("assistant", text, parts=tuple(blocks) if message.parts is not None else None)
+    )
+
+
+def split_tool_result(
+    message: Message, limit: int, counter: TokenCounter
+) -> tuple[Message, list[Part]]:
+    """``_split_tool_result_for_compression``: (the kept result, the offloaded blocks).
+
+    No offloaded blocks means the result is within ``limit`` and unchanged."""
+    blocks = list(message.parts) if message.parts is not None else [Part("text", message.content)]
+    if _output_tokens(message, blocks, counter) <= limit:
+        return message, []
+    boundary_index = 0
+    for i in range(len(blocks) - 1, 0, -1):
+        if _output_tokens(message, blocks[:i], counter) < limit:
+            boundary_index = i
+            break
+    reserved = blocks[:boundary_index]
+    offloaded = blocks[boundary_index + 1 :]
+    boundary = blocks[boundary_index]
+    if boundary.is_text:
+        text = boundary.text
+        current = _output_tokens(message, reserved, counter)
+        delta = _output_tokens(message, [*reserved, boundary], counter) - current
+        remaining = limit - current
+        if delta <= 0:
+            keep = len(text) if remaining > 0 else 0
+        else:
+            keep = int(remaining / delta * len(text))
+        keep = max(0, min(len(text), keep))
+        if text[:keep]:
+            if reserved and reserved[-1].is_text:
+                reserved[-1] = replace(reserved[-1], text=reserved[-1].text + text[:keep])
+            else:
+                reserved.append(replace(boundary, text=text[:keep]))
+        if text[keep:]:
+            if offloaded and offloaded[0].is_text:
+                offloaded[0] = replace(offloaded[0], text=text[keep:] + offloaded[0].text)
+            else:
+                offloaded.insert(0, replace(boundary, text=text[keep:]))
+    else:
+        offloaded.insert(0, boundary)
+    if not offloaded:
+        return message, []
+    if message.parts is None:
+        return replace(message, content="".join(p.text for p in reserved)), offloaded
+    return _with_parts(message, reserved), offloaded
+
+
+def append_reminder(message: Message, reminder: str) -> Message:
+    """Add ``reminder`` to the last text block, or as a new text block."""
+    if message.parts is None:
+        return replace(message, content=message.content + reminder)
+    parts = list(message.parts)
+    if parts and parts[-1].is_text:
+        parts[-1] = replace(parts[-1], text=parts[-1].text + reminder)
+    else:
+        parts.append(Part("text", reminder))
+    return _with_parts(message, parts)
+
+
+def _is_image(part: Part) -> bool:
+    return part.type in IMAGE_PART_TYPES
