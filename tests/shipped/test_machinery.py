@@ -228,7 +228,7 @@ def test_drivers_are_pooled_per_program(trace: Trace) -> None:
 
 def test_the_row_records_the_release_and_the_environment_hash(trace: Trace) -> None:
     spec = resolve_spec(
-        RunSpec(trace.id, trace.content_hash, "tests.test_shipped:Scripted", {}, 16_384)
+        RunSpec(trace.id, trace.content_hash, "tests.shipped.test_machinery:Scripted", {}, 16_384)
     )
     row = run_spec(spec, trace).result
     assert (row.release, row.env_hash) == ("scripted==1", "scripted-env")
