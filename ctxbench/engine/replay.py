@@ -28,7 +28,7 @@ from functools import cached_property
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.provider import PairingCheck, SimulatedProvider
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
 from ctxbench.errors import ProviderOverflowError
@@ -103,6 +103,7 @@ def replay(
         asked.setdefault(at, []).append(probe)
 
     strategy.on_start(ctx)
+    pairing = PairingCheck(provider.error_style)
     position = 0
     recorded = {c.call: c for c in trace.recorded_compactions}
     for k, index in enumerate(calls):
@@ -110,7 +111,7 @@ def replay(
         if k in recorded:
             _recorded_event(ctx, recorded[k])
         _ingest(ctx, strategy, messages[position:index], position)
-        _model_call(ctx, strategy, provider, messages[index].usage)
+        _model_call(ctx, strategy, provider, pairing, messages[index].usage)
         _score(ctx, asked.get(k, ()))
         ctx.append_recorded(messages[index], index)
         position = index + 1
@@ -170,7 +171,11 @@ def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Messag
 
 
 def _model_call(
-    ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvider, usage: Usage | None
+    ctx: ReplayContext,
+    strategy: Strategy,
+    provider: SimulatedProvider,
+    pairing: PairingCheck,
+    usage: Usage | None,
 ) -> None:
     ctx.status(None)
     try:
@@ -187,7 +192,7 @@ def _model_call(
         return
     for attempt in range(MAX_ATTEMPTS):
         true_tokens = ctx.view.true_tokens
-        rejected = provider.rejection(ctx.view.messages) if strategy.sends_tool_roles() else None
+        rejected = pairing.rejection(ctx.view.messages) if strategy.sends_tool_roles() else None
         if rejected is not None:  # a malformed request: no agent retries it
             strategy.after_call(
                 _provider_call(ctx, provider, attempt, None, usage, rejected=rejected), ctx
