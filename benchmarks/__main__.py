@@ -41,7 +41,8 @@ HEADLINES: dict[str, tuple[str, tuple[str, ...]]] = {
     "report_vs_sweep_ratio": ("report", ("report_vs_sweep_ratio",)),
     "report_vs_sweep_ratio_recorded": ("report", ("recorded", "report_vs_sweep_ratio")),
     "dbgpt_50_configs_vs_replay_ratio": ("keep_files", ("sweep_vs_replay_ratio",)),
-    "disk_kb_per_cell_keep_files_false": ("keep_files", ("disk_kb_per_cell",)),
+    "disk_kb_per_cell_keep_files_none": ("keep_files", ("disk_kb_per_cell", "none")),
+    "disk_kb_per_cell_keep_files_cited": ("keep_files", ("disk_kb_per_cell", "cited")),
 }
 
 

@@ -128,22 +128,37 @@ class PromptScorer:
     """Scores probes against one prompt (and the files the run wrote so far)."""
 
     def __init__(self, messages: Sequence[Message], files: Mapping[str, bytes]) -> None:
-        raw = prompt_text(messages)
-        self._index = TextIndex.of(raw)
-        self._cited = [
-            TextIndex.of(file_text(path, content))
-            for path, content in sorted(files.items())
-            if path in raw
-        ]
+        self._raw = prompt_text(messages)
+        self._index = TextIndex.of(self._raw)
+        self._files = files
+        self._cited: list[tuple[str, TextIndex]] | None = None
+
+    @property
+    def cited(self) -> list[tuple[str, TextIndex]]:
+        """The files the prompt cites, by path, indexed when a probe first needs them (most
+        answers are in context, and a DB-GPT prompt cites every snapshot it kept)."""
+        if self._cited is None:
+            self._cited = [
+                (path, TextIndex.of(file_text(path, content)))
+                for path, content in sorted(self._files.items())
+                if path in self._raw
+            ]
+        return self._cited
 
     def score(self, probe: Probe) -> str:
+        return self.verdict(probe)[0]
+
+    def verdict(self, probe: Probe) -> tuple[str, str | None]:
+        """The outcome, and for ``via_reference`` the cited file holding the answer (the first
+        by path): the file a sweep keeps with ``keep_files = "cited"``."""
         if self._index.has_any(probe.answers):
-            return "in_context"
-        if any(f.has_any(probe.answers) for f in self._cited):
-            return "via_reference"
+            return "in_context", None
+        cited = next((path for path, f in self.cited if f.has_any(probe.answers)), None)
+        if cited is not None:
+            return "via_reference", cited
         if probe.stale_answers and self._index.has_any(probe.stale_answers):
-            return "stale"
-        return "lost"
+            return "stale", None
+        return "lost", None
 
 
 def score_probes(

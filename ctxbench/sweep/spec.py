@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxbench import config as configuration
+from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, CANONICAL
 from ctxbench.engine.provider import ERROR_STYLES
@@ -162,12 +163,13 @@ class SweepSettings:
     mine_probes: bool = field(
         default=False, metadata=_help("mine probes for traces that have none", "true")
     )
-    keep_files: bool = field(
-        default=True,
+    keep_files: KeepFiles = field(
+        default="all",
         metadata=_help(
-            "keep the snapshot / offload files strategies write (false: keep none; probes "
-            "are scored during the replay either way)",
-            "false",
+            'the snapshot / offload files strategies write: "all"; "cited" (only those a '
+            "probe's evidence was found in, so via_reference stays verifiable); \"none\" "
+            "(probes are scored during the replay either way)",
+            '"cited"',
         ),
     )
     name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
