@@ -69,9 +69,7 @@ class Plan:
                 cells = [c for c in cells if c.run_id not in skip]
                 for start in range(0, len(cells), batch):
                     chunk = tuple(cells[start : start + batch])
-                    yield Task(
-                        chunk, {k: v for k, v in prices.items() if k == counter}, keep_files
-                    )
+                    yield Task(chunk, {k: v for k, v in prices.items() if k == counter}, keep_files)
 
 
 def plan(spec: SweepSpec) -> Plan:

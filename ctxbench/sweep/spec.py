@@ -167,7 +167,7 @@ class SweepSettings:
         default="all",
         metadata=_help(
             'the snapshot / offload files strategies write: "all"; "cited" (only those a '
-            "probe's evidence was found in, so via_reference stays verifiable); \"none\" "
+            'probe\'s evidence was found in, so via_reference stays verifiable); "none" '
             "(probes are scored during the replay either way)",
             '"cited"',
         ),
