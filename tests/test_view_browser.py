@@ -130,7 +130,7 @@ def test_open_step_to_a_compaction_follow_a_probe_compare(browser: Any, viewer: 
         # compare the two runs: aligned by call, the first divergence marked
         page.page.select_option("#compare-select", run_b)
         page.wait()
-        expected = first_divergence(runs.events[0], runs.events[1]).call
+        expected = first_divergence(runs.typed[0], runs.typed[1]).call
         assert expected is not None
         assert page.page.locator("#go-divergence").text_content() == f"call {expected}"
         page.page.click("#go-divergence")
@@ -198,7 +198,7 @@ def test_compare_a_run_with_one_from_another_results_source(
         assert title_b.startswith("baseline/rows.jsonl: ") and run_a in title_b
         title_a = page.page.locator("#pane-a .pane-title").text_content() or ""
         assert title_a.startswith("current/rows.jsonl: ") and run_b in title_a
-        expected = first_divergence(runs.events[1], runs.events[0]).call
+        expected = first_divergence(runs.typed[1], runs.typed[0]).call
         assert expected is not None
         assert page.page.locator("#go-divergence").text_content() == f"call {expected}"
         page.page.click("#go-divergence")

@@ -121,6 +121,12 @@ class ResultsDir:
     def typed_events(self, run_id: str | None = None) -> Iterator[tuple[str, Event]]:
         """``(run_id, Event)`` of every event (or those of one cell)."""
         for e in self.events(run_id):
+            if not isinstance(e.get("step"), int):  # the journal's lines are checked for it
+                raise ResultsError(
+                    f"an event of run {e.get('run_id')!r} has no integer step",
+                    path=self.path / layout.EVENTS,
+                    hint=layout.REBUILD,
+                )
             yield str(e.pop("run_id")), Event.from_dict(e)
 
     def files_dir(self, run_id: str) -> Path:

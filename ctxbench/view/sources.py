@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench import jsontext
+from ctxbench.engine.events import Event
 from ctxbench.errors import ConfigError
 
 _HINT = (
@@ -27,7 +28,7 @@ class Source:
     """The rows to show, and the recorded events of each run when an events file was given."""
 
     rows: tuple[Mapping[str, Any], ...]
-    recorded: Mapping[str, Sequence[Mapping[str, Any]]]
+    recorded: Mapping[str, Sequence[Event]]
 
 
 def _is_events_file(path: Path) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.engine import events as ev
+from ctxbench.engine.events import Event
 from ctxbench.results import write_files
 from ctxbench.view.capture import Capture, probe_json
 
@@ -119,7 +120,7 @@ def _message_json(capture: Capture, index: int) -> dict[str, Any]:
 def write_run(
     root: Path,
     capture: Capture,
-    recorded: Sequence[Mapping[str, Any]] = (),
+    recorded: Sequence[Event] = (),
     *,
     side: int = 0,
     source: str = "",
@@ -150,7 +151,7 @@ def write_run(
     if recorded:
         from ctxbench.divergence import first_divergence
 
-        mismatch = first_divergence(recorded, capture.events).call
+        mismatch = first_divergence(recorded, [Event.from_dict(e) for e in capture.events]).call
     run = {
         "id": key,
         "run_id": run_id,
