@@ -337,18 +337,10 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
 
 def _check_keys(data: Mapping[str, Any], source: Path) -> None:
     """Unknown top-level keys, with "did you mean" over the keys and the table names."""
-    import difflib
-
     known = [*SweepSettings.__dataclass_fields__, *_TABLES]
     for key in data:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            raise ConfigError(
-                f"unknown key {key!r}; valid keys: {', '.join(known)}",
-                path=source,
-                key=key,
-                hint=f"did you mean {close[0]!r}?" if close else "remove it or fix its spelling",
-            )
+            raise configuration.unknown_key(key, known, valid=", ".join(known), path=source)
 
 
 def _check_names(top: SweepSettings, source: Path) -> None:
