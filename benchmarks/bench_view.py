@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+#: What ``viewer.js`` shows of a long prompt: its first and last messages.
+SHOWN_HEAD, SHOWN_TAIL = 3, 300
 
 
 def _timed(fn: Callable[[], T]) -> tuple[T, float, float]:
@@ -42,15 +44,19 @@ def _data(viewer: Path, key: str) -> tuple[Any, int]:
 
 
 def call_load_kb(viewer: Path, run_id: str, call: int) -> float:
-    """Kilobytes the page loads to show ``call`` of ``run_id``."""
+    """Kilobytes the page loads to show ``call`` of ``run_id`` (as ``viewer.js`` does: the
+    index, the run's summary, the chunks of this call and the one before, and the message
+    chunks of the messages shown: a long prompt shows its first 3 and last 300)."""
     index, index_size = _data(viewer, "index")
     _, run_size = _data(viewer, f"{run_id}/run")
-    chunk, chunk_size = _data(viewer, f"{run_id}/calls-{call // index['calls_per_chunk']}")
-    ranges = chunk[call % index["calls_per_chunk"]]["ranges"]
-    per = index["messages_per_chunk"]
-    chunks = {c for a, b in ranges for c in range(a // per, b // per + 1)}
-    sizes = sum((viewer / "data" / run_id / f"msgs-{c}.js").stat().st_size for c in chunks)
-    return (index_size + run_size + chunk_size + sizes) / 1024
+    per_call = index["calls_per_chunk"]
+    names = {f"calls-{k // per_call}" for k in (call, max(call - 1, 0))}
+    chunk, _ = _data(viewer, f"{run_id}/calls-{call // per_call}")
+    ids = [i for a, b in chunk[call % per_call]["ranges"] for i in range(a, b + 1)]
+    shown = ids[:SHOWN_HEAD] + ids[-SHOWN_TAIL:] if len(ids) > SHOWN_HEAD + SHOWN_TAIL else ids
+    names |= {f"msgs-{i // index['messages_per_chunk']}" for i in shown}
+    sizes = sum((viewer / "data" / run_id / f"{name}.js").stat().st_size for name in names)
+    return (index_size + run_size + sizes) / 1024
 
 
 def run(quick: bool) -> dict[str, Any]:

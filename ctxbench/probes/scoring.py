@@ -16,6 +16,7 @@ JSON (a DB-GPT snapshot) is searched in its decoded strings too, so escaping can
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +87,21 @@ class TextIndex:
         kept = normalise(text, keep_case=True)
         return cls(kept.lower(), kept)
 
+    @classmethod
+    def of_lines(cls, lines: Sequence[str]) -> TextIndex:
+        """``of("\\n".join(lines))``, the same index, each line normalised once per process
+        (a sweep scores the same long history under every configuration)."""
+        kept = " ".join(
+            filter(
+                None,
+                (
+                    _kept(line) if len(line) <= _CACHED_LINE else normalise(line, keep_case=True)
+                    for line in lines
+                ),
+            )
+        )
+        return cls(kept.lower(), kept)
+
     def has(self, answer: str) -> bool:
         if _is_exact(answer):
             return _contains(self.kept, normalise(answer, keep_case=True))
@@ -95,9 +111,26 @@ class TextIndex:
         return any(self.has(a) for a in answers)
 
 
+#: Longer lines are normalised each time, so the cache holds at most 2,048 x 16 K characters
+#: (a prompt of one trace fits; a sweep moves on to the next trace).
+_CACHED_LINE = 16_384
+
+
+@functools.lru_cache(maxsize=2048)
+def _kept(line: str) -> str:
+    """A line normalised with its case kept: whitespace only splits tokens, so a joined text
+    normalises to its lines' normal forms joined by one space (the empty ones left out)."""
+    return normalise(line, keep_case=True)
+
+
 def prompt_text(messages: Sequence[Message]) -> str:
     """Everything the model reads in a prompt: content, tool calls, replay fields."""
-    return "\n".join(message_search_text(m) + replay_text(m) for m in messages)
+    return "\n".join(prompt_lines(messages))
+
+
+def prompt_lines(messages: Sequence[Message]) -> list[str]:
+    """The text of each message of a prompt (:func:`prompt_text` joins them)."""
+    return [message_search_text(m) + replay_text(m) for m in messages]
 
 
 def file_text(path: str, content: bytes) -> str:
@@ -128,8 +161,9 @@ class PromptScorer:
     """Scores probes against one prompt (and the files the run wrote so far)."""
 
     def __init__(self, messages: Sequence[Message], files: Mapping[str, bytes]) -> None:
-        self._raw = prompt_text(messages)
-        self._index = TextIndex.of(self._raw)
+        lines = prompt_lines(messages)
+        self._raw = "\n".join(lines)
+        self._index = TextIndex.of_lines(lines)
         self._files = files
         self._cited: list[tuple[str, TextIndex]] | None = None
 
