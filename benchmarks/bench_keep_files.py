@@ -12,7 +12,9 @@ counters' caches make the 49 other configurations cheaper than the first.
   ``min_keep_recent_rounds`` = 50 cells, ``keep_files = "none"``; the ``_cpu`` figures are the
   same in this process's CPU seconds (steadier than wall time on a shared machine);
 - ``disk_kb_per_cell``: the results directory's size / cells, for ``"none"``, ``"cited"``
-  (the files a probe's evidence was found in) and ``"all"``; ``files_per_cell`` likewise.
+  (the files a probe's evidence was found in) and ``"all"``; ``files_per_cell`` likewise (the
+  synthetic trace's probes are answered in context or lost, so "cited" keeps nothing there);
+- ``scenario``: the same figures on embedded scenarios whose probes snapshots answer.
 """
 
 from __future__ import annotations
@@ -34,6 +36,37 @@ KEEP: tuple[KeepFiles, ...] = ("none", "cited", "all")
 
 def _size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def _disk(out: Path, cells: int) -> tuple[float, float]:
+    """KB and files a sweep's directory holds per cell."""
+    kept = [p for p in (out / "files").rglob("*") if p.is_file()]
+    return round(_size(out) / 1024 / cells, 1), round(len(kept) / cells, 2)
+
+
+def _scenario_disk(folder: Path) -> dict[str, Any]:
+    """Disk per cell for each value on a trace whose probes DB-GPT's snapshots answer (the
+    embedded ``support_agent`` and ``coding_agent``, DB-GPT as designed and sliding_window
+    at 16k): ``"cited"`` keeps a few files, ``"all"`` every snapshot."""
+    from ctxbench.sweep import run_sweep
+    from ctxbench.sweep.spec import StrategyGrid, SweepSpec, TraceSource
+
+    spec = SweepSpec(
+        traces=(TraceSource(scenario="support_agent"), TraceSource(scenario="coding_agent")),
+        strategies=(
+            StrategyGrid("dbgpt", {"release": "design", "warning_threshold": [0.6, 0.7]}),
+            StrategyGrid("sliding_window", {"keep_rounds": 4}),
+        ),
+        windows=(16384,),
+    )
+    out: dict[str, Any] = {"cells": 0, "disk_kb_per_cell": {}, "files_per_cell": {}}
+    for keep in KEEP:
+        cells = run_sweep(dataclasses.replace(spec, keep_files=keep), folder / keep).cells
+        kb, files = _disk(folder / keep, cells)
+        out["cells"] = cells
+        out["disk_kb_per_cell"][keep] = kb
+        out["files_per_cell"][keep] = files
+    return out
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -88,10 +121,10 @@ def run(quick: bool) -> dict[str, Any]:
             cells = run_sweep(dataclasses.replace(sweep, keep_files=keep), out).cells
             seconds[keep] = round(time.perf_counter() - started, 3)
             cpu_seconds[keep] = round(time.process_time() - cpu, 3)
-            disk[keep] = round(_size(out) / 1024 / cells, 1)
-            kept = [p for p in (out / "files").rglob("*") if p.is_file()]
-            files[keep] = round(len(kept) / cells, 2)
+            disk[keep], files[keep] = _disk(out, cells)
+        scenario = _scenario_disk(Path(tmp) / "scenario")
         return {
+            "scenario": scenario,
             "rounds": rounds,
             "probes": len(trace.probes),
             "cells": cells,
