@@ -130,3 +130,25 @@ def test_an_events_file_needs_its_rows() -> None:
     found = read_source(runs.root / "events.jsonl", rows=runs.rows_file)
     assert [r["run_id"] for r in found.rows] == [r["run_id"] for r in runs.rows]
     assert set(found.recorded) == {r["run_id"] for r in runs.rows}
+
+
+def test_two_sources_are_named_by_the_path_parts_that_differ(tmp_path: Path) -> None:
+    from ctxbench.view.sources import source_names
+
+    a, b = tmp_path / "baseline" / "rows.jsonl", tmp_path / "current" / "rows.jsonl"
+    assert source_names(a, b) == ("baseline/rows.jsonl", "current/rows.jsonl")
+    assert source_names(tmp_path / "x", tmp_path / "y") == ("x", "y")
+    assert source_names(a, a) == ("A", "B")
+
+
+def test_the_other_source_shows_the_same_runs_else_the_same_traces() -> None:
+    from ctxbench.view.sources import counterparts
+
+    rows = two_runs().rows
+    run_b = rows[1]["run_id"]
+    assert counterparts(rows, rows[:1], [run_b]) == [rows[1]]
+    assert counterparts(rows, rows[:1], ["0000000000000000"]) == rows  # no such run: its trace
+    assert counterparts(rows, rows[:1], []) == rows
+    elsewhere = [dict(r, trace_id="other") for r in rows]
+    with pytest.raises(ConfigError, match="no run of the traces shown"):
+        counterparts(elsewhere, rows[:1], [])
