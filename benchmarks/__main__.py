@@ -41,7 +41,13 @@ HEADLINES: dict[str, tuple[str, tuple[str, ...]]] = {
     "report_vs_sweep_ratio": ("report", ("report_vs_sweep_ratio",)),
     "report_vs_sweep_ratio_recorded": ("report", ("recorded", "report_vs_sweep_ratio")),
     "dbgpt_50_configs_vs_replay_ratio": ("keep_files", ("sweep_vs_replay_ratio",)),
-    "disk_kb_per_cell_keep_files_false": ("keep_files", ("disk_kb_per_cell",)),
+    "dbgpt_50_configs_vs_replay_cpu_ratio": ("keep_files", ("sweep_vs_replay_cpu_ratio",)),
+    "disk_kb_per_cell_keep_files_none": ("keep_files", ("disk_kb_per_cell", "none")),
+    "disk_kb_per_cell_keep_files_cited": ("keep_files", ("disk_kb_per_cell", "cited")),
+    "view_10000_rounds_s": ("view", ("view_s",)),
+    "view_10000_rounds_vs_replay_ratio": ("view", ("view_vs_replay_ratio",)),
+    "view_10000_rounds_call_load_kb_max": ("view", ("call_load_kb_max",)),
+    "report_10000_rounds_s": ("view", ("report_s",)),
 }
 
 

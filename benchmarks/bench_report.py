@@ -113,7 +113,7 @@ def _recorded(quick: bool) -> dict[str, Any] | None:
         strategies=(StrategyGrid("none"), StrategyGrid("sliding_window"), StrategyGrid("dbgpt")),
         windows=(32768,) if quick else (32768, 131072),
         mine_probes=True,
-        keep_files=False,
+        keep_files="none",
     )
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-recorded-") as tmp:
         out = Path(tmp) / "results"

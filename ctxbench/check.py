@@ -34,6 +34,7 @@ from xml.etree import ElementTree as ET
 
 from ctxbench import jsontext
 from ctxbench.config import INT64_MAX
+from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError, CtxbenchError
 from ctxbench.escaping import markdown_cell, markdown_code, markdown_text, one_line, xml_text
 
@@ -68,14 +69,14 @@ IDENTITY: tuple[str, ...] = (
 )
 
 
-def cell_key(row: Mapping[str, Any]) -> str:
+def cell_key(result: RunResult) -> str:
     """The readable key of a row: the same cell under a new id still matches its baseline."""
     from ctxbench.cell.spec import RunSpec
 
     try:
-        spec = RunSpec.from_dict(json.loads(row["spec"]))
-    except (KeyError, TypeError, ValueError, RecursionError, CtxbenchError):  # a damaged spec
-        return f"{row.get('trace_id')}|{row.get('strategy')}|w={row.get('window')}|{row.get('counter')}"
+        spec = RunSpec.from_dict(json.loads(result.spec))
+    except (TypeError, ValueError, RecursionError, CtxbenchError):  # a damaged spec
+        return f"{result.trace_id}|{result.strategy}|w={result.window}|{result.counter}"
     return spec.key
 
 
@@ -85,15 +86,14 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _cell(row: Mapping[str, Any]) -> dict[str, Any]:
+def _cell(result: RunResult) -> dict[str, Any]:
     """A row as a gate cell: run id, key, identity fields and metrics."""
-    cell = {"run_id": str(row["run_id"]), "key": cell_key(row)}
-    cell.update({f: _clean(row.get(f)) for f in IDENTITY})
-    cell.update({m: _clean(row.get(m)) for m in METRICS})
+    cell = {"run_id": result.run_id, "key": cell_key(result)}
+    cell.update({f: _clean(getattr(result, f)) for f in (*IDENTITY, *METRICS)})
     return cell
 
 
-def make_baseline(rows: Iterable[Mapping[str, Any]], results_dir: str = "") -> dict[str, Any]:
+def make_baseline(results: Iterable[RunResult], results_dir: str = "") -> dict[str, Any]:
     """The baseline document of a results table (cells sorted by run_id); ``results_dir``
     is recorded so ``check`` can print the ``ctxbench diff`` command of a regressed cell."""
     from ctxbench.engine.result import SCHEMA_VERSION
@@ -106,7 +106,7 @@ def make_baseline(rows: Iterable[Mapping[str, Any]], results_dir: str = "") -> d
     }
     if results_dir:
         doc["results_dir"] = results_dir
-    doc["cells"] = [_cell(row) for row in sorted(rows, key=lambda r: str(r["run_id"]))]
+    doc["cells"] = [_cell(result) for result in sorted(results, key=lambda r: r.run_id)]
     return doc
 
 
@@ -405,7 +405,7 @@ def _aggregate(
 
 
 def check(
-    rows: Iterable[Mapping[str, Any]],
+    results: Iterable[RunResult],
     baseline: Mapping[str, Any],
     tol: Tolerances,
     match_by: Sequence[str] = (),
@@ -414,7 +414,7 @@ def check(
     from ctxbench.decisions.changes import baseline_warnings, paired_intervals
     from ctxbench.decisions.matching import cell_names, match_leftovers
 
-    current = {str(r["run_id"]): _cell(r) for r in rows}
+    current = {r.run_id: _cell(r) for r in results}
     by_key = {c["key"]: c for c in current.values()}
     matched: set[str] = set()
     found: list[tuple[Mapping[str, Any], Mapping[str, Any] | None, str]] = []

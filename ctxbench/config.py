@@ -171,6 +171,22 @@ def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
     raise fail(_type_name(tp))
 
 
+def unknown_key(
+    key: str, known: Sequence[str], *, valid: str, path: str | Path | None
+) -> ConfigError:
+    """The error for a key that is not one of ``known`` (``valid`` lists them), with the
+    closest known key as its hint."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return ConfigError(
+        f"unknown key {key!r}; valid keys: {valid}",
+        path=path,
+        key=key,
+        hint=f"did you mean {close[0]!r}?" if close else "remove it or fix its spelling",
+    )
+
+
 def build(cls: type[C], params: Mapping[str, Any], *, source: str | None = None) -> C:
     """Build config ``cls`` from ``params``; unknown keys and bad values are ConfigErrors."""
     if not dataclasses.is_dataclass(cls):
@@ -180,15 +196,7 @@ def build(cls: type[C], params: Mapping[str, Any], *, source: str | None = None)
     kwargs: dict[str, Any] = {}
     for key, value in params.items():
         if key not in hints:
-            import difflib
-
-            close = difflib.get_close_matches(key, names, n=1)
-            raise ConfigError(
-                f"unknown key {key!r}; valid keys: {_valid_keys(cls)}",
-                path=source,
-                key=key,
-                hint=f"did you mean {close[0]!r}?" if close else "remove it or fix its spelling",
-            )
+            raise unknown_key(key, names, valid=_valid_keys(cls), path=source)
         kwargs[key] = coerce(value, hints[key], key=key, source=source)
     try:
         return cls(**kwargs)

@@ -9,24 +9,29 @@ messages they dropped, provider calls) and, over the whole runs, which probes ch
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ctxbench.engine import events as ev
+from ctxbench.engine.events import Event
 from ctxbench.errors import ResultsError
 from ctxbench.results import ResultsDir, event_lines
 
-_IGNORED = ("step", "run_id")
 
-
-def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
-    """The events of one run from an events JSONL file (the only run, or ``run_id``)."""
+def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[Event]]:
+    """The events of one run from an events JSONL file (the only run, or ``run_id``). The
+    diff ignores steps, so a line whose ``step`` is missing (or not an integer) takes its
+    position in its run."""
     path = Path(path)
-    runs: dict[str, list[dict[str, Any]]] = {}
+    runs: dict[str, list[Event]] = {}
     for event in event_lines(path):
-        runs.setdefault(str(event.get("run_id", "")), []).append(event)
+        run = runs.setdefault(str(event.pop("run_id", "")), [])
+        step = event.get("step")
+        if not isinstance(step, int) or isinstance(step, bool):
+            event["step"] = len(run)
+        run.append(Event.from_dict(event))
     if run_id is not None:
         if run_id not in runs:
             raise ResultsError(
@@ -47,7 +52,7 @@ def read_events(path: str | Path, run_id: str | None = None) -> tuple[str, list[
     return only, runs[only]
 
 
-def run_events(source: str | Path, run_id: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+def run_events(source: str | Path, run_id: str | None = None) -> tuple[str, list[Event]]:
     """The events of one run from an events file or a results directory (where ``run_id``
     is required): a baseline's results and the current ones can be compared run by run."""
     path = Path(source)
@@ -59,7 +64,7 @@ def run_events(source: str | Path, run_id: str | None = None) -> tuple[str, list
             path=path,
             hint="name the run with --run-a / --run-b (`ctxbench check` prints the command)",
         )
-    events = list(ResultsDir(path).events(run_id))
+    events = [e for _, e in ResultsDir(path).typed_events(run_id)]
     if not events:
         raise ResultsError(
             f"no events of run {run_id!r}",
@@ -69,19 +74,20 @@ def run_events(source: str | Path, run_id: str | None = None) -> tuple[str, list
     return run_id, events
 
 
-def _normal(event: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in event.items() if k not in _IGNORED}
+def _normal(event: Event) -> dict[str, Any]:
+    """What is compared of an event: everything but its step."""
+    return {k: v for k, v in event.to_dict().items() if k != "step"}
 
 
-def _by_call(events: Iterable[Mapping[str, Any]]) -> dict[int, list[dict[str, Any]]]:
-    out: dict[int, list[dict[str, Any]]] = {}
+def _by_call(events: Iterable[Event]) -> dict[int, list[Event]]:
+    out: dict[int, list[Event]] = {}
     for e in events:
-        out.setdefault(int(e["call"]), []).append(_normal(e))
+        out.setdefault(e.call, []).append(e)
     return out
 
 
-def probe_outcomes(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    return {str(e["probe_id"]): str(e["outcome"]) for e in events if e.get("type") == ev.PROBE}
+def probe_outcomes(events: Iterable[Event]) -> dict[str, str]:
+    return {str(e["probe_id"]): str(e["outcome"]) for e in events if e.type == ev.PROBE}
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,8 @@ class Divergence:
     """The first call where two replays differ, what each did there, and probe changes."""
 
     call: int | None
-    a: list[dict[str, Any]] = field(default_factory=list)
-    b: list[dict[str, Any]] = field(default_factory=list)
+    a: list[Event] = field(default_factory=list)
+    b: list[Event] = field(default_factory=list)
     probes: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
@@ -98,12 +104,14 @@ class Divergence:
         return self.call is None and not self.probes
 
 
-def first_divergence(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> Divergence:
+def first_divergence(a: Sequence[Event], b: Sequence[Event]) -> Divergence:
     """Compare two runs' events call by call."""
     calls_a, calls_b = _by_call(a), _by_call(b)
     first = None
     for call in sorted(set(calls_a) | set(calls_b)):
-        if calls_a.get(call) != calls_b.get(call):
+        if [_normal(e) for e in calls_a.get(call, ())] != [
+            _normal(e) for e in calls_b.get(call, ())
+        ]:
             first = call
             break
     pa, pb = probe_outcomes(a), probe_outcomes(b)
@@ -117,19 +125,19 @@ def first_divergence(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, An
     return Divergence(first, calls_a.get(first, []), calls_b.get(first, []), changed)
 
 
-def _describe(event: Mapping[str, Any]) -> str:
-    kind = event["type"]
+def _describe(event: Event) -> str:
+    kind = event.type
     if kind == ev.CONTEXT_STATUS:
-        layer = f" after {event['compact_layer']}" if event.get("compact_layer") else ""
-        return f"status{layer}: {event['used']} / {event['budget']} estimated ({event.get('ratio')}) -> {event['state']}"
+        layer = f" after {event['compact_layer']}" if event.data.get("compact_layer") else ""
+        return f"status{layer}: {event['used']} / {event['budget']} estimated ({event.data.get('ratio')}) -> {event['state']}"
     if kind == ev.COMPACTION:
         ranges = ", ".join(
-            f"{a}" if a == b else f"{a}-{b}" for a, b in event.get("dropped_messages") or []
+            f"{a}" if a == b else f"{a}-{b}" for a, b in event.data.get("dropped_messages") or []
         )
         dropped = f"; trace messages dropped: {ranges}" if ranges else ""
         return (
             f"compaction {event['layer']}: {event['messages_before']} -> {event['messages_after']} messages "
-            f"(dropped {event['dropped']}, rewritten {event['changed']}, added {event.get('added', 0)}), est {event['est_before']} -> "
+            f"(dropped {event['dropped']}, rewritten {event['changed']}, added {event.data.get('added', 0)}), est {event['est_before']} -> "
             f"{event['est_after']}, true {event['true_before']} -> {event['true_after']}{dropped}"
         )
     if kind == ev.PROVIDER_CALL:
@@ -146,7 +154,7 @@ def _describe(event: Mapping[str, Any]) -> str:
         return f"probe {event['probe_id']} ({event['kind']}): {event['outcome']}"
     if kind == ev.SNAPSHOT:
         return f"file {event['path']} ({event['bytes']} bytes)"
-    return json.dumps(dict(event), ensure_ascii=False)
+    return json.dumps(_normal(event), ensure_ascii=False)
 
 
 def render(div: Divergence, label_a: str, label_b: str) -> str:

@@ -46,7 +46,7 @@ def write_baseline(results_dir: str | Path, path: str | Path) -> Path:
 
     from ctxbench.results import ResultsDir
 
-    doc = make_baseline(ResultsDir(results_dir).rows())
+    doc = make_baseline(ResultsDir(results_dir).results())
     Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return Path(path)
 
@@ -64,7 +64,7 @@ def assert_no_regression(
     from ctxbench.results import ResultsDir
 
     tol = Tolerances(max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing)
-    report = check(ResultsDir(results_dir).rows(), load_baseline(baseline), tol)
+    report = check(ResultsDir(results_dir).results(), load_baseline(baseline), tol)
     if report.failed:
         raise AssertionError("ctxbench regression\n" + text_report(report))
     return report

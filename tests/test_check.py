@@ -39,7 +39,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def baseline(results: Path, tmp_path: Path) -> dict[str, Any]:
-    return make_baseline(ResultsDir(results).rows())
+    return make_baseline(ResultsDir(results).results())
 
 
 def save(doc: dict[str, Any], path: Path) -> Path:
@@ -183,7 +183,7 @@ def test_pairing_violations_and_new_errors_always_fail() -> None:
 def test_the_aggregate_fails_when_mean_retention_drops_beyond_tolerance(
     results: Path, baseline: dict[str, Any]
 ) -> None:
-    rows = ResultsDir(results).rows()
+    rows = ResultsDir(results).results()
     worse = copy.deepcopy(baseline)
     for c in worse["cells"]:
         if c["retention"] is not None:
@@ -216,7 +216,7 @@ def test_a_cell_whose_run_id_changed_still_matches_by_key(
     results: Path, baseline: dict[str, Any]
 ) -> None:
     baseline["cells"][0]["run_id"] = "0000000000000000"
-    report = check(ResultsDir(results).rows(), baseline, Tolerances())
+    report = check(ResultsDir(results).results(), baseline, Tolerances())
     renamed = [c for c in report.cells if c.matched_by == "key"]
     assert len(renamed) == 1 and not report.failed and not report.new and not report.missing
 
@@ -244,7 +244,7 @@ def test_junit_has_one_test_case_per_cell_and_parses_back(
     assert out.exit_code == 1
     suite = ET.parse(tmp_path / "j.xml").getroot()
     cases = suite.findall("testcase")
-    rows = ResultsDir(results).rows()
+    rows = ResultsDir(results).results()
     assert len(cases) == len(rows) + 1 + 1  # every cell, the missing ghost, the aggregate
     failed = [c for c in cases if c.find("failure") is not None]
     assert int(suite.get("failures", "0")) == len(failed) >= 2

@@ -10,6 +10,7 @@ carried ``=HYPERLINK(...)`` as a formula.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -54,14 +55,14 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[gate.CheckReport, 
         "utf-8",
     )
     run_sweep(load_sweep(root / "sweep.toml"), root / "results", with_csv=True)
-    rows = ResultsDir(root / "results").rows()
+    rows = ResultsDir(root / "results").results()
     baseline = gate.make_baseline(rows)
     kept = [c for c in baseline["cells"] if c["trace_id"] != HOSTILE_IDS[-1]]
     for cell in kept:  # the cells regress: they raise now
         cell["error"] = None
     gone = dict(kept[0], run_id="f" * 16, key=kept[0]["key"].replace("|", "|gone ", 1))
     baseline["cells"] = [*kept, gone]
-    current = [dict(r, error="RuntimeError: <b>boom</b>\n## fake") for r in rows]
+    current = [dataclasses.replace(r, error="RuntimeError: <b>boom</b>\n## fake") for r in rows]
     result = gate.check(current, baseline, gate.Tolerances())
     assert result.failed and result.regressed and result.missing and result.new
     return result, root

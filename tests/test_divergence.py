@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -13,6 +11,7 @@ from ctxbench.cli import cli
 from ctxbench.counting import get_counter
 from ctxbench.divergence import first_divergence, read_events
 from ctxbench.engine import events as ev
+from ctxbench.engine.events import Event, event_line
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import replay
 from ctxbench.errors import ConfigError
@@ -38,7 +37,7 @@ def react(n: int) -> Trace:
     return Trace("r", tuple(msgs), probes=probes)
 
 
-def events_for(warning: float, trace: Trace) -> list[dict[str, Any]]:
+def events_for(warning: float, trace: Trace) -> list[Event]:
     strategy = build_strategy(
         "dbgpt",
         {
@@ -52,7 +51,12 @@ def events_for(warning: float, trace: Trace) -> list[dict[str, Any]]:
         },
     )
     out = replay(trace, strategy, SimulatedProvider(6000), true_counter=CHARS4, estimator=CHARS4)
-    return [{"run_id": f"w{warning}", **e.to_dict()} for e in out.events]
+    return list(out.events)
+
+
+def events_file(warning: float, trace: Trace) -> str:
+    """The events of :func:`events_for` as an events file's lines (run id ``w<warning>``)."""
+    return "".join(event_line(e, run_id=f"w{warning}") + "\n" for e in events_for(warning, trace))
 
 
 def test_runs_that_differ_in_one_threshold_diverge_at_the_first_call_where_it_matters() -> None:
@@ -61,12 +65,12 @@ def test_runs_that_differ_in_one_threshold_diverge_at_the_first_call_where_it_ma
     div = first_divergence(a, b)
     assert div.call is not None
     # before the divergence both runs saw the same prompts; at it, only the lower threshold compacts
-    ratio_a = next(e["ratio"] for e in div.a if e["type"] == ev.CONTEXT_STATUS)
+    ratio_a = next(e["ratio"] for e in div.a if e.type == ev.CONTEXT_STATUS)
     assert 0.5 <= ratio_a < 0.7
-    assert [e["layer"] for e in div.a if e["type"] == ev.COMPACTION] == ["layer1"]
-    assert [e for e in div.b if e["type"] == ev.COMPACTION] == []
-    first_a = next(e for e in a if e["type"] == ev.COMPACTION)
-    assert first_a["call"] == div.call
+    assert [e["layer"] for e in div.a if e.type == ev.COMPACTION] == ["layer1"]
+    assert [e for e in div.b if e.type == ev.COMPACTION] == []
+    first_a = next(e for e in a if e.type == ev.COMPACTION)
+    assert first_a.call == div.call
     assert div.probes, "truncating old observations changes what probes find"
     assert {o for pair in div.probes.values() for o in pair} == {"in_context", "lost"}
 
@@ -80,9 +84,7 @@ def test_identical_runs_report_no_divergence() -> None:
 def test_diff_command_on_two_events_files(tmp_path: Path) -> None:
     trace = react(40)
     for name, warning in (("a", 0.5), ("b", 0.7)):
-        (tmp_path / f"{name}.jsonl").write_text(
-            "".join(json.dumps(e) + "\n" for e in events_for(warning, trace)), "utf-8"
-        )
+        (tmp_path / f"{name}.jsonl").write_text(events_file(warning, trace), "utf-8")
     out = CliRunner().invoke(cli, ["diff", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
     assert out.exit_code == 0, out.output
     assert "first divergence at call" in out.output
@@ -93,10 +95,7 @@ def test_diff_command_on_two_events_files(tmp_path: Path) -> None:
 def test_a_file_with_several_runs_needs_a_run_id(tmp_path: Path) -> None:
     trace = react(5)
     path = tmp_path / "both.jsonl"
-    path.write_text(
-        "".join(json.dumps(e) + "\n" for e in events_for(0.5, trace) + events_for(0.7, trace)),
-        "utf-8",
-    )
+    path.write_text(events_file(0.5, trace) + events_file(0.7, trace), "utf-8")
     with pytest.raises(ConfigError, match="holds 2 runs"):
         read_events(path)
     run_id, events = read_events(path, "w0.7")

@@ -84,7 +84,7 @@ def test_the_sweep_reference_covers_every_key_and_the_readme_holds_it() -> None:
         "run python -m ctxbench.sweep.reference --readme README.md"
     )
     help_text = CliRunner().invoke(cli, ["sweep", "--help"]).output
-    assert "keep_files (bool = true; e.g. false)" in help_text
+    assert 'keep_files ("all" | "cited" | "none" = "all"; e.g. "cited")' in help_text
 
 
 def test_init_writes_a_sweep_that_runs_and_keeps_no_files(tmp_path: Path) -> None:
@@ -93,10 +93,10 @@ def test_init_writes_a_sweep_that_runs_and_keeps_no_files(tmp_path: Path) -> Non
     result = CliRunner().invoke(cli, ["init", str(runs.root / "traces.jsonl"), "-o", str(out)])
     assert result.exit_code == 0, result.output
     text = out.read_text("utf-8")
-    assert 'format = "canonical"' in text and "keep_files = false" in text
+    assert 'format = "canonical"' in text and 'keep_files = "cited"' in text
     assert text.count("\n#") >= 5  # commented
     spec = load_sweep(out)
-    assert spec.windows == (32_768, 131_072) and not spec.keep_files
+    assert spec.windows == (32_768, 131_072) and spec.keep_files == "cited"
     again = CliRunner().invoke(cli, ["init", "-o", str(out)])
     assert isinstance(again.exception, ConfigError) and "--force" in str(again.exception)
     small = out.with_name("small.toml")

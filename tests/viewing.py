@@ -17,7 +17,7 @@ from typing import Any
 
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
-from ctxbench.engine.events import event_line
+from ctxbench.engine.events import Event, event_line
 from ctxbench.engine.view import ContextView
 from ctxbench.formats.canonical import write_traces
 from ctxbench.synth import generate, load_scenario
@@ -50,6 +50,8 @@ class Runs:
     trace: Trace
     rows: list[dict[str, Any]]
     events: list[list[dict[str, Any]]]
+    #: the same events, typed (what ``first_divergence`` compares)
+    typed: list[list[Event]]
     #: per run: call index -> the prompt the engine accepted at that call
     prompts: list[dict[int, tuple[Message, ...]]]
 
@@ -81,7 +83,7 @@ def two_runs() -> Runs:
     trace = next(generate(load_scenario("coding_agent"), seed=1))
     source = root / "traces.jsonl"
     write_traces(source, [trace])
-    rows, events, prompts = [], [], []
+    rows, events, prompts, typed = [], [], [], []
     lines = []
     for threshold in THRESHOLDS:
         spec = spec_for(trace, source, threshold)
@@ -92,9 +94,10 @@ def two_runs() -> Runs:
         prompts.append(dict(zip(accepted, seen)))
         rows.append(output.result.to_row())
         events.append([{"run_id": spec.run_id, **e.to_dict()} for e in output.events])
+        typed.append(list(output.events))
         lines += [event_line(e, run_id=spec.run_id) for e in output.events]
     with (root / "rows.jsonl").open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     (root / "events.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return Runs(root, trace, rows, events, prompts)
+    return Runs(root, trace, rows, events, typed, prompts)

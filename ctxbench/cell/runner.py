@@ -4,8 +4,9 @@ provider), run the pure replay, time it, and compute its row once."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from ctxbench import config as configuration
 from ctxbench.cell.spec import RunSpec, canonical_json
@@ -16,6 +17,7 @@ from ctxbench.engine.provider import SimulatedProvider, prompt_cache_for
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.strategy import Strategy
+from ctxbench.probes.model import Probe
 from ctxbench.strategies import build_strategy, strategy_class
 from ctxbench.summarizers import build_summarizer
 from ctxbench.summarizers.base import Summarizer
@@ -79,16 +81,22 @@ def build_parts(spec: RunSpec, trace: Trace | None = None) -> Parts:
     )
 
 
-def run_spec(spec: RunSpec, trace: Trace, *, prices: Prices | None = None) -> ReplayOutput:
+def run_spec(
+    spec: RunSpec,
+    trace: Trace,
+    *,
+    prices: Prices | None = None,
+    mined: Callable[[], Sequence[Probe]] | None = None,
+) -> ReplayOutput:
     """Replay one resolved cell; the row's ``replay_seconds`` is the only clock reading, and
-    the row is computed once, after it. A trace reusing a tool call id is refused."""
+    the row is computed once, after it. A trace reusing a tool call id is refused. ``mined``
+    gives the trace's mined probes when the spec asks for them (a sweep mines a trace once
+    for all its cells: mining a 300-round trace takes seconds)."""
     refuse_duplicate_call_ids(trace, source=spec.trace_source)
     parts = build_parts(spec, trace)
     probes = None
     if spec.mine_probes and not trace.probes:
-        from ctxbench.probes.mining import mine_probes
-
-        probes = mine_probes(trace)
+        probes = (mined or (lambda: mined_probes(trace)))()
     started = time.perf_counter()
     output = replay(
         trace,
@@ -105,6 +113,28 @@ def run_spec(spec: RunSpec, trace: Trace, *, prices: Prices | None = None) -> Re
     return replace(output, replay_seconds=round(time.perf_counter() - started, 6))
 
 
+def mined_probes(trace: Trace) -> tuple[Probe, ...]:
+    """The probes mined from ``trace`` (for a spec with ``mine_probes``)."""
+    from ctxbench.probes.mining import mine_probes
+
+    return tuple(mine_probes(trace))
+
+
 def error_result(spec: RunSpec, error: BaseException) -> RunResult:
     """The row of a cell that raised: identity, zero metrics and the error text."""
     return result_from_events((), identity_of(spec), error=f"{type(error).__name__}: {error}")
+
+
+#: What a sweep keeps of the snapshot / offload files its strategies write: every file, only
+#: the files a probe's evidence was found in (so a ``via_reference`` outcome stays verifiable),
+#: or none (probes are scored during the replay either way).
+KeepFiles = Literal["all", "cited", "none"]
+
+
+def kept_files(output: ReplayOutput, keep: KeepFiles) -> dict[str, bytes]:
+    """The files of ``output`` that ``keep`` keeps."""
+    if keep == "all":
+        return dict(output.files)
+    if keep == "cited":
+        return {path: output.files[path] for path in sorted(output.cited)}
+    return {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,14 +18,17 @@ from ctxbench.atomic_file import AtomicFile
 from ctxbench.cli.options import dir_option, file_option
 from ctxbench.errors import ConfigError
 
+if TYPE_CHECKING:
+    from ctxbench.engine.result import RunResult
 
-def _rows(results_dir: str) -> list[dict[str, object]]:
+
+def _results(results_dir: str) -> list[RunResult]:
     from ctxbench.results import ResultsDir
 
-    rows = ResultsDir(results_dir).rows()
-    if not rows:
+    results = ResultsDir(results_dir).results()
+    if not results:
         raise ConfigError("holds no result rows", path=results_dir, hint="run the sweep first")
-    return rows
+    return results
 
 
 def _write(path: str, text: str) -> None:
@@ -45,7 +49,7 @@ def baseline(results_dir: str, out: str) -> None:
     Example:
       ctxbench sweep ci.toml -o results && ctxbench baseline results -o baseline.json
     """
-    doc = gate.make_baseline(_rows(results_dir), results_dir)
+    doc = gate.make_baseline(_results(results_dir), results_dir)
     _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     click.echo(f"wrote {out}: {len(doc['cells'])} cells")
     from ctxbench.decisions.changes import baseline_warnings
@@ -123,7 +127,7 @@ def check(
         max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing
     )
     doc = gate.load_baseline(baseline_file)
-    report = gate.check(_rows(results_dir), doc, tol, fields)
+    report = gate.check(_results(results_dir), doc, tol, fields)
     report.results_dir = results_dir
     if baseline_results:
         report.baseline_results = baseline_results
@@ -164,7 +168,8 @@ def diff(a: str, b: str, results_dir: str | None, run_a: str | None, run_b: str 
         from ctxbench.results import ResultsDir
 
         store = ResultsDir(results_dir)
-        events_a, events_b = list(store.events(a)), list(store.events(b))
+        events_a = [e for _, e in store.typed_events(a)]
+        events_b = [e for _, e in store.typed_events(b)]
         for run_id, events in ((a, events_a), (b, events_b)):
             if not events:
                 raise ConfigError(f"no events of run {run_id!r}", path=results_dir)

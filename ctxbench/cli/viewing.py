@@ -23,6 +23,17 @@ from ctxbench.cli.options import dir_option, file_option, quiet_option
     help="For an events file: the rows of the same run (`ctxbench run --out rows.jsonl`).",
 )
 @click.option("--run", "run_ids", multiple=True, metavar="RUN_ID", help="Show only these runs.")
+@click.option(
+    "--against",
+    type=click.Path(exists=True),
+    help="Another results source (a baseline, a release's results) whose runs of the same "
+    "traces are shown beside SOURCE's, aligned by call.",
+)
+@click.option(
+    "--against-rows",
+    type=click.Path(exists=True, dir_okay=False),
+    help="For an events file given to --against: the rows of the same run.",
+)
 @click.option("--serve", is_flag=True, help="Serve the viewer on 127.0.0.1 and open nothing else.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @quiet_option()
@@ -31,6 +42,8 @@ def view(
     out_dir: str | None,
     rows_file: str | None,
     run_ids: tuple[str, ...],
+    against: str | None,
+    against_rows: str | None,
     serve: bool,
     port: int,
     quiet: bool,
@@ -43,7 +56,9 @@ def view(
     rewritten messages marked, citations linked to the snapshot files), the true and
     estimated tokens against the window and the strategy's thresholds, the compaction and the
     provider's verdict, and where each probe's answer was. Compare two runs of one trace side
-    by side, aligned by call, with the first divergence marked. The page loads one call at a
+    by side, aligned by call, with the first divergence marked; with --against, a run of
+    SOURCE opens beside its counterpart in the other source (the same run id, else the same
+    configuration): baseline vs current, reproduction vs release. The page loads one call at a
     time, so it stays fast on a 10,000-round run; it opens from file:// or with --serve.
 
     \b
@@ -52,6 +67,7 @@ def view(
       ctxbench run t.jsonl -s dbgpt -w 32k --out rows.jsonl && ctxbench view rows.jsonl --serve
       ctxbench run t.jsonl -s dbgpt -w 32k --events ev.jsonl --out rows.jsonl
       ctxbench view ev.jsonl --rows rows.jsonl -o viewer/
+      ctxbench view results/current --against results/baseline -o viewer/
     """
     from pathlib import Path
 
@@ -65,7 +81,15 @@ def view(
         else (path / "viewer" if path.is_dir() else path.with_suffix(".viewer"))
     )
     bar = terminal_bar("view", quiet=quiet)
-    index = build(path, target, rows=rows_file, run_ids=run_ids, progress=bar.update)
+    index = build(
+        path,
+        target,
+        rows=rows_file,
+        run_ids=run_ids,
+        against=against,
+        against_rows=against_rows,
+        progress=bar.update,
+    )
     bar.close()
     click.echo(f"wrote {index}")
     if serve:

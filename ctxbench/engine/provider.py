@@ -67,19 +67,42 @@ def pairing_rejection(messages: Sequence[Message], style: str) -> str | None:
     "preceeding"), Anthropic's ``tool_use``/``tool_result`` messages (indices without the system
     prompt, which Anthropic takes apart), and vLLM's OpenAI-compatible error object.
     """
-    open_calls: list[str] = []
-    owner = -1
-    for i, msg in enumerate([*messages, Message("user")]):
-        if msg.role == "tool":
-            if msg.tool_call_id in open_calls:
-                open_calls.remove(msg.tool_call_id)
-                continue
-            return _pairing_text(style, i, messages, orphan=msg.tool_call_id or "")
-        if open_calls:
-            return _pairing_text(style, owner, messages, missing=open_calls)
-        if msg.role == "assistant":
-            open_calls, owner = [c.id for c in msg.tool_calls], i
-    return None
+    return PairingCheck(style).rejection(tuple(messages))
+
+
+class PairingCheck:
+    """:func:`pairing_rejection` for the successive prompts of one replay: a prompt that
+    extends the last valid one is checked from where that one ended (the prefix is compared
+    as a tuple, element identity first), so a replay does not rescan its whole history at
+    every call."""
+
+    def __init__(self, style: str) -> None:
+        self.style = style
+        self._valid: tuple[Message, ...] = ()
+        self._open: tuple[str, ...] = ()
+        self._owner = -1
+
+    def rejection(self, messages: tuple[Message, ...]) -> str | None:
+        start = len(self._valid)
+        if len(messages) >= start and messages[:start] == self._valid:
+            open_calls, owner = list(self._open), self._owner
+        else:
+            start, open_calls, owner = 0, [], -1
+        for i in range(start, len(messages)):
+            msg = messages[i]
+            if msg.role == "tool":
+                if msg.tool_call_id in open_calls:
+                    open_calls.remove(msg.tool_call_id)
+                    continue
+                return _pairing_text(self.style, i, messages, orphan=msg.tool_call_id or "")
+            if open_calls:
+                return _pairing_text(self.style, owner, messages, missing=open_calls)
+            if msg.role == "assistant":
+                open_calls, owner = [c.id for c in msg.tool_calls], i
+        self._valid, self._open, self._owner = messages, tuple(open_calls), owner
+        if open_calls:  # the next message (the model's turn) comes before the results
+            return _pairing_text(self.style, owner, messages, missing=open_calls)
+        return None
 
 
 def _pairing_text(
@@ -198,10 +221,6 @@ class SimulatedProvider:
     def limit(self) -> int:
         """Largest accepted prompt, in true tokens."""
         return self.window - self.reserved
-
-    def rejection(self, messages: Sequence[Message]) -> str | None:
-        """The 400 text for a prompt the provider refuses whatever its length (tool pairing)."""
-        return pairing_rejection(messages, self.error_style)
 
     def check(self, true_tokens: int) -> None:
         """Accept the prompt, or raise :class:`ProviderOverflowError` with the provider's text."""

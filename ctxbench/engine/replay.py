@@ -28,12 +28,12 @@ from functools import cached_property
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.provider import SimulatedProvider
+from ctxbench.engine.provider import PairingCheck, SimulatedProvider
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
 from ctxbench.errors import ProviderOverflowError
 from ctxbench.probes.model import Probe
-from ctxbench.probes.scoring import score_probes
+from ctxbench.probes.scoring import PromptScorer
 from ctxbench.summarizers.base import Summarizer
 from ctxbench.trace import Message, RecordedCompaction, Trace, Usage
 
@@ -55,6 +55,8 @@ class ReplayOutput:
     final_view: tuple[Message, ...] = ()
     prices: Prices | None = None
     replay_seconds: float = 0.0
+    #: the files a probe's evidence was found in (``via_reference``): what keeps it verifiable
+    cited: frozenset[str] = frozenset()
 
     @cached_property
     def result(self) -> RunResult:
@@ -103,6 +105,8 @@ def replay(
         asked.setdefault(at, []).append(probe)
 
     strategy.on_start(ctx)
+    pairing = PairingCheck(provider.error_style)
+    cited: set[str] = set()
     position = 0
     recorded = {c.call: c for c in trace.recorded_compactions}
     for k, index in enumerate(calls):
@@ -110,8 +114,8 @@ def replay(
         if k in recorded:
             _recorded_event(ctx, recorded[k])
         _ingest(ctx, strategy, messages[position:index], position)
-        _model_call(ctx, strategy, provider, messages[index].usage)
-        _score(ctx, asked.get(k, ()))
+        _model_call(ctx, strategy, provider, pairing, messages[index].usage)
+        _score(ctx, asked.get(k, ()), cited)
         ctx.append_recorded(messages[index], index)
         position = index + 1
     ctx.call = n_calls
@@ -122,7 +126,7 @@ def replay(
         ctx.status(None)
         with contextlib.suppress(ReplyAborted):  # probes still read the prompt as it stands
             strategy.before_call(ctx)
-        _score(ctx, asked[n_calls])
+        _score(ctx, asked[n_calls], cited)
 
     return ReplayOutput(
         tuple(ctx.events),
@@ -130,6 +134,7 @@ def replay(
         dict(ctx.files),
         ctx.view.messages,
         prices,
+        cited=frozenset(cited),
     )
 
 
@@ -170,7 +175,11 @@ def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Messag
 
 
 def _model_call(
-    ctx: ReplayContext, strategy: Strategy, provider: SimulatedProvider, usage: Usage | None
+    ctx: ReplayContext,
+    strategy: Strategy,
+    provider: SimulatedProvider,
+    pairing: PairingCheck,
+    usage: Usage | None,
 ) -> None:
     ctx.status(None)
     try:
@@ -187,7 +196,7 @@ def _model_call(
         return
     for attempt in range(MAX_ATTEMPTS):
         true_tokens = ctx.view.true_tokens
-        rejected = provider.rejection(ctx.view.messages) if strategy.sends_tool_roles() else None
+        rejected = pairing.rejection(ctx.view.messages) if strategy.sends_tool_roles() else None
         if rejected is not None:  # a malformed request: no agent retries it
             strategy.after_call(
                 _provider_call(ctx, provider, attempt, None, usage, rejected=rejected), ctx
@@ -262,6 +271,13 @@ def _provider_call(
     return call
 
 
-def _score(ctx: ReplayContext, probes: Sequence[Probe]) -> None:
-    for probe, outcome in score_probes(probes, ctx.view.messages, ctx.files):
+def _score(ctx: ReplayContext, probes: Sequence[Probe], cited: set[str]) -> None:
+    """Score the probes asked now; the files their evidence was found in join ``cited``."""
+    if not probes:
+        return
+    scorer = PromptScorer(ctx.view.messages, ctx.files)
+    for probe in probes:
+        outcome, evidence = scorer.verdict(probe)
+        if evidence is not None:
+            cited.add(evidence)
         ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome)

@@ -16,6 +16,7 @@ JSON (a DB-GPT snapshot) is searched in its decoded strings too, so escaping can
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,6 +87,21 @@ class TextIndex:
         kept = normalise(text, keep_case=True)
         return cls(kept.lower(), kept)
 
+    @classmethod
+    def of_lines(cls, lines: Sequence[str]) -> TextIndex:
+        """``of("\\n".join(lines))``, the same index, each line normalised once per process
+        (a sweep scores the same long history under every configuration)."""
+        kept = " ".join(
+            filter(
+                None,
+                (
+                    _kept(line) if len(line) <= _CACHED_LINE else normalise(line, keep_case=True)
+                    for line in lines
+                ),
+            )
+        )
+        return cls(kept.lower(), kept)
+
     def has(self, answer: str) -> bool:
         if _is_exact(answer):
             return _contains(self.kept, normalise(answer, keep_case=True))
@@ -95,9 +111,26 @@ class TextIndex:
         return any(self.has(a) for a in answers)
 
 
+#: Longer lines are normalised each time, so the cache holds at most 2,048 x 16 K characters
+#: (a prompt of one trace fits; a sweep moves on to the next trace).
+_CACHED_LINE = 16_384
+
+
+@functools.lru_cache(maxsize=2048)
+def _kept(line: str) -> str:
+    """A line normalised with its case kept: whitespace only splits tokens, so a joined text
+    normalises to its lines' normal forms joined by one space (the empty ones left out)."""
+    return normalise(line, keep_case=True)
+
+
 def prompt_text(messages: Sequence[Message]) -> str:
     """Everything the model reads in a prompt: content, tool calls, replay fields."""
-    return "\n".join(message_search_text(m) + replay_text(m) for m in messages)
+    return "\n".join(prompt_lines(messages))
+
+
+def prompt_lines(messages: Sequence[Message]) -> list[str]:
+    """The text of each message of a prompt (:func:`prompt_text` joins them)."""
+    return [message_search_text(m) + replay_text(m) for m in messages]
 
 
 def file_text(path: str, content: bytes) -> str:
@@ -128,22 +161,38 @@ class PromptScorer:
     """Scores probes against one prompt (and the files the run wrote so far)."""
 
     def __init__(self, messages: Sequence[Message], files: Mapping[str, bytes]) -> None:
-        raw = prompt_text(messages)
-        self._index = TextIndex.of(raw)
-        self._cited = [
-            TextIndex.of(file_text(path, content))
-            for path, content in sorted(files.items())
-            if path in raw
-        ]
+        lines = prompt_lines(messages)
+        self._raw = "\n".join(lines)
+        self._index = TextIndex.of_lines(lines)
+        self._files = files
+        self._cited: list[tuple[str, TextIndex]] | None = None
+
+    @property
+    def cited(self) -> list[tuple[str, TextIndex]]:
+        """The files the prompt cites, by path, indexed when a probe first needs them (most
+        answers are in context, and a DB-GPT prompt cites every snapshot it kept)."""
+        if self._cited is None:
+            self._cited = [
+                (path, TextIndex.of(file_text(path, content)))
+                for path, content in sorted(self._files.items())
+                if path in self._raw
+            ]
+        return self._cited
 
     def score(self, probe: Probe) -> str:
+        return self.verdict(probe)[0]
+
+    def verdict(self, probe: Probe) -> tuple[str, str | None]:
+        """The outcome, and for ``via_reference`` the cited file holding the answer (the first
+        by path): the file a sweep keeps with ``keep_files = "cited"``."""
         if self._index.has_any(probe.answers):
-            return "in_context"
-        if any(f.has_any(probe.answers) for f in self._cited):
-            return "via_reference"
+            return "in_context", None
+        cited = next((path for path, f in self.cited if f.has_any(probe.answers)), None)
+        if cited is not None:
+            return "via_reference", cited
         if probe.stale_answers and self._index.has_any(probe.stale_answers):
-            return "stale"
-        return "lost"
+            return "stale", None
+        return "lost", None
 
 
 def score_probes(

@@ -124,6 +124,12 @@ class ResultsDir:
         """``(run_id, Event)`` of every event (or those of one cell), types in ``skip``
         passed over as by :meth:`events`."""
         for e in self.events(run_id, skip=skip):
+            if not isinstance(e.get("step"), int):  # the journal's lines are checked for it
+                raise ResultsError(
+                    f"an event of run {e.get('run_id')!r} has no integer step",
+                    path=self.path / layout.EVENTS,
+                    hint=layout.REBUILD,
+                )
             yield str(e.pop("run_id")), Event.from_dict(e)
 
     def files_dir(self, run_id: str) -> Path:

@@ -79,6 +79,7 @@ layer4_max_retries 1.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -418,7 +419,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     def _prefix_kept(self, ctx: ReplayContext) -> bool:
         view = ctx.view.messages
         n = len(self._built)
-        return len(view) >= n and all(a is b for a, b in zip(view[:n], self._built))
+        return len(view) >= n and all(map(operator.is_, view[:n], self._built))
 
     def _rebuild(self, ctx: ReplayContext) -> None:
         """0.8.2: the agent builds the prompt from memory (the uncompacted history plus what
@@ -428,8 +429,8 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             self._history = [*self._history, *ctx.view.messages[len(self._built) :]]
         else:
             self._history = list(ctx.view.messages)
-        if len(self._history) != len(ctx.view) or any(
-            a is not b for a, b in zip(self._history, ctx.view.messages)
+        if len(self._history) != len(ctx.view) or not all(
+            map(operator.is_, self._history, ctx.view.messages)
         ):
             ctx.view.replace(self._history)
 

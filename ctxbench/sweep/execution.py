@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.result import Prices
 from ctxbench.sweep.executors import Executor, InlineExecutor
@@ -44,7 +45,14 @@ class Plan:
             for config in self.configs:
                 yield entry.cell(config).run_id
 
-    def tasks(self, *, skip: set[str], batch: int, prices: Mapping[str, Prices]) -> Iterator[Task]:
+    def tasks(
+        self,
+        *,
+        skip: set[str],
+        batch: int,
+        prices: Mapping[str, Prices],
+        keep_files: KeepFiles = "all",
+    ) -> Iterator[Task]:
         """Tasks for the cells not in ``skip``: one trace and one true counter each (so a
         worker tokenizes a trace with the counters it needs, not all of them), at most
         ``batch`` cells; longest random-access traces first."""
@@ -62,7 +70,11 @@ class Plan:
                 for start in range(0, len(cells), batch):
                     chunk = tuple(cells[start : start + batch])
                     # by the cells' counter: ``auto`` resolves per trace (TraceEntry.cell)
-                    yield Task(chunk, {k: v for k, v in prices.items() if k == chunk[0].counter})
+                    yield Task(
+                        chunk,
+                        {k: v for k, v in prices.items() if k == chunk[0].counter},
+                        keep_files,
+                    )
 
 
 def plan(spec: SweepSpec) -> Plan:
@@ -172,11 +184,11 @@ def run_sweep(
             examples: list[tuple[str, str]] = []
             report = on_progress or (lambda _: None)
             report(Progress(skipped, planned.cells, 0, skipped))
-            tasks = planned.tasks(skip=writer.finished, batch=batch, prices=spec.prices)
+            tasks = planned.tasks(
+                skip=writer.finished, batch=batch, prices=spec.prices, keep_files=spec.keep_files
+            )
             for outcomes in executor.imap_unordered(run_task, tasks):
-                writer.append(
-                    [(o.run_id, o.record, o.files if spec.keep_files else {}) for o in outcomes]
-                )
+                writer.append([(o.run_id, o.record, o.files) for o in outcomes])
                 for outcome in outcomes:
                     done += 1
                     if outcome.failed:

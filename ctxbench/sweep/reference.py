@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,10 +86,17 @@ def rows() -> Iterator[tuple[str, str, str, str, str, str]]:
         ("[[strategies]]", StrategyGrid),
         ("[prices.COUNTER]", Prices),
     ):
+        hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             example = f.metadata.get("example") or _EXAMPLES.get((table, f.name), "")
             what = f.metadata.get("help") or _HELP.get((table, f.name), "")
-            yield table, f.name, _type_name(f.type), _default(f), example, what
+            kind = hints[f.name]
+            named = (
+                " | ".join(f'"{v}"' for v in typing.get_args(kind))
+                if typing.get_origin(kind) is typing.Literal
+                else _type_name(f.type)
+            )
+            yield table, f.name, named, _default(f), example, what
 
 
 def markdown() -> str:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxbench import config as configuration
+from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import AUTO, CANONICAL
 from ctxbench.engine.provider import ERROR_STYLES
@@ -171,12 +172,13 @@ class SweepSettings:
     mine_probes: bool = field(
         default=False, metadata=_help("mine probes for traces that have none", "true")
     )
-    keep_files: bool = field(
-        default=True,
+    keep_files: KeepFiles = field(
+        default="all",
         metadata=_help(
-            "keep the snapshot / offload files strategies write (false: keep none; probes "
-            "are scored during the replay either way)",
-            "false",
+            'the snapshot / offload files strategies write: "all"; "cited" (only those a '
+            'probe\'s evidence was found in, so via_reference stays verifiable); "none" '
+            "(probes are scored during the replay either way)",
+            '"cited"',
         ),
     )
     kind_weights: Mapping[str, float] = field(
@@ -400,18 +402,10 @@ def sweep_from_dict(data: Mapping[str, Any], *, source: Path) -> SweepSpec:
 
 def _check_keys(data: Mapping[str, Any], source: Path) -> None:
     """Unknown top-level keys, with "did you mean" over the keys and the table names."""
-    import difflib
-
     known = [*SweepSettings.__dataclass_fields__, *_TABLES]
     for key in data:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            raise ConfigError(
-                f"unknown key {key!r}; valid keys: {', '.join(known)}",
-                path=source,
-                key=key,
-                hint=f"did you mean {close[0]!r}?" if close else "remove it or fix its spelling",
-            )
+            raise configuration.unknown_key(key, known, valid=", ".join(known), path=source)
 
 
 def _check_names(top: SweepSettings, source: Path) -> None:

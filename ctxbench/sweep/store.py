@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -204,8 +204,7 @@ class ResultsWriter:
         ):
             for rid in wanted:
                 record = read_record(journal, index[rid])
-                for e in record["events"]:
-                    events_out.write(event_line(Event.from_dict(e), run_id=rid) + "\n")
+                events_out.write("".join(_event_lines(rid, record["events"])))
                 table.add(record["row"])
                 failed += record["row"]["error"] is not None
         return failed
@@ -226,6 +225,20 @@ class ResultsWriter:
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _event_lines(run_id: str, events: Sequence[Mapping[str, Any]]) -> Iterator[str]:
+    """The events file's lines of one cell's journal events: ``event_line`` of each, the same
+    bytes; a journal event already in its order (type, data, call, step: what the worker
+    wrote) is encoded as it is, with the run id put first."""
+    prefix = '{"run_id":' + _ENCODE(run_id) + ","
+    for e in events:
+        keys = list(e)
+        if keys[0] == "type" and keys[-2:] == ["call", "step"]:
+            yield prefix + _ENCODE(e)[1:] + "\n"
+        else:
+            yield event_line(Event.from_dict(e), run_id=run_id) + "\n"
 
 
 def _folders(run_id: str, files: Mapping[str, bytes]) -> set[str]:

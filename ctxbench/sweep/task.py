@@ -9,9 +9,11 @@ record, so the driver only appends bytes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.result import Prices, RunResult
 from ctxbench.results.journal import record_line
@@ -23,6 +25,8 @@ class Task:
 
     cells: tuple[RunSpec, ...]
     prices: Mapping[str, Prices] = field(default_factory=dict)
+    #: which of the files a cell wrote come back (the others never leave the worker)
+    keep_files: KeepFiles = "all"
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class CellOutcome:
 
 def run_task(task: Task) -> tuple[CellOutcome, ...]:
     """Run every cell of ``task`` in this process; failures become error rows."""
-    from ctxbench.cell.runner import error_result, run_spec
+    from ctxbench.cell.runner import error_result, kept_files, mined_probes, run_spec
     from ctxbench.cell.traces import load_trace
 
     first = task.cells[0]
@@ -45,16 +49,22 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
         trace = load_trace(first.trace_source, first.trace_id, first.trace_hash)
     except Exception as exc:  # the source changed or vanished: every cell records why
         return tuple(_failed(error_result(spec, exc)) for spec in task.cells)
+    mined = functools.cache(lambda: mined_probes(trace))  # once per trace, if asked
     out = []
     for spec in task.cells:
         try:
-            output = run_spec(spec, trace, prices=task.prices.get(spec.counter))
+            output = run_spec(spec, trace, prices=task.prices.get(spec.counter), mined=mined)
         except Exception as exc:  # a strategy or plug-in raised: the row carries the error
             out.append(_failed(error_result(spec, exc)))
             continue
         events = [e.to_dict() for e in output.events]
         out.append(
-            CellOutcome(spec.run_id, record_line(output.result, events), dict(output.files), False)
+            CellOutcome(
+                spec.run_id,
+                record_line(output.result, events),
+                kept_files(output, task.keep_files),
+                False,
+            )
         )
     return tuple(out)
 

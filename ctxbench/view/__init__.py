@@ -21,26 +21,43 @@ def build(
     *,
     rows: str | Path | None = None,
     run_ids: Sequence[str] = (),
+    against: str | Path | None = None,
+    against_rows: str | Path | None = None,
     title: str = "",
     progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Write the viewer of ``source``'s runs into ``out_dir``; returns its ``index.html``.
-    ``progress(done, total)`` hears of every run replayed."""
+    ``against`` is another results source (a baseline, a release's results): its runs of the
+    same traces are shown too, each source's runs labelled by its name, so a run can be
+    compared with one of the other source aligned by call. ``progress(done, total)`` hears of
+    every run replayed."""
     from ctxbench.cell.traces import load_trace
     from ctxbench.results import spec_of_row
     from ctxbench.view.capture import capture_run
-    from ctxbench.view.sources import read_source, select
+    from ctxbench.view.sources import counterparts, read_source, select, source_names
     from ctxbench.view.write import write_viewer
 
     found = read_source(source, rows=rows)
-    chosen = select(found.rows, run_ids)
+    sides = [(found, select(found.rows, run_ids))]
+    names: tuple[str, ...] = ()
+    if against is not None:
+        other = read_source(against, rows=against_rows)
+        sides.append((other, counterparts(other.rows, sides[0][1], run_ids)))
+        names = source_names(source, against)
+    total = sum(len(chosen) for _, chosen in sides)
 
-    def captures() -> Iterator[tuple[Any, Any]]:
-        for done, row in enumerate(chosen):
-            spec = spec_of_row(row)
-            trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
-            yield capture_run(spec, trace, row), found.recorded.get(spec.run_id, ())
-            if progress is not None:
-                progress(done + 1, len(chosen))
+    def captures() -> Iterator[tuple[Any, Any, int]]:
+        done = 0
+        for side, (src, chosen) in enumerate(sides):
+            for row in chosen:
+                spec = spec_of_row(row)
+                trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
+                yield capture_run(spec, trace, row), src.recorded.get(spec.run_id, ()), side
+                done += 1
+                if progress is not None:
+                    progress(done, total)
 
-    return write_viewer(out_dir, captures, title=title or f"ctxbench viewer: {Path(source).name}")
+    shown = " vs ".join(names) if names else Path(source).name
+    return write_viewer(
+        out_dir, captures, title=title or f"ctxbench viewer: {shown}", sources=names
+    )

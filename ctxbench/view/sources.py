@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench import jsontext
+from ctxbench.engine.events import Event
 from ctxbench.errors import ConfigError
 
 _HINT = (
@@ -27,7 +28,7 @@ class Source:
     """The rows to show, and the recorded events of each run when an events file was given."""
 
     rows: tuple[Mapping[str, Any], ...]
-    recorded: Mapping[str, Sequence[Mapping[str, Any]]]
+    recorded: Mapping[str, Sequence[Event]]
 
 
 def _is_events_file(path: Path) -> bool:
@@ -87,3 +88,34 @@ def select(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str]) -> list[Ma
             hint="run ids are in the run_id column (`ctxbench run --json` prints them)",
         )
     return [by_id[r] for r in run_ids]
+
+
+def counterparts(
+    rows: Sequence[Mapping[str, Any]],
+    shown: Sequence[Mapping[str, Any]],
+    run_ids: Sequence[str],
+) -> list[Mapping[str, Any]]:
+    """The rows of the other source to show beside ``shown``: those of ``run_ids`` when it
+    has them, else every row of the traces ``shown`` replays (runs compare within a trace)."""
+    if run_ids:
+        wanted = [r for r in rows if r.get("run_id") in set(run_ids)]
+        if wanted:
+            return wanted
+    traces = {r.get("trace_id") for r in shown}
+    same = [r for r in rows if r.get("trace_id") in traces]
+    if not same:
+        raise ConfigError(
+            "the other source holds no run of the traces shown",
+            hint="compare runs of the same traces (trace_id column)",
+        )
+    return same
+
+
+def source_names(first: str | Path, second: str | Path) -> tuple[str, str]:
+    """How the viewer names two sources: their last path parts that differ."""
+    a, b = Path(first).resolve(), Path(second).resolve()
+    for depth in range(1, max(len(a.parts), len(b.parts)) + 1):
+        name_a, name_b = "/".join(a.parts[-depth:]), "/".join(b.parts[-depth:])
+        if name_a != name_b:
+            return name_a, name_b
+    return "A", "B"

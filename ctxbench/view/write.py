@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.engine import events as ev
+from ctxbench.engine.events import Event
 from ctxbench.results import write_files
 from ctxbench.view.capture import Capture, probe_json
 
@@ -117,11 +118,19 @@ def _message_json(capture: Capture, index: int) -> dict[str, Any]:
 
 
 def write_run(
-    root: Path, capture: Capture, recorded: Sequence[Mapping[str, Any]] = ()
+    root: Path,
+    capture: Capture,
+    recorded: Sequence[Event] = (),
+    *,
+    side: int = 0,
+    source: str = "",
 ) -> dict[str, Any]:
-    """Write one run's data files; returns its entry in the index."""
+    """Write one run's data files; returns its entry in the index. ``side`` 1 is the run of
+    the other results source (``--against``): its data go under its own key, since both
+    sources may hold the same run id (a reproduction of a release's cell)."""
     spec = capture.spec
     run_id = spec.run_id
+    key = run_id if side == 0 else f"{side}-{run_id}"
     digests = capture.digests()
     by_call: dict[int, list[dict[str, Any]]] = {}
     for e in capture.events:
@@ -137,14 +146,16 @@ def write_run(
     ]
     files = sorted(capture.files)
     if capture.files:
-        write_files(root / "files" / run_id, capture.files, then="write the viewer again")
+        write_files(root / "files" / key, capture.files, then="write the viewer again")
     mismatch = None
     if recorded:
         from ctxbench.divergence import first_divergence
 
-        mismatch = first_divergence(recorded, capture.events).call
+        mismatch = first_divergence(recorded, [Event.from_dict(e) for e in capture.events]).call
     run = {
-        "id": run_id,
+        "id": key,
+        "run_id": run_id,
+        "source": source,
         "trace_id": spec.trace_id,
         "strategy": spec.strategy,
         "params": dict(spec.params),
@@ -165,23 +176,25 @@ def write_run(
         "recorded_mismatch": mismatch,
         "row": {k: v for k, v in capture.row.items() if k not in ("spec",)},
     }
-    _write(root, f"{run_id}/run", run)
+    _write(root, f"{key}/run", run)
     for start in range(0, n, CALLS_PER_CHUNK):
         chunk = [
             {"ranges": [list(r) for r in capture.calls[k].ranges], "events": by_call.get(k, [])}
             for k in range(start, min(n, start + CALLS_PER_CHUNK))
         ]
-        _write(root, f"{run_id}/calls-{start // CALLS_PER_CHUNK}", chunk)
+        _write(root, f"{key}/calls-{start // CALLS_PER_CHUNK}", chunk)
     for start in range(0, len(capture.messages), MESSAGES_PER_CHUNK):
         stop = min(len(capture.messages), start + MESSAGES_PER_CHUNK)
         _write(
             root,
-            f"{run_id}/msgs-{start // MESSAGES_PER_CHUNK}",
+            f"{key}/msgs-{start // MESSAGES_PER_CHUNK}",
             [_message_json(capture, i) for i in range(start, stop)],
         )
     row = capture.row
     return {
-        "id": run_id,
+        "id": key,
+        "run_id": run_id,
+        "source": source,
         "params": dict(spec.params),
         "trace_id": spec.trace_id,
         "strategy": spec.strategy,
@@ -199,9 +212,12 @@ def write_viewer(
     captures: Callable[[], Any],
     *,
     title: str = "ctxbench viewer",
+    sources: Sequence[str] = (),
 ) -> Path:
     """Write the viewer's page and the data of every capture ``captures()`` yields
-    (``(Capture, recorded_events)`` pairs, one at a time, so memory holds one run)."""
+    (``(Capture, recorded_events, side)``, one at a time, so memory holds one run). With two
+    ``sources`` (names), ``side`` says which one a run comes from (0 or 1); runs are labelled
+    by it and a run opens compared with its counterpart in the other source."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     for stale in ("data", "files"):
@@ -210,14 +226,22 @@ def write_viewer(
     assets = resources.files("ctxbench.view") / "assets"
     for name in ASSETS:
         (root / name).write_text((assets / name).read_text("utf-8"), "utf-8")
-    entries = [write_run(root, capture, recorded) for capture, recorded in captures()]
+    named = len(sources) > 1
+    entries = [
+        write_run(root, capture, recorded, side=side, source=sources[side] if named else "")
+        for capture, recorded, side in captures()
+    ]
     run_labels(entries)
+    for entry in entries:
+        if entry["source"]:
+            entry["label"] = f"{entry['source']}: {entry['label']}"
     entries.sort(key=lambda e: (str(e["trace_id"]), str(e["label"]), str(e["id"])))
     _write(
         root,
         "index",
         {
             "title": title,
+            "sources": list(sources) if named else [],
             "runs": entries,
             "calls_per_chunk": CALLS_PER_CHUNK,
             "messages_per_chunk": MESSAGES_PER_CHUNK,

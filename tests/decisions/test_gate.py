@@ -77,8 +77,8 @@ def test_a_changed_knob_is_compared_with_its_old_value_under_match_by(
     knob_sweeps: tuple[Path, Path],
 ) -> None:
     old, new = knob_sweeps
-    baseline = make_baseline(ResultsDir(old).rows(), str(old))
-    rows = ResultsDir(new).rows()
+    baseline = make_baseline(ResultsDir(old).results(), str(old))
+    rows = ResultsDir(new).results()
     plain = check(rows, baseline, Tolerances())
     assert len(plain.missing) == 1 and len(plain.new) == 1 and plain.failed
     paired = check(rows, baseline, Tolerances(), MATCH_ALL)
@@ -107,8 +107,8 @@ def test_diff_takes_a_baseline_results_directory_and_a_current_one(
     knob_sweeps: tuple[Path, Path],
 ) -> None:
     old, new = knob_sweeps
-    baseline = make_baseline(ResultsDir(old).rows(), str(old))
-    report = check(ResultsDir(new).rows(), baseline, Tolerances(), MATCH_ALL)
+    baseline = make_baseline(ResultsDir(old).results(), str(old))
+    report = check(ResultsDir(new).results(), baseline, Tolerances(), MATCH_ALL)
     (changed,) = [c for c in report.cells if c.matched_by == ",".join(MATCH_ALL)]
     out = CliRunner().invoke(
         cli,
@@ -127,7 +127,7 @@ def test_a_strategy_that_forgets_its_task_fails_the_gate(tmp_path: Path) -> None
     forgets = '\n[[strategies]]\nname = "tests.decisions.test_gate:ForgetsTask"\n'
     before = run_sweep(sweep_file(tmp_path / "a.toml", none, 131072), tmp_path / "before")
     after = run_sweep(sweep_file(tmp_path / "b.toml", forgets, 131072), tmp_path / "after")
-    baseline = _save(make_baseline(ResultsDir(before).rows(), str(before)), tmp_path / "b.json")
+    baseline = _save(make_baseline(ResultsDir(before).results(), str(before)), tmp_path / "b.json")
     out = CliRunner().invoke(
         cli, ["check", str(after), "--baseline", baseline, "--match-by", "trace,window,counter"]
     )
@@ -153,7 +153,7 @@ def test_cost_changes_come_with_the_failed_call_change() -> None:
 
 def test_improvements_are_reported_beside_regressions(knob_sweeps: tuple[Path, Path]) -> None:
     old, _ = knob_sweeps
-    rows = ResultsDir(old).rows()
+    rows = ResultsDir(old).results()
     baseline = make_baseline(rows)
     worse = next(c for c in baseline["cells"] if c["retention"] is not None)
     worse["retention"] = round(worse["retention"] - 0.1, 4)

@@ -26,6 +26,7 @@ from ctxbench.counting import COUNTERS, get_counter
 from ctxbench.counting.profile import Profile
 from ctxbench.divergence import first_divergence, read_events, render
 from ctxbench.engine.events import event_line
+from ctxbench.engine.result import RunResult
 from ctxbench.errors import CtxbenchError
 from ctxbench.formats.canonical import read_traces, trace_line, write_traces
 from ctxbench.probes.model import Probe
@@ -204,11 +205,11 @@ def test_probe_values_of_every_type_load_or_name_their_json_path(
 
 
 @pytest.fixture(scope="module")
-def rows() -> list[dict[str, Any]]:
-    return [run(sample_trace(), name, 2000).result.to_row() for name in ("none", "dbgpt")]
+def rows() -> list[RunResult]:
+    return [run(sample_trace(), name, 2000).result for name in ("none", "dbgpt")]
 
 
-def baseline_or_explain(path: Path, rows: list[dict[str, Any]]) -> None:
+def baseline_or_explain(path: Path, rows: list[RunResult]) -> None:
     """Load the baseline and check rows against it, or check the error explains itself."""
     try:
         baseline = load_baseline(path)
@@ -221,7 +222,7 @@ def baseline_or_explain(path: Path, rows: list[dict[str, Any]]) -> None:
 @FUZZ
 @given(data=st.data())
 def test_damaged_baselines_load_or_name_the_file_and_fix(
-    scratch: Path, rows: list[dict[str, Any]], data: st.DataObject
+    scratch: Path, rows: list[RunResult], data: st.DataObject
 ) -> None:
     text = json.dumps(make_baseline(rows), indent=2)
     baseline_or_explain(write(scratch, "baseline.json", data.draw(damaged(text))), rows)
@@ -230,14 +231,14 @@ def test_damaged_baselines_load_or_name_the_file_and_fix(
 @FUZZ
 @given(data=st.data())
 def test_baseline_values_of_every_type_check_or_name_their_key(
-    scratch: Path, rows: list[dict[str, Any]], data: st.DataObject
+    scratch: Path, rows: list[RunResult], data: st.DataObject
 ) -> None:
     doc = data.draw(mutated(make_baseline(rows)))
     baseline_or_explain(write(scratch, "baseline.json", dumps(doc)), rows)
 
 
 def test_a_baseline_metric_of_the_wrong_type_names_its_cell(
-    tmp_path: Path, rows: list[dict[str, Any]]
+    tmp_path: Path, rows: list[RunResult]
 ) -> None:
     doc = make_baseline(rows)
     doc["cells"][1]["retention"] = "high"

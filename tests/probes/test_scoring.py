@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import OUTCOMES, PromptScorer, TextIndex, normalise, score_probes
@@ -174,3 +176,9 @@ def test_normalise_folds_quotes_and_whitespace() -> None:
     assert normalise('  A\t"b"\n\nC ') == "a b c"
     assert normalise("A  B", keep_case=True) == "A B"
     assert TextIndex.of("x `y` z").has("y")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.sampled_from(list("ab Σσ\n\t\"'“xİ.\u2028\x1c\u00a01")), max_size=8)))
+def test_an_index_of_lines_is_the_index_of_their_joined_text(lines: list[str]) -> None:
+    assert TextIndex.of_lines(lines) == TextIndex.of("\n".join(lines))

@@ -60,7 +60,7 @@ def assert_reads_or_names_the_damage(results: Path) -> None:
         lambda r: r.rows(),
         lambda r: r.spec(),
         lambda r: list(r.events()),
-        lambda r: make_baseline(r.rows()),
+        lambda r: make_baseline(r.results()),
     )
     for read in readers:
         try:

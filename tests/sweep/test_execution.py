@@ -318,3 +318,80 @@ def test_one_worker_two_workers_and_a_dask_cluster_give_identical_results(
             p.relative_to(reference) for p in (reference / "files").rglob("*") if p.is_file()
         )
         assert files == ref_files
+
+
+CITED_SWEEP = """
+windows = [16384]
+keep_files = "{keep}"
+
+[[traces]]
+scenario = "support_agent"
+
+[[strategies]]
+name = "dbgpt"
+params = {{ release = "design", warning_threshold = [0.6] }}
+
+[[strategies]]
+name = "sliding_window"
+params = {{ keep_rounds = [4] }}
+"""
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One sweep (a DB-GPT cell whose probes are answered by a snapshot file, and a cell
+    that writes none) run with each ``keep_files`` value."""
+    folder = tmp_path_factory.mktemp("kept")
+    out = {}
+    for keep in ("all", "cited", "none"):
+        path = folder / f"{keep}.toml"
+        path.write_text(CITED_SWEEP.format(keep=keep), encoding="utf-8")
+        run_sweep(load_sweep(path), folder / keep)
+        out[keep] = folder / keep
+    return out
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    root = out / "files"
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_keep_files_changes_the_files_only(kept: dict[str, Path]) -> None:
+    events = {k: (v / "events.jsonl").read_bytes() for k, v in kept.items()}
+    assert events["all"] == events["cited"] == events["none"]
+    assert table(kept["all"]) == table(kept["cited"]) == table(kept["none"])
+    assert not (kept["none"] / "files").exists() or not _files(kept["none"])
+
+
+def test_keep_files_cited_keeps_exactly_the_files_probe_evidence_was_found_in(
+    kept: dict[str, Path],
+) -> None:
+    from ctxbench.cell.traces import load_trace
+
+    spec = load_sweep(kept["cited"].parent / "cited.toml")
+    entry = plan(spec).entries[0]
+    trace = load_trace(entry.address, entry.trace_id, entry.trace_hash)
+    answers = {p.id: p.answers for p in trace.probes}
+    everything, cited = _files(kept["all"]), _files(kept["cited"])
+    assert cited and len(cited) < len(everything) / 10
+    assert all(everything[path] == content for path, content in cited.items())
+    events = list(ResultsDir(kept["cited"]).events())
+    by_reference = [e for e in events if e["type"] == "probe" and e["outcome"] == "via_reference"]
+    assert by_reference
+    for event in by_reference:  # its answer is in a kept file of its run, which the run wrote
+        run_files = {k: v for k, v in cited.items() if k.startswith(event["run_id"] + "/")}
+        assert any(
+            a in v.decode("utf-8") for v in run_files.values() for a in answers[event["probe_id"]]
+        ), event
+    written = {(e["run_id"], e["path"]) for e in events if e["type"] == "snapshot"}
+    assert {tuple(path.split("/", 1)) for path in cited} <= written
+    cited_runs = {e["run_id"] for e in by_reference}
+    assert {path.split("/", 1)[0] for path in cited} == cited_runs
+
+
+def test_keep_files_is_one_of_three_words(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(CITED_SWEEP.format(keep="x").replace('"x"', "false"), encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_sweep(path)
+    assert raised.value.key == "keep_files" and "'cited'" in raised.value.message

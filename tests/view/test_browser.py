@@ -130,7 +130,7 @@ def test_open_step_to_a_compaction_follow_a_probe_compare(browser: Any, viewer: 
         # compare the two runs: aligned by call, the first divergence marked
         page.page.select_option("#compare-select", run_b)
         page.wait()
-        expected = first_divergence(runs.events[0], runs.events[1]).call
+        expected = first_divergence(runs.typed[0], runs.typed[1]).call
         assert expected is not None
         assert page.page.locator("#go-divergence").text_content() == f"call {expected}"
         page.page.click("#go-divergence")
@@ -167,3 +167,53 @@ def test_served_on_loopback(browser: Any, viewer: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def two_sources() -> Path:
+    """A baseline holding run A only, and a current results source holding runs A and B."""
+    runs = two_runs()
+    lines = runs.rows_file.read_text("utf-8").splitlines(keepends=True)
+    for name, kept in (("baseline", lines[:1]), ("current", lines)):
+        (runs.root / name).mkdir(exist_ok=True)
+        (runs.root / name / "rows.jsonl").write_text("".join(kept), "utf-8")
+    return build(
+        runs.root / "current" / "rows.jsonl",
+        runs.root / "viewer-two",
+        against=runs.root / "baseline" / "rows.jsonl",
+    )
+
+
+def test_compare_a_run_with_one_from_another_results_source(
+    browser: Any, two_sources: Path
+) -> None:
+    runs = two_runs()
+    run_a, run_b = (r["run_id"] for r in runs.rows)
+    # run B of the current source opens beside the baseline's run of the same trace
+    page = Page(browser, two_sources.resolve().as_uri() + f"#run={run_b}")
+    try:
+        assert page.page.locator("#pane-b").is_visible()
+        assert f"compare=1-{run_a}" in page.page.url
+        title_b = page.page.locator("#pane-b .pane-title").text_content() or ""
+        assert title_b.startswith("baseline/rows.jsonl: ") and run_a in title_b
+        title_a = page.page.locator("#pane-a .pane-title").text_content() or ""
+        assert title_a.startswith("current/rows.jsonl: ") and run_b in title_a
+        expected = first_divergence(runs.typed[1], runs.typed[0]).call
+        assert expected is not None
+        assert page.page.locator("#go-divergence").text_content() == f"call {expected}"
+        page.page.click("#go-divergence")
+        page.wait(expected)
+        assert "diverged" in (page.page.get_attribute("#pane-a", "class") or "")
+        for pane, i in (("#pane-a", 1), ("#pane-b", 0)):
+            assert page.page.get_attribute(pane, "data-call") == str(expected)
+            if expected in runs.prompts[i]:
+                assert page.prompt(pane) == _shown(runs.prompts[i][expected])
+        # the same run id in both sources: two runs, paired with each other, never diverging
+        page.page.select_option("#run-select", run_a)
+        page.wait(0)
+        assert f"compare=1-{run_a}" in page.page.url
+        assert "same thing at every call" in (page.page.text_content("#divergence") or "")
+        assert page.prompt("#pane-a") == page.prompt("#pane-b") == _shown(runs.prompts[0][0])
+        assert page.errors == []
+    finally:
+        page.close()

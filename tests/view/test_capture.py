@@ -12,6 +12,7 @@ import pytest
 from ctxbench.cell.runner import resolve_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.divergence import first_divergence
+from ctxbench.engine.events import Event
 from ctxbench.errors import ConfigError
 from ctxbench.formats.canonical import write_traces
 from ctxbench.results import spec_of_row
@@ -41,7 +42,9 @@ def test_the_prompt_at_every_accepted_call_is_the_engines(i: int) -> None:
 
 def test_a_replay_shows_the_same_events_as_the_recorded_run() -> None:
     runs = two_runs()
-    assert first_divergence(runs.events[0], _capture(0).events).identical
+    assert first_divergence(
+        runs.typed[0], [Event.from_dict(e) for e in _capture(0).events]
+    ).identical
 
 
 def test_probe_states_agree_with_the_engine_at_the_ask_point() -> None:
@@ -88,7 +91,7 @@ def test_a_prompt_that_only_grows_is_one_id_run(tmp_path: Path) -> None:
 def test_digests_part_where_diff_says() -> None:
     runs = two_runs()
     a, b = _capture(0).digests(), _capture(1).digests()
-    expected = first_divergence(runs.events[0], runs.events[1]).call
+    expected = first_divergence(runs.typed[0], runs.typed[1]).call
     assert expected is not None
     first = next(k for k, (x, y) in enumerate(zip(a, b)) if x != y)
     assert first == expected
@@ -127,3 +130,25 @@ def test_an_events_file_needs_its_rows() -> None:
     found = read_source(runs.root / "events.jsonl", rows=runs.rows_file)
     assert [r["run_id"] for r in found.rows] == [r["run_id"] for r in runs.rows]
     assert set(found.recorded) == {r["run_id"] for r in runs.rows}
+
+
+def test_two_sources_are_named_by_the_path_parts_that_differ(tmp_path: Path) -> None:
+    from ctxbench.view.sources import source_names
+
+    a, b = tmp_path / "baseline" / "rows.jsonl", tmp_path / "current" / "rows.jsonl"
+    assert source_names(a, b) == ("baseline/rows.jsonl", "current/rows.jsonl")
+    assert source_names(tmp_path / "x", tmp_path / "y") == ("x", "y")
+    assert source_names(a, a) == ("A", "B")
+
+
+def test_the_other_source_shows_the_same_runs_else_the_same_traces() -> None:
+    from ctxbench.view.sources import counterparts
+
+    rows = two_runs().rows
+    run_b = rows[1]["run_id"]
+    assert counterparts(rows, rows[:1], [run_b]) == [rows[1]]
+    assert counterparts(rows, rows[:1], ["0000000000000000"]) == rows  # no such run: its trace
+    assert counterparts(rows, rows[:1], []) == rows
+    elsewhere = [dict(r, trace_id="other") for r in rows]
+    with pytest.raises(ConfigError, match="no run of the traces shown"):
+        counterparts(elsewhere, rows[:1], [])

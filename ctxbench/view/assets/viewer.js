@@ -295,7 +295,7 @@
       list.append(el("li", { class: "skipped", text: "… " + fmt(ids.length - head.length - tail.length) + " messages not shown (the prompt holds " + fmt(ids.length) + ")" }));
       tail.forEach((id, i) => list.append(messageNode(run, msgs[head.length + i], id, otherContents)));
     }
-    const title = el("h2", { class: "pane-title" }, el("span", { text: run.label }), el("small", { text: " " + run.trace_id + " · " + run.id }));
+    const title = el("h2", { class: "pane-title" }, el("span", { text: run.label }), el("small", { text: " " + run.trace_id + " · " + (run.run_id || run.id) }));
     const knobs = el("details", { class: "knobs" }, el("summary", { text: "every knob" }),
       el("pre", { text: JSON.stringify(run.params, null, 1) + "\nestimator " + run.estimator + ", reserved " + run.reserved }));
     const verdict = ["accepted", "accepted after a rejection", "FAILED",
@@ -382,12 +382,25 @@
     if (!state.run) return;
     for (const r of state.index.runs) {
       if (r.id === state.run.id || r.trace_id !== state.run.trace_id) continue;
-      compare.append(el("option", { value: r.id, text: r.label + " · " + r.id, selected: state.compare && r.id === state.compare.id }));
+      compare.append(el("option", { value: r.id, text: r.label + " · " + (r.run_id || r.id), selected: state.compare && r.id === state.compare.id }));
     }
   }
 
+  // With two results sources (--against), a run opens beside its counterpart in the other
+  // one: the same run id, else the same configuration label, else a run of the same trace.
+  function counterpart(entry) {
+    if (!state.index.sources || state.index.sources.length < 2) return null;
+    const others = state.index.runs.filter((r) => r.source !== entry.source && r.trace_id === entry.trace_id);
+    const bare = (r) => r.label.slice(r.source.length + 2);
+    const match = others.find((r) => r.run_id === entry.run_id) ||
+      others.find((r) => bare(r) === bare(entry)) || others[0];
+    return match ? match.id : null;
+  }
+
+  // compareId: a run's id, null for none, undefined for the counterpart (if any)
   async function selectRun(id, compareId, call) {
     const entry = state.index.runs.find((r) => r.id === id) || state.index.runs[0];
+    if (compareId === undefined) compareId = counterpart(entry);
     state.run = await loadRun(entry.id);
     state.compare = compareId ? await loadRun(compareId).catch(() => null) : null;
     state.divergence = state.compare ? firstDivergence(state.run, state.compare) : null;
@@ -415,7 +428,7 @@
       return;
     }
     const h = readHash();
-    $("run-select").addEventListener("change", (e) => selectRun(e.target.value, null, 0));
+    $("run-select").addEventListener("change", (e) => selectRun(e.target.value, undefined, 0));
     $("compare-select").addEventListener("change", (e) => selectRun(state.run.id, e.target.value || null, state.call));
     $("run-filter").addEventListener("input", fillSelects);
     $("call-input").addEventListener("change", (e) => go(Number(e.target.value)));
@@ -439,7 +452,7 @@
       else if (e.key === "p") nextCompaction(-1);
     });
     window.addEventListener("resize", drawOverview);
-    await selectRun(h.run, h.compare, h.call);
+    await selectRun(h.run, h.compare === null ? undefined : h.compare, h.call);
   }
 
   document.addEventListener("DOMContentLoaded", () => {
