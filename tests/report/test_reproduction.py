@@ -68,7 +68,7 @@ def test_a_results_directory_with_both_gets_the_section(tmp_path: Path) -> None:
         ),
         windows=(16384,),
         reserved=(RunSpec.reserved,),
-        keep_files=False,
+        keep_files="none",
     )
     try:
         run_sweep(spec, tmp_path / "out")
