@@ -35,7 +35,9 @@ Emulated (no agent, no memory store, no model):
   step's snapshot path is ``{conv_id}/step_{retry counter + 1:03d}_{action}.json``
   (``_write_op_snapshot``, ``role.py:405-470``, with an empty ``output_dir``: no file is
   written), kept in the message's ``context["snapshot_path"]`` and, unless the result was
-  persisted, appended as ``\n[Full detail available at: PATH]``; the step joins the agent's
+  persisted, appended as ``\n[Full detail available at: PATH]`` (a persisted result is
+  a ``persist`` step of the call it arrives for: the recorded result, then the preview); the
+  step joins the agent's
   ``_task_progress``, and the release's own ``Role.task_progress_summary`` (``role.py:212-240``)
   with the two lines ``_REACT_SYSTEM_TEMPLATE`` adds after it is appended to the recorded
   system prompt (the agent renders its own template there; the recorded prompt stands in);
