@@ -57,7 +57,7 @@ RELEASES: dict[str, DbgptRelease] = {
             "the dbgpt==0.8.2 wheel: Layer 3 always fails (model_name defect) and the breaker "
             "stops all compaction after max_compact_failures; Layer 4 unreachable; compaction "
             "recomputed on the fresh history at every call, as the ReAct agent stores it (text "
-            "rounds, task progress); rounds only at Observation:; "
+            "rounds, task progress; each result ends a round); "
             "persistence without window scaling or turn budget; step_NNN per reply"
         ),
     ),
@@ -79,6 +79,20 @@ RELEASES: dict[str, DbgptRelease] = {
     ),
 }
 LATEST_RELEASE: Literal["0.8.2"] = "0.8.2"
+#: The ``[service.web.agent_context]`` keys the released ``ContextBudgetConfig`` takes
+#: (budget.py:44-60); ``shipped:dbgpt@0.8.2`` has these knobs, derived from :class:`DbgptConfig`.
+AGENT_CONTEXT_KEYS = (
+    "max_context_tokens",
+    "reserved_tokens",
+    "warning_threshold",
+    "error_threshold",
+    "critical_threshold",
+    "min_keep_recent_rounds",
+    "max_observation_age_rounds",
+    "truncated_observation_max_chars",
+    "min_keep_tokens",
+    "max_compact_failures",
+)
 #: ``truncated_observation_max_chars`` by entry point: the core ``ContextBudgetConfig`` (500,
 #: budget.py:55) and the app/TOML path (200).
 OBSERVATION_MAX_CHARS = {"core": 500, "app": 200}
@@ -128,28 +142,10 @@ class DbgptConfig:
 
     def __post_init__(self) -> None:
         check_release(self.release, RELEASES)
-        if not 0 < self.warning_threshold <= self.error_threshold <= self.critical_threshold <= 1.0:
-            raise ValueError(
-                "thresholds must satisfy 0 < warning_threshold <= error_threshold <= critical_threshold <= 1 "
-                f"(got {self.warning_threshold}, {self.error_threshold}, {self.critical_threshold})"
-            )
-        for name in (
-            "min_keep_recent_rounds",
-            "max_observation_age_rounds",
-            "min_keep_tokens",
-            "max_compact_failures",
-            "preview_size",
-            "layer4_max_retries",
-        ):
+        check_agent_context(self)
+        for name in ("preview_size", "layer4_max_retries"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
-        if (
-            self.truncated_observation_max_chars is not None
-            and self.truncated_observation_max_chars < 0
-        ):
-            raise ValueError(
-                f"truncated_observation_max_chars must be >= 0, not {self.truncated_observation_max_chars}"
-            )
 
     @property
     def rules(self) -> DbgptRelease:
@@ -170,3 +166,19 @@ class DbgptConfig:
         if self.scale_to_window is not None:
             return self.scale_to_window
         return self.rules.persistence_budgets
+
+
+def check_agent_context(cfg: object) -> None:
+    """Validate the ``[service.web.agent_context]`` knobs (both strategies' configs)."""
+    warning, error, critical = (
+        getattr(cfg, f"{level}_threshold") for level in ("warning", "error", "critical")
+    )
+    if not 0 < warning <= error <= critical <= 1.0:
+        raise ValueError(
+            "thresholds must satisfy 0 < warning_threshold <= error_threshold <= "
+            f"critical_threshold <= 1 (got {warning}, {error}, {critical})"
+        )
+    for name in AGENT_CONTEXT_KEYS[5:]:
+        value = getattr(cfg, name)
+        if value is not None and value < 0:
+            raise ValueError(f"{name} must be >= 0, not {value}")
