@@ -28,6 +28,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxbench.strategies.dbgpt.memory import failed
 from ctxbench.trace import Message, ToolSpec
 
 PROTOCOL_VERSION = "ctxbench.shipped/1"
@@ -44,6 +45,8 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         out["name"] = message.name
+    if failed(message):  # the recorded tool call failed (a framework may treat it apart)
+        out["failed"] = True
     images = sum(1 for p in message.media_parts if p.type.startswith("image"))
     if images:
         out["images"] = images

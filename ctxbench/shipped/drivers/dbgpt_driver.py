@@ -29,7 +29,8 @@ Emulated (no agent, no memory store, no model):
   ``Thought: ...`` / ``Action: name`` / ``Action Input: args`` text and each tool result a
   human ``Observation: ...`` message (``notes`` says so); text-ReAct traces go in as recorded;
 - ``write_memories`` / ``read_memories`` (``role.py:282-403``, ``react_agent.py:274-365``) for
-  every tool result, taken as a successful step: the tool action's persistence runs first
+  every tool result (one the trace marks failed is a failed step: kept as its observation,
+  no persistence, snapshot or progress line): the tool action's persistence runs first
   (``tool_action.py:204-222``: the release's own ``ToolResultStorage.maybe_persist`` with the
   config's threshold, ``read_file`` pinned, files under a temporary working directory); the
   step's snapshot path is ``{conv_id}/step_{retry counter + 1:03d}_{action}.json``
@@ -235,7 +236,10 @@ class Replay:
                 call_id = message.get("tool_call_id") or ""
                 native = self.calls.get(call_id) or message.get("name") or "tool"
                 action = native if role == "tool" else self.last_action
-                text, context = self._observe(role == "tool", text, action, call_id)
+                if message.get("failed"):  # check_pass is False: no snapshot, no progress
+                    text = f"Observation: {text}" if role == "tool" else text
+                else:
+                    text, context = self._observe(role == "tool", text, action, call_id)
                 self.react_converted |= role == "tool"
             elif role == "user":
                 self.retry_counter = 0  # a new user turn: generate_reply starts counting again

@@ -38,8 +38,8 @@ Remaining divergences from the 0.8.2 agent: the recorded system prompt stands in
 ReAct template's own (which also holds the question); the manager sees the whole recorded
 history, as with the app's ``GptsMemory`` (the library's default
 ``ShortTermMemory(buffer_size=5)`` is not reproduced); ``thinking()``'s three retries with
-10 s sleeps before it gives up are one attempt here; every recorded tool result is taken as a
-successful step (no trace format marks failed ones); snapshot timestamps are null and a
+10 s sleeps before it gives up are one attempt here; a recorded result marked failed
+(``is_error``) is a failed step, any other a successful one; snapshot timestamps are null and a
 snapshot path reused by a later reply gets a ``~2`` suffix (the release overwrites the file);
 the engine emits ``context.status`` even when the budget is <= 0, where 0.8.2 skips it.
 

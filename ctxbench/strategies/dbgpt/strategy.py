@@ -94,6 +94,17 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         #: the design counts from the first call
         self._reply_start = 0
 
+    def sends_tool_roles(self) -> bool:
+        """0.8.2's ReAct agent sends its memory as text rounds (``Thought`` / ``Action`` /
+        ``Observation:`` turns): no tool roles reach the provider, so a round Layer 2 cut
+        between two parallel results is no pairing error there."""
+        return not self.rules.react_memory
+
+    def keeps_pairs(self) -> bool:
+        """Rounds end at every result in 0.8.2, so Layer 2 may keep a result without its call
+        in the native view (the text the provider gets has no pairs to break)."""
+        return not self.rules.react_memory
+
     # -- budget -----------------------------------------------------------------------------------
     def max_context(self, ctx: ReplayContext) -> int:
         value = self.cfg.max_context_tokens
