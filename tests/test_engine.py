@@ -334,27 +334,3 @@ def test_a_summarizer_that_crashes_counts_as_a_failed_summary_not_a_crashed_repl
         for e in failures
     )
     assert out.result.summary_calls == len(failures) and out.result.calls == len(trace.call_indices)
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.tuples(st.booleans(), st.sampled_from(["user", "tool", "assistant"])), max_size=30)
-)
-def test_in_place_accounting_equals_the_difflib_alignment(edits: list[tuple[bool, str]]) -> None:
-    """The fast path of ``ReplayContext._account`` (rewrites in place, Layer-1 cuts at every
-    call) gives what difflib's alignment gives."""
-    before = [Message("user", f"m{i}") for i in range(len(edits))]
-    after = [
-        Message(role, f"cut {i}") if changed else m
-        for i, (m, (changed, role)) in enumerate(zip(before, edits))
-    ]
-    results = []
-    for method in ("_account_in_place", "_account_by_diff"):
-        ctx = ReplayContext(
-            trace_id="t", strategy=build_strategy("none"), estimator=CHARS4, true_counter=CHARS4,
-            window=1000, reserved=0, tools=(), n_calls=1, summarizer=None, seed=0,
-        )  # fmt: skip
-        for i, m in enumerate(before):
-            ctx.append_recorded(m, i)
-        results.append((getattr(ctx, method)(before, after), [ctx.trace_index(m) for m in after]))
-    assert results[0] == results[1]

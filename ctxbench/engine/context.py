@@ -193,19 +193,6 @@ class ReplayContext:
         messages of the same roles counts as rewritten in place (a truncation, a mask), and
         the rewrite inherits the original's trace index, so later drops still name it.
         """
-        a = [m.fingerprint for m in before]
-        b = [m.fingerprint for m in after]
-        if len(a) == len(b) and len(set(a)) == len(a) and len(set(b)) == len(b):
-            old = set(a)
-            if all(x == y or y not in old for x, y in zip(a, b)):
-                # rewrites in place of unique messages (Layer-1 cuts): the alignment difflib
-                # finds is by position, computed here without its quadratic search
-                return self._account_in_place(before, after)
-        return self._account_by_diff(before, after)
-
-    def _account_by_diff(
-        self, before: Sequence[Message], after: Sequence[Message]
-    ) -> tuple[int, int, int, list[int]]:
         import difflib
 
         a = [m.fingerprint for m in before]
@@ -229,36 +216,6 @@ class ReplayContext:
             dropped += len(olds)
             added += len(news)
             gone += [self._recorded[m.fingerprint] for m in olds if m.fingerprint in self._recorded]
-        return dropped, rewritten, added, sorted(set(gone))
-
-    def _account_in_place(
-        self, before: Sequence[Message], after: Sequence[Message]
-    ) -> tuple[int, int, int, list[int]]:
-        """:meth:`_account` of two equally long lists aligned by position: each run of
-        differing positions is one replaced block, rewritten when the roles match."""
-        dropped = rewritten = added = 0
-        gone: list[int] = []
-        i, n = 0, len(before)
-        while i < n:
-            if before[i].fingerprint == after[i].fingerprint:
-                i += 1
-                continue
-            j = i
-            while j < n and before[j].fingerprint != after[j].fingerprint:
-                j += 1
-            olds, news = before[i:j], after[i:j]
-            if all(o.role == m.role for o, m in zip(olds, news)):
-                rewritten += len(news)
-                for old, new in zip(olds, news):
-                    if old.fingerprint in self._recorded:
-                        self._recorded.setdefault(new.fingerprint, self._recorded[old.fingerprint])
-            else:
-                dropped += len(olds)
-                added += len(news)
-                gone += [
-                    self._recorded[m.fingerprint] for m in olds if m.fingerprint in self._recorded
-                ]
-            i = j
         return dropped, rewritten, added, sorted(set(gone))
 
     def remember_system(self, message: Message) -> None:
