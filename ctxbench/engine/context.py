@@ -128,6 +128,18 @@ class ReplayContext:
         self.status(layer)
         return changed_flag
 
+    def reassemble(self, messages: Sequence[Message], sources: Sequence[Message | None]) -> None:
+        """Replace the view without a compaction event: the system rebuilt its prompt from its
+        own memory (DB-GPT's ReAct agent at every call). ``sources[i]`` is the message
+        ``messages[i]`` stands for (None: new); a recorded message the memory keeps in its own
+        form (a task-progress block in the system prompt) keeps its trace index."""
+        for message, source in zip(messages, sources, strict=True):
+            if source is not None and source.fingerprint in self._recorded:
+                self._recorded.setdefault(message.fingerprint, self._recorded[source.fingerprint])
+        before = self.view.messages
+        if len(before) != len(messages) or any(a is not b for a, b in zip(before, messages)):
+            self.view.replace(messages)
+
     def tool_result_changed(
         self, layer: str, original: Message, kept: Message, *, note: str = ""
     ) -> None:

@@ -9,7 +9,8 @@ events, byte for byte. For every recorded assistant message (a model call ``k``)
 3. the provider counts the prompt with the TRUE counter; ``strategy.after_call`` hears its
    verdict; over ``window - reserved`` it raises an overflow, ``strategy.on_overflow`` may
    compact and ask for a retry; a call still over the window is a failed call (the real agent
-   would have crashed here);
+   would have crashed here); a :class:`ReplyAborted` from ``before_call`` or ``on_overflow``
+   fails the call with the system's own text, before (another) provider attempt;
 4. probes asked at call ``k`` are scored against the prompt;
 5. the recorded assistant message is appended (the replay is open loop: the recorded turns do
    not change with compaction).
@@ -185,14 +186,7 @@ def _model_call(
     try:
         strategy.before_call(ctx)
     except ReplyAborted as stop:
-        ctx.emit(
-            ev.CALL_FAILED,
-            true_tokens=ctx.view.true_tokens,
-            limit=provider.limit,
-            attempts=0,
-            kind=ev.ABORTED,
-            error=str(stop),
-        )
+        _call_failed(ctx, provider, 0, ev.ABORTED, str(stop))
         return
     for attempt in range(MAX_ATTEMPTS):
         true_tokens = ctx.view.true_tokens
@@ -201,32 +195,45 @@ def _model_call(
             strategy.after_call(
                 _provider_call(ctx, provider, attempt, None, usage, rejected=rejected), ctx
             )
-            ctx.emit(
-                ev.CALL_FAILED,
-                true_tokens=true_tokens,
-                limit=provider.limit,
-                attempts=attempt + 1,
-                kind=ev.PAIRING_REJECTED,
-            )
+            _call_failed(ctx, provider, attempt + 1, ev.PAIRING_REJECTED, true_tokens=true_tokens)
             return
         try:
             provider.check(true_tokens)
         except ProviderOverflowError as error:
             strategy.after_call(_provider_call(ctx, provider, attempt, error, usage), ctx)
-            if attempt + 1 < MAX_ATTEMPTS and strategy.on_overflow(error, attempt, ctx):
-                continue
-            ctx.emit(
-                ev.CALL_FAILED,
-                true_tokens=true_tokens,
-                limit=provider.limit,
-                attempts=attempt + 1,
-                kind=ev.OVERFLOW,
-            )
+            try:
+                if attempt + 1 < MAX_ATTEMPTS and strategy.on_overflow(error, attempt, ctx):
+                    continue
+            except ReplyAborted as stop:  # the framework raised while reacting: no retry
+                _call_failed(ctx, provider, attempt + 1, ev.OVERFLOW, str(stop), true_tokens)
+                return
+            _call_failed(ctx, provider, attempt + 1, ev.OVERFLOW, true_tokens=true_tokens)
             return
         call = _provider_call(ctx, provider, attempt, None, usage)
         ctx.view.mark_sent()
         strategy.after_call(call, ctx)
         return
+
+
+def _call_failed(
+    ctx: ReplayContext,
+    provider: SimulatedProvider,
+    attempts: int,
+    kind: str,
+    error: str | None = None,
+    true_tokens: int | None = None,
+) -> None:
+    """One ``call.failed`` event: its kind, and the system's own text when it raised."""
+    fields: dict[str, object] = {"kind": kind}
+    if error is not None:
+        fields["error"] = error
+    ctx.emit(
+        ev.CALL_FAILED,
+        true_tokens=ctx.view.true_tokens if true_tokens is None else true_tokens,
+        limit=provider.limit,
+        attempts=attempts,
+        **fields,
+    )
 
 
 def _provider_call(

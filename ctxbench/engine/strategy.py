@@ -12,6 +12,9 @@ counter). The engine calls its hooks in this order for every recorded model call
 4. on an overflow, ``on_overflow(error, attempt, ctx)`` may compact and returns True to retry,
    False to give up (the call fails).
 
+A hook that must fail the call the way the system's own exception does (not reaching the
+provider, or not retrying) raises :class:`ReplyAborted` with that exception's text.
+
 Strategies change the view only through ``ctx.apply(layer, messages)``, which records the
 compaction event and the ``context.status`` that follows it. The class is the one place its
 name, summary and source are written; the registry keeps only its import path.
@@ -38,9 +41,15 @@ DEFAULT_STATE_THRESHOLDS: tuple[tuple[float, str], ...] = (
 
 
 class ReplyAborted(Exception):
-    """Raised by ``before_call`` when the system's own code ends the reply before calling the
-    model (AgentScope's ``RuntimeError`` on an empty context over the threshold, Hermes'
-    ``compression_exhausted``). The engine records the call as failed with kind ``aborted``."""
+    """The system's own code failed this call before (another) provider attempt; the text is
+    the exception the framework raised, recorded as the ``call.failed`` event's ``error``.
+
+    Raised by ``before_call`` when the reply ends before the model is called (AgentScope's
+    ``RuntimeError`` on an empty context over the threshold, Hermes' ``compression_exhausted``,
+    a released framework raising inside its context manager): kind ``aborted``, no provider
+    attempt. Raised by ``on_overflow`` when reacting to the overflow raises instead of retrying
+    (DB-GPT 0.8.2's ``thinking()`` turning the provider error into a ``ValueError``): kind
+    ``overflow``, no retry."""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxbench.counting.base import replay_text
+from ctxbench.strategies.dbgpt.memory import failed
 from ctxbench.trace import Message, ToolSpec
 
 PROTOCOL_VERSION = "ctxbench.shipped/1"
@@ -56,6 +57,8 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
     if message.replay:  # provider replay fields as they travel back to the model
         out["replay"] = dict(message.replay)  # by field (Hermes stores them on the message)
         out["replay_text"] = replay_text(message)  # serialised (AgentScope's ThinkingBlock)
+    if failed(message):  # the recorded tool call failed (a framework may treat it apart)
+        out["failed"] = True
     images = [
         p for p in message.media_parts if p.type.startswith("image") or p.type == "input_image"
     ]

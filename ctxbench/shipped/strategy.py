@@ -6,7 +6,7 @@ attempt budget) and answers with the prompt the framework would send. The adapto
 answer into the usual events: the framework's re-assembly of its prompt from memory (``base``)
 replaces the view without an event (it is not a compaction), each layer that ran is a
 ``ctx.apply`` (``compaction`` + ``context.status``), summaries go through ``ctx.summarize``,
-a framework exception inside a call is a ``call.failed`` with the exception text, and a
+a framework exception inside a call fails it with the exception text (``ReplyAborted``), and a
 ``shipped`` event at the start records the release, the environment's hash and the driver.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.strategy import ProviderCall
+from ctxbench.engine.strategy import ProviderCall, ReplyAborted
 from ctxbench.errors import SummarizerError
 from ctxbench.shipped import environment
 from ctxbench.shipped.process import DRIVERS_DIR, DriverProcess, acquire
@@ -108,13 +108,7 @@ class ShippedStrategy(Strategy):
         # the framework raised inside the call: the reply fails (not the probes' read after the
         # last call, which is no call)
         if reply.get("exception") and ctx.call < ctx.n_calls:
-            ctx.emit(
-                ev.CALL_FAILED,
-                true_tokens=ctx.view.true_tokens,
-                limit=ctx.window - ctx.reserved,
-                attempts=0,
-                exception=str(reply["exception"]),
-            )
+            raise ReplyAborted(str(reply["exception"]))
 
     def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
         """Remember the verdict: the next ``call`` request carries it (post-response usage)."""
@@ -124,7 +118,9 @@ class ShippedStrategy(Strategy):
         reply = self._request(ctx, {"op": "overflow", "error": str(error), "attempt": attempt})
         self._apply(ctx, reply, self.history.messages)
         self._record(ctx, reply)
-        return bool(reply.get("retry")) and not reply.get("exception")
+        if reply.get("exception"):  # reacting to the overflow raised: the call fails with it
+            raise ReplyAborted(str(reply["exception"]))
+        return bool(reply.get("retry"))
 
     # -- the exchange -------------------------------------------------------------------------------------
     def _request(self, ctx: ReplayContext, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -180,7 +176,8 @@ class ShippedStrategy(Strategy):
         if final is None or final == list(ctx.view.messages):
             return
         if base is not None and base != list(ctx.view.messages):
-            ctx.view.replace(base)
+            refs = [i.get("ref") if isinstance(i, Mapping) else None for i in reply["base"]]
+            ctx.reassemble(base, [history[r] if isinstance(r, int) else None for r in refs])
         for layer, messages, note in decoded:
             ctx.apply(layer, messages, note=note)
 

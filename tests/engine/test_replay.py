@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +20,7 @@ from ctxbench.engine.result import Identity, Prices, result_from_events
 from ctxbench.errors import ConfigError, ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.strategies import build_strategy
-from ctxbench.strategies.base import Strategy
+from ctxbench.strategies.base import ReplyAborted, Strategy
 from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace, valid_messages
 
@@ -125,6 +125,69 @@ def test_a_strategy_that_always_retries_is_stopped_by_the_attempt_valve() -> Non
     out = run(tool_trace(3, output="z" * 400), AlwaysRetry(), window=300)
     first_failed = next(e for e in out.events if e.type == ev.CALL_FAILED)
     assert first_failed["attempts"] == MAX_ATTEMPTS
+
+
+class RaisesBefore(Strategy):
+    """A framework whose context code raises before the model call at call 2."""
+
+    name = "raises_before"
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        if ctx.call == 2:
+            raise ReplyAborted("ValueError: Load resource error")
+
+
+class RaisesOnOverflow(Strategy):
+    """A framework that turns the provider's overflow into its own exception."""
+
+    name = "raises_on_overflow"
+
+    def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
+        raise ReplyAborted(f"ValueError: {error}")
+
+
+def test_a_reply_aborted_before_the_call_fails_it_without_a_provider_attempt() -> None:
+    out = run(tool_trace(4), RaisesBefore())
+    at_two = [e for e in out.events if e.call == 2]
+    assert [e.type for e in at_two] == [ev.CONTEXT_STATUS, ev.CALL_FAILED]
+    assert at_two[1]["kind"] == ev.ABORTED and at_two[1]["attempts"] == 0
+    assert at_two[1]["error"] == "ValueError: Load resource error"
+    assert out.result.failed_calls == 1
+
+
+def test_a_reply_aborted_on_overflow_fails_the_call_with_the_frameworks_text() -> None:
+    out = run(tool_trace(3, output="z" * 400), RaisesOnOverflow(), window=300)
+    failed = [e for e in out.events if e.type == ev.CALL_FAILED]
+    assert failed and all(e["kind"] == ev.OVERFLOW and e["attempts"] == 1 for e in failed)
+    calls = [e for e in out.events if e.type == ev.PROVIDER_CALL and e.call == failed[0].call]
+    assert len(calls) == 1, "no retry after the framework raised"
+    assert failed[0]["error"] == f"ValueError: {calls[0]['error']}"
+
+
+class Reassembles(Strategy):
+    """Rebuilds its prompt from memory with a marker on the system prompt, as DB-GPT's ReAct
+    agent adds its task progress, without compacting."""
+
+    name = "reassembles"
+    kept: ClassVar[list[list[int | None]]] = []
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        view = list(ctx.view.messages)
+        prompt = [
+            m.with_text(f"{m.content} #{ctx.call}") if m.role == "system" else m for m in view
+        ]
+        ctx.reassemble(prompt, view)
+        self.kept.append([ctx.trace_index(m) for m in ctx.view.messages])
+
+
+def test_a_reassembled_prompt_is_no_compaction_and_keeps_trace_indices() -> None:
+    Reassembles.kept.clear()
+    out = run(tool_trace(3), Reassembles())
+    assert not [e for e in out.events if e.type == ev.COMPACTION]
+    assert all(kept[0] == 0 and None not in kept for kept in Reassembles.kept)
+    # each call's rewrite of the rewrite still names trace message 0
+    assert len(Reassembles.kept) == 4
+    assert out.final_view[0].content == "You are a careful agent. #0 #1 #2 #3"
 
 
 def test_cached_tokens_are_the_prefix_shared_with_the_previous_accepted_prompt() -> None:

@@ -11,8 +11,12 @@ from typing import Any
 
 import pytest
 
+from ctxbench.cell.runner import resolve_spec, run_spec
+from ctxbench.cell.spec import RunSpec
 from ctxbench.shipped import process
 from ctxbench.shipped.releases import DBGPT
+from ctxbench.trace import Message, Trace
+from tests.factories import tool_round
 from tests.shipped_cases import (
     SCENARIOS,
     SOURCES,
@@ -99,6 +103,40 @@ def test_native_tool_calls_are_given_as_react_text(breaker_run: list[dict[str, A
 def test_a_text_react_trace_is_not_converted() -> None:
     events = replay_events(scenario_trace("sql_agent", 12), NAME, 32_768)
     assert not any(e["info"].get("react_text") for e in calls_info(events))
+
+
+def _memory_trace() -> Trace:
+    """Three native rounds; the second result is over the 100,000-char persistence threshold."""
+    big = "\n".join(f"row {i}: {'v' * 40}" for i in range(3_000))
+    msgs = [Message("system", "You are a careful agent."), Message("user", "Fix the bug.")]
+    msgs += tool_round(0, output="small")
+    msgs += [*tool_round(1)[:1], Message("tool", big, tool_call_id="c1_0", name="bash")]
+    msgs += [*tool_round(2), Message("assistant", "Done.")]
+    return Trace("mem", tuple(msgs))
+
+
+@pytest.mark.parametrize("strategy", [NAME, "dbgpt"])
+def test_the_prompt_is_the_agent_memory_snapshots_progress_and_persisted_results(
+    strategy: str,
+) -> None:
+    """``write_memories`` / ``read_memories`` and the tool action's persistence (role.py,
+    react_agent.py, tool_action.py of the wheel), the same in the release and the reproduction."""
+    trace = _memory_trace()
+    out = run_spec(
+        resolve_spec(RunSpec(trace.id, trace.content_hash, strategy, {}, 200_000, reserved=1024)),
+        trace,
+    )
+    system = out.final_view[0].content
+    assert system.startswith("You are a careful agent.\n## Task Progress (do NOT repeat")
+    assert [line for line in system.splitlines() if line.startswith("\u2705")] == [
+        f"\u2705 Step {n}: Action=bash | ref: step_{n:03d}_bash.json" for n in (1, 2, 3)
+    ]  # the prompt of the last call: three steps done
+    tools = [m for m in out.final_view if m.role == "tool"]
+    assert tools[0].content == "small 0.0\n[Full detail available at: mem/step_001_bash.json]"
+    assert tools[1].content.startswith("<persisted-output>\nThis tool result was too large")
+    assert "persisted_results/mem/c1_0.txt" in tools[1].content
+    persisted = [e for e in out.events if e.type == "compaction" and e["layer"] == "persist"]
+    assert [e.call for e in persisted] == [2]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

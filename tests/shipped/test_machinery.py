@@ -161,7 +161,7 @@ def test_summaries_come_from_the_runs_summarizer(trace: Trace) -> None:
 def test_a_framework_exception_is_a_failed_call_with_its_text(trace: Trace) -> None:
     events = replay_scripted(trace, mode="raise", at=2)
     failed = [e for e in events if e["type"] == "call.failed" and e["call"] < 4]
-    assert [(e["call"], e.get("exception")) for e in failed] == [(2, "KeyError: 'x'")]
+    assert [(e["call"], e.get("error")) for e in failed] == [(2, "KeyError: 'x'")]
 
 
 @pytest.mark.parametrize(

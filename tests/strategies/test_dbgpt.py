@@ -744,9 +744,47 @@ def test_0_8_2_recomputes_compaction_on_the_fresh_history_at_every_call() -> Non
     assert cut == sorted(cut) and cut[-1] > cut[0] > 1
 
 
-def test_0_8_2_rounds_end_only_at_observations_so_native_results_are_one_round() -> None:
+def test_0_8_2_sees_native_results_as_the_react_agent_stores_them() -> None:
+    """The ReAct agent keeps text rounds: each native result is an ``Observation:`` turn that
+    ends a round, so Layer 1 cuts it (the stored text, prefix included, without the prefix in
+    the tool message) and Layer 2 drops whole rounds."""
+    out = run_release(
+        tool_trace(40, output="o" * 600), 3000, max_compact_failures=100, min_keep_tokens=500
+    )
+    assert {"layer1", "layer2"} <= {c["layer"] for c in compactions(out)}
     out = run_release(tool_trace(40, output="o" * 600), 6000, max_compact_failures=100)
-    assert not [c for c in compactions(out) if c["layer"] in ("layer1", "layer2")]
+    cut = [m for m in out.final_view if m.role == "tool" and "[truncated" in m.content]
+    assert cut and all(m.content.startswith("o" * 187 + "...") for m in cut)
+    assert all(not m.content.startswith("o" * 188) for m in cut)
+
+
+def test_0_8_2_counts_the_stored_form_with_the_task_progress_and_not_the_question() -> None:
+    strategy = build_strategy("dbgpt", {"release": "0.8.2"})
+    assert isinstance(strategy, DbgptStrategy)
+    out = replay(
+        tool_trace(6, output="x" * 40),
+        strategy,
+        SimulatedProvider(100_000, 0),
+        true_counter=CHARS4,
+        estimator=CHARS4,
+    )
+    system = next(m for m in out.final_view if m.role == "system")
+    progress = [line for line in system.content.splitlines() if line.startswith("\u2705 Step")]
+    assert len(progress) == 6
+    assert progress[0].startswith("\u2705 Step 1: Action=") and "| ref: step_001_" in progress[0]
+    question = Message("user", "q" * 4000)
+    view = (*out.final_view, question)
+    managed, tail = strategy._managed(view)
+    assert tail == [question] and question not in managed
+    tool = next(m for m in view if m.role == "tool")
+    assert strategy._text(tool).startswith("Observation: x")
+
+
+def test_0_8_2_an_overflow_fails_with_the_value_error_of_thinking() -> None:
+    out = run_release(react(40, obs_chars=2000), 3000, max_compact_failures=0)
+    failed = [e for e in out.events if e.type == ev.CALL_FAILED]
+    assert failed and all(e["kind"] == ev.OVERFLOW for e in failed)
+    assert all(str(e["error"]).startswith("ValueError: ") for e in failed)
 
 
 def test_0_8_2_an_empty_summary_counts_as_a_success() -> None:

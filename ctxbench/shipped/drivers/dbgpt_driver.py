@@ -28,9 +28,23 @@ Emulated (no agent, no memory store, no model):
 - native tool calls are given as the ReAct agent stores them: an assistant turn becomes
   ``Thought: ...`` / ``Action: name`` / ``Action Input: args`` text and each tool result a
   human ``Observation: ...`` message (``notes`` says so); text-ReAct traces go in as recorded;
+- ``write_memories`` / ``read_memories`` (``role.py:282-403``, ``react_agent.py:274-365``) for
+  every tool result (one the trace marks failed is a failed step: kept as its observation,
+  no persistence, snapshot or progress line): the tool action's persistence runs first
+  (``tool_action.py:204-222``: the release's own ``ToolResultStorage.maybe_persist`` with the
+  config's threshold, ``read_file`` pinned, files under a temporary working directory); the
+  step's snapshot path is ``{conv_id}/step_{retry counter + 1:03d}_{action}.json``
+  (``_write_op_snapshot``, ``role.py:405-470``, with an empty ``output_dir``: no file is
+  written), kept in the message's ``context["snapshot_path"]`` and, unless the result was
+  persisted, appended as ``\n[Full detail available at: PATH]`` (a persisted result is
+  a ``persist`` step of the call it arrives for: the recorded result, then the preview); the
+  step joins the agent's
+  ``_task_progress``, and the release's own ``Role.task_progress_summary`` (``role.py:212-240``)
+  with the two lines ``_REACT_SYSTEM_TEMPLATE`` adds after it is appended to the recorded
+  system prompt (the agent renders its own template there; the recorded prompt stands in);
 - the ``asyncio.sleep(10)`` between ``thinking()`` retries is skipped (no wall clock);
-- not modelled: the task-progress line the system prompt gains per step, snapshot files and
-  the ``run_tool`` persistence of results over 100,000 characters.
+- the tokenizer's ``count_token`` is memoised per text (the counts are the release's own;
+  re-encoding the whole history at every call made long traces take minutes).
 
 Summary requests (Layer 3, never reached in 0.8.2 because of the defect) go to ctxbench.
 """
@@ -44,6 +58,9 @@ import wire  # isort: skip
 # isort: split
 import asyncio
 import logging
+import os
+import re
+import tempfile
 import types
 from typing import Any
 
@@ -52,6 +69,8 @@ from dbgpt.agent.core import base_agent
 from dbgpt.agent.core.agent import AgentMessage
 from dbgpt.agent.core.base_agent import ConversableAgent
 from dbgpt.agent.core.context import ContextBudgetConfig, ContextManager
+from dbgpt.agent.core.context.storage import ToolResultStorage
+from dbgpt.agent.core.role import Role
 from dbgpt.core import ModelMessageRoleType
 from dbgpt.util.error_types import LLMChatError
 
@@ -76,6 +95,31 @@ class _NoSleepAsyncio(types.ModuleType):
 
 
 base_agent.asyncio = _NoSleepAsyncio("asyncio")
+
+#: the lines ``_REACT_SYSTEM_TEMPLATE`` renders after ``{{ task_progress }}`` (react_agent.py:69-73)
+PROGRESS_TAIL = (
+    "You MUST NOT repeat any action already listed above as \u2705 completed.\n"
+    "Pick the NEXT action that has NOT been done yet to make progress toward the final goal."
+)
+_ACTION_LINE = re.compile(r"^[ \t]*Action:\s*(.+)$", re.M)
+# persisted results go under the working directory: a fresh one per driver process
+os.chdir(tempfile.mkdtemp(prefix="ctxbench-dbgpt-"))
+
+
+class _MemoCount:
+    """The tracker's ``ProxyTokenizerWrapper`` with each text counted once (same counts)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.cache: dict[tuple[str, str | None], int] = {}
+
+    def count_token(self, messages: Any, model_name: str | None = None) -> int:
+        if not isinstance(messages, str):
+            return int(self.inner.count_token(messages, model_name))
+        key = (messages, model_name)
+        if key not in self.cache:
+            self.cache[key] = int(self.inner.count_token(messages, model_name))
+        return self.cache[key]
 
 
 class _Layer3Log(logging.Handler):
@@ -128,7 +172,7 @@ def _react_text(message: dict[str, Any]) -> str:
 
 
 class Replay:
-    """One trace: the memory, the manager and the ReAct loop counter."""
+    """One trace: the memory, the manager, the task progress and the ReAct loop counter."""
 
     def __init__(self, request: dict[str, Any]) -> None:
         cfg = dict(request["config"])
@@ -148,7 +192,25 @@ class Replay:
             llm_client=SummaryClient(),
             on_status_event=self._on_status,
         )
-        self.memory: list[tuple[int, str, str, bool]] = []  # (id, dbgpt role, text, native tool)
+        self.manager.tracker._tokenizer = _MemoCount(self.manager.tracker._tokenizer)
+        self.conv_id = str(request.get("trace_id") or "")
+        # base_agent._init_tool_result_storage with output_dir "" (the working directory)
+        self.storage = ToolResultStorage(
+            storage_dir=os.path.join("persisted_results", self.conv_id),
+            default_threshold=self.budget_config.tool_result_threshold,
+            preview_size=self.budget_config.preview_size,
+            tool_overrides=self.budget_config.tool_overrides,
+        )
+        #: (id, dbgpt role, text in memory, native tool result, content ctxbench sent, context)
+        self.memory: list[tuple[int, str, str, bool, str, dict[str, Any] | None]] = []
+        self.by_id: dict[int, tuple[int, str, str, bool, str, dict[str, Any] | None]] = {}
+        self._task_progress: list[dict[str, Any]] = []
+        self.calls: dict[str, str] = {}  # tool call id -> action of the last assistant turn
+        self.persisted_now: set[int] = (
+            set()
+        )  # results the tool action persisted since the last call
+        self.next_id = -1
+        self.last_action = ""
         self.retry_counter = 0
         self.react_converted = False
         self.prompt: list[AgentMessage] = []
@@ -160,24 +222,77 @@ class Replay:
     def remember(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:
             role, text = message["role"], message.get("content") or ""
-            if role == "assistant" and message.get("tool_calls"):
-                text = _react_text(message)
-                self.react_converted = True
-            elif role == "tool":
-                text = f"Observation: {text}"
-                self.react_converted = True
-            elif role == "user" and not text.lstrip().startswith("Observation:"):
+            context = None
+            if role == "assistant":
+                calls = message.get("tool_calls") or []
+                self.calls = {c["id"]: c["name"] for c in calls}
+                found = _ACTION_LINE.search(text)
+                self.last_action = found.group(1).strip() if found else "action"
+                if calls:
+                    text = _react_text(message)
+                    self.react_converted = True
+            elif role == "tool" or (role == "user" and text.lstrip().startswith("Observation:")):
+                self.next_id = message["id"]
+                call_id = message.get("tool_call_id") or ""
+                native = self.calls.get(call_id) or message.get("name") or "tool"
+                action = native if role == "tool" else self.last_action
+                if message.get("failed"):  # check_pass is False: no snapshot, no progress
+                    text = f"Observation: {text}" if role == "tool" else text
+                else:
+                    text, context = self._observe(role == "tool", text, action, call_id)
+                self.react_converted |= role == "tool"
+            elif role == "user":
                 self.retry_counter = 0  # a new user turn: generate_reply starts counting again
-            self.memory.append((message["id"], _ROLE[role], text, role == "tool"))
+            sent = message.get("content") or ""
+            entry = (message["id"], _ROLE[role], text, role == "tool", sent, context)
+            self.memory.append(entry)
+            self.by_id[message["id"]] = entry
+
+    def _observe(
+        self, native: bool, text: str, action: str, call_id: str
+    ) -> tuple[str, dict[str, Any]]:
+        """A tool result through the tool action and ``write_memories``, as ``read_memories``
+        gives it back: (the Observation text, its context). The persisted file is named by the
+        recorded call id (the release's ``{name}_{id(result):x}`` is an address)."""
+        prefix = "Observation: "
+        observation = text if native else text.lstrip()[len("Observation:") :].lstrip()
+        stem = call_id or f"{action}_{len(self._task_progress) + 1:03d}"
+        replacement, persisted = self.storage.maybe_persist(observation, action, stem)
+        if persisted:
+            text = prefix + replacement
+        elif native:
+            text = prefix + text
+        step = self.retry_counter  # the counter of the call that chose this action, + 1
+        safe_action = "".join(c if c.isalnum() or c in "-_" else "_" for c in action)
+        snapshot = os.path.join(self.conv_id, f"step_{step:03d}_{safe_action}.json")
+        self._task_progress.append(
+            {"step": step, "action": action, "status": "done", "snapshot_file": snapshot}
+        )
+        context: dict[str, Any] = {"snapshot_path": snapshot}
+        if persisted:
+            context["persisted_path"] = persisted
+            self.persisted_now.add(self.next_id)
+            return text, context
+        return f"{text}\n[Full detail available at: {snapshot}]", context
 
     def rebuild(self) -> tuple[list[AgentMessage], list[AgentMessage]]:
         """Fresh AgentMessages from memory: (what the manager sees, appended after it)."""
         self.ids = {}
         fresh = []
-        for ident, role, text, native_tool in self.memory:
-            msg = AgentMessage(content=text, role=role)
+        progress = Role.task_progress_summary.fget(self)
+        for ident, role, text, native_tool, _, context in self.memory:
+            if progress and role == ModelMessageRoleType.SYSTEM:
+                text, progress = f"{text}\n{progress}\n{PROGRESS_TAIL}", None
+            msg = AgentMessage(content=text, role=role, context=context)
             self.ids[id(msg)] = (ident, native_tool)
             fresh.append(msg)
+        if progress:  # no recorded system prompt: the agent's own carries the progress
+            fresh.insert(
+                0,
+                AgentMessage(
+                    content=f"{progress}\n{PROGRESS_TAIL}", role=ModelMessageRoleType.SYSTEM
+                ),
+            )
         tail: list[AgentMessage] = []
         if fresh and fresh[-1].role == ModelMessageRoleType.HUMAN:
             last = fresh[-1].content or ""
@@ -194,12 +309,12 @@ class Replay:
                 role = {"system": "system", "ai": "assistant"}.get(str(msg.role), "user")
                 out.append({"role": role, "content": msg.content or ""})
                 continue
-            original = next(text for i, _, text, _ in self.memory if i == ident[0])
             content = msg.content or ""
-            if content == original:
-                out.append({"ref": ident[0]})
-            elif ident[1] and content.startswith("Observation: "):
-                out.append({"ref": ident[0], "content": content[len("Observation: ") :]})
+            if ident[1] and content.startswith("Observation: "):
+                content = content[len("Observation: ") :]
+            entry = self.by_id[ident[0]]
+            if entry[1] == ModelMessageRoleType.AI or content == entry[4]:
+                out.append({"ref": ident[0]})  # an assistant turn is the recorded turn
             else:
                 out.append({"ref": ident[0], "content": content})
         return out
@@ -223,6 +338,10 @@ class Replay:
         managed, tail = self.rebuild()
         base = self.items(managed + tail)
         steps: list[dict[str, Any]] = []
+        if self.persisted_now:  # the tool action replaced these results before memory kept them
+            steps.append({"layer": "persist", "messages": base})
+            base = [{"ref": i["ref"]} if i.get("ref") in self.persisted_now else i for i in base]
+            self.persisted_now = set()
         for layer in ("layer1", "layer2", "layer3"):
             self._record_layer(layer, steps, tail)
         managed = await self.manager.manage_context(
