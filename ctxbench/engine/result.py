@@ -80,6 +80,9 @@ class RunResult:
     #: release it reproduces in ``params``). Rows written before these columns read as empty.
     release: str = ""
     env_hash: str = ""
+    #: what the ``shipped:`` driver changed in how the trace reaches the framework (e.g. native
+    #: tool calls given to DB-GPT's ReAct agent as text rounds), "; "-joined; empty otherwise
+    driver_notes: str = ""
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -149,7 +152,7 @@ def result_from_events(
     peak = 0.0
     pairing = 0
     system_kept = True
-    release = env_hash = ""
+    release = env_hash = driver_notes = ""
     outcomes: Counter[str] = Counter()
     by_kind: dict[str, Counter[str]] = {}
     for raw in events:
@@ -178,6 +181,7 @@ def result_from_events(
             summary_out += int(e["output_tokens"])
         elif kind == ev.SHIPPED:
             release, env_hash = str(e["release"]), str(e["env_hash"])
+            driver_notes = "; ".join(str(n) for n in e.get("notes") or ())
         elif kind == ev.PROBE:
             outcomes[e["outcome"]] += 1
             by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
@@ -221,4 +225,5 @@ def result_from_events(
         error=error,
         release=release,
         env_hash=env_hash,
+        driver_notes=driver_notes,
     )

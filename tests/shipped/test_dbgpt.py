@@ -98,6 +98,11 @@ def test_native_tool_calls_are_given_as_react_text(breaker_run: list[dict[str, A
     assert any("ReAct" in note for note in start["notes"])
     flags = [e["info"]["react_text"] for e in calls_info(breaker_run) if "react_text" in e["info"]]
     assert flags[0] is False and flags[-1] is True  # from the first tool result on
+    # and the row says so, next to the release and its environment
+    trace = scenario_trace("coding_agent", 8, seed=1)
+    row = run_spec(resolve_spec(RunSpec(trace.id, trace.content_hash, NAME, {}, 16_384)), trace)
+    assert (row.result.release, row.result.env_hash) == ("dbgpt==0.8.2", start["env_hash"])
+    assert "ReAct text" in row.result.driver_notes
 
 
 def test_a_text_react_trace_is_not_converted() -> None:
