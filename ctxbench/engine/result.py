@@ -101,6 +101,9 @@ class RunResult:
         """The result a row (as read back from a results file) holds; other keys are ignored,
         a missing column that has a default (added after the file was written) takes it."""
         present = {name: row[name] for name in cls.columns() if name in row}
+        for f in fields(cls):
+            if f.name not in present and f.default is MISSING and f.default_factory is MISSING:
+                raise KeyError(f.name)  # a column every row has had
         return cls(**present)
 
 

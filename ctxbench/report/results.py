@@ -15,7 +15,7 @@ from typing import Any
 from ctxbench.engine import events as ev
 from ctxbench.engine.result import RunResult
 from ctxbench.report.decisions import CallRecord
-from ctxbench.results import ResultsDir, ResultsError
+from ctxbench.results import ResultsDir
 from ctxbench.results.layout import SPEC_FILE
 
 
@@ -112,14 +112,7 @@ class Results:
 def load_results(directory: str | Path) -> Results:
     """Read a results directory through the one results reader, for the report."""
     store = ResultsDir(directory)
-    try:
-        rows = sorted(store.results(), key=lambda r: (r.trace_id, r.run_id))
-    except KeyError as exc:
-        raise ResultsError(
-            f"a row has no column {exc.args[0]!r}",
-            path=store.path,
-            hint="it was written by another ctxbench version: rerun the sweep",
-        ) from None
+    rows = sorted(store.results(), key=lambda r: (r.trace_id, r.run_id))
     events = digest_events(store.typed_events(skip=_SKIPPED))
     sweep = store.spec() if (store.path / SPEC_FILE).is_file() else {}
     return Results(store.path, tuple(rows), events, sweep, store.has_events)

@@ -80,8 +80,15 @@ class ResultsDir:
         return [read_record(journal, records[rid])["row"] for rid in sorted(records)]
 
     def results(self) -> list[RunResult]:
-        """Every row as a :class:`RunResult`."""
-        return [RunResult.from_row(row) for row in self.rows()]
+        """Every row as a :class:`RunResult`; a row without a column is one error."""
+        try:
+            return [RunResult.from_row(row) for row in self.rows()]
+        except KeyError as exc:
+            raise ResultsError(
+                f"a row has no column {exc.args[0]!r}",
+                path=self.path,
+                hint="it was written by another ctxbench version: rerun the sweep",
+            ) from None
 
     def frame(self) -> Any:
         """The rows as a pandas DataFrame."""

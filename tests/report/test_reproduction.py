@@ -82,8 +82,10 @@ def test_a_results_directory_with_both_gets_the_section(tmp_path: Path) -> None:
         run: {e["call"] for e in store.events(run) if e["type"] == ev.CALL_FAILED}
         for run in (compared.pair.reproduction_run, compared.pair.shipped_run)
     }
+    # a call is compared when both sides made it: sent, or failed before sending (aborted)
     called = [
-        {e["call"] for e in store.events(run) if e["type"] == ev.PROVIDER_CALL} for run in failed
+        {e["call"] for e in store.events(run) if e["type"] == ev.PROVIDER_CALL} | failed[run]
+        for run in failed
     ]
     both = called[0] & called[1]
     ours, theirs = (failed[run] & both for run in failed)
