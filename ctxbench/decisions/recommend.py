@@ -437,14 +437,19 @@ def _knob_verdict(
         if e.failed[0] != e.failed[1]:
             parts.append(f"failed calls {e.failed[0]} -> {e.failed[1]}")
         return KnobEffect(strategy, knob, values, "mattered", f"{e.label}: " + ", ".join(parts))
-    e = max(effects, key=lambda e: abs(e.retention.point))
+    scored = [e for e in effects if not math.isnan(e.retention.point)]
+    if scored:  # the largest retention change; without probes, the largest cost change
+        e = max(scored, key=lambda e: abs(e.retention.point))
+        largest = f"retention {e.retention.text(signed=True)}"
+    else:
+        e = max(effects, key=lambda e: abs(e.cost.point))
+        largest = f"cost {tokens_text(e.cost.point, signed=True)} tokens/trace, no probes"
     return KnobEffect(
         strategy,
         knob,
         values,
         "no detectable effect",
-        f"outcomes changed but no paired interval excludes 0 (largest: {e.label}, retention "
-        f"{e.retention.text(signed=True)})",
+        f"outcomes changed but no paired interval excludes 0 (largest: {e.label}, {largest})",
     )
 
 

@@ -4,6 +4,7 @@ fact kinds no config keeps, honours its constraints, and runs on a real sweep.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,17 @@ def test_an_inert_knob_is_flagged_and_a_knob_that_mattered_is_named() -> None:
     assert "retention" in verdicts["warning_threshold"].detail
     ties = {t.name: t for t in group.ties}
     assert not ties  # GOOD and ALSO are tied with each other, not with the pick
+
+
+def test_without_probes_a_knob_without_effect_names_its_largest_cost_change() -> None:
+    a, b = config("sliding_window", keep_rounds=4.0), config("sliding_window", keep_rounds=8.0)
+    runs = [
+        replace(r, probes=(), input_tokens=r.input_tokens + (37 * (i % 7) - 100) * (i % 2))
+        for i, r in enumerate(sweep({a: 0.5, b: 0.5}, cost={a: 1000.0, b: 1000.0}))
+    ]
+    (knob,) = only(runs).knobs
+    assert knob.verdict == "no detectable effect"
+    assert "nan" not in knob.detail and "no probes" in knob.detail and "cost" in knob.detail
 
 
 def test_identical_configs_tied_with_the_pick_say_more_traces_would_not_help() -> None:
