@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -68,3 +70,26 @@ def shared_traces() -> Path:
             pytest.fail(f"shared traces folder {path} is missing (set CTXBENCH_TRACES)")
         pytest.skip(f"shared traces folder {path} is missing")
     return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium through Playwright, for the report and viewer tests: skipped
+    on a developer machine without it, a failure under CI (``.ci/run`` installs both)."""
+    from ctxbench.report.screenshot import chromium_path, launch
+
+    def unavailable(reason: str) -> None:
+        if in_ci():
+            pytest.fail(f"{reason} (required in CI: .ci/run installs it)")
+        pytest.skip(reason)
+
+    if chromium_path() is None:
+        unavailable("Chromium is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("playwright is not installed (pip install ctxbench[browser])")
+    with sync_playwright() as p:
+        chromium = launch(p)
+        yield chromium
+        chromium.close()

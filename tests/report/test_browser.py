@@ -4,38 +4,17 @@ filter, they still read with JavaScript off, and hostile trace content never run
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ctxbench.report.screenshot import Shot, capture, chromium_path, launch, only_local
+from ctxbench.report.screenshot import Shot, capture, only_local
 from tests.report.test_write import REPORT_SECTIONS
 from tests.report_data import HOSTILE_ID, IMG, SCRIPT, WINDOWS, built_report
 
 pytestmark = pytest.mark.browser
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CTXBENCH_CI") == "1" or os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required in CI: .ci/run installs it)")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if chromium_path() is None:
-        _unavailable("Chromium is not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("playwright is not installed (pip install ctxbench[browser])")
-    with sync_playwright() as p:
-        chromium = launch(p)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

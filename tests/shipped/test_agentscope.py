@@ -16,7 +16,6 @@ from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.strategy import ProviderCall
 from ctxbench.errors import ConfigError
-from ctxbench.shipped import process
 from ctxbench.shipped.agentscope import ShippedAgentScope
 from ctxbench.shipped.releases import AGENTSCOPE
 from ctxbench.trace import Message, Trace
@@ -32,12 +31,6 @@ from tests.shipped_cases import (
 )
 
 NAME = "shipped:agentscope@2.0.11"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_drivers() -> Any:
-    yield
-    process.shutdown()
 
 
 @pytest.fixture(scope="module")

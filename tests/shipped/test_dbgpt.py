@@ -13,7 +13,6 @@ import pytest
 
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
-from ctxbench.shipped import process
 from ctxbench.shipped.releases import DBGPT
 from ctxbench.trace import Message, Trace
 from tests.factories import tool_round
@@ -29,12 +28,6 @@ from tests.shipped_cases import (
 
 pytestmark = needs(DBGPT)
 NAME = "shipped:dbgpt@0.8.2"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_drivers() -> Any:
-    yield
-    process.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from ctxbench.shipped import process
 from ctxbench.shipped.releases import HERMES
 from tests.shipped_cases import (
     SCENARIOS,
@@ -24,12 +23,6 @@ from tests.shipped_cases import (
 
 pytestmark = needs(HERMES)
 NAME = "shipped:hermes@0.19.0"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_drivers() -> Any:
-    yield
-    process.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -7,18 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from ctxbench import parity
-from ctxbench.shipped import process
 from ctxbench.shipped.releases import AUTOGEN_HEAD_TAIL, LANGCHAIN_CORE
 from tests.shipped_cases import check_invariants, needs, replay_events, scenario_trace
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_drivers() -> Any:
-    yield
-    process.shutdown()
 
 
 @needs(AUTOGEN_HEAD_TAIL)

@@ -6,35 +6,19 @@ marked; from file:// and from ``ctxbench view --serve``, asking for nothing else
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctxbench.divergence import first_divergence
-from ctxbench.report.screenshot import chromium_path, launch, only_local
+from ctxbench.report.screenshot import only_local
 from ctxbench.trace import Message
 from ctxbench.view import build
 from ctxbench.view.serve import HOST, make_server
-from tests.report.test_browser import _unavailable
 from tests.viewing import two_runs
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if chromium_path() is None:
-        _unavailable("Chromium is not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("playwright is not installed (pip install ctxbench[browser])")
-    with sync_playwright() as p:
-        chromium = launch(p)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")
