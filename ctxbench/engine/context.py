@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
+from ctxbench.engine.align import opcodes
 from ctxbench.engine.view import ContextView
 from ctxbench.errors import SummarizerError
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
@@ -194,13 +195,11 @@ class ReplayContext:
         messages of the same roles counts as rewritten in place (a truncation, a mask), and
         the rewrite inherits the original's trace index, so later drops still name it.
         """
-        import difflib
-
         a = [m.fingerprint for m in before]
         b = [m.fingerprint for m in after]
         dropped = rewritten = added = 0
         gone: list[int] = []
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        for tag, i1, i2, j1, j2 in opcodes(a, b):
             if tag == "equal":
                 continue
             olds, news = before[i1:i2], after[j1:j2]

@@ -88,6 +88,9 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         self._progress: list[tuple[int, str, str]] = []
         #: 0.8.2's count of a message in its stored form, by the message's fingerprint
         self._stored_tokens: dict[str, int] = {}
+        #: Layer 1's cut of an observation, by the message object (0.8.2 cuts the same history
+        #: at every call); the message is kept in the value so its id is not reused
+        self._cuts: dict[int, tuple[Message, Message]] = {}
         # 0.8.2's rebuilt history: the uncompacted messages, and the prompt last built from them
         self._history: list[Message] = []
         self._built: tuple[Message, ...] = ()
@@ -258,25 +261,33 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         so cutting an already cut observation keeps it (both releases).
         """
         cutoff = current_round - self.cfg.max_observation_age_rounds
-        max_chars = self.cfg.observation_max_chars
         out = list(messages)
         for round_index, indices in enumerate(manager_rounds(messages, self.rules)):
             if round_index >= cutoff:
                 break
             for i in indices:
-                msg = out[i]
-                content = self._text(msg)
-                if (
-                    not is_observation(msg, self.rules)
-                    or PERSISTED_OUTPUT_TAG in content
-                    or len(content) <= max_chars + 30
-                ):
-                    continue
-                path = snapshot_path(msg)
-                suffix = f"... [truncated, full detail at: {path}]" if path else "... [truncated]"
-                cut = from_stored(msg, content[:max_chars] + suffix)
-                out[i] = replace(cut, meta=with_path(msg, path))
+                out[i] = self._cut(out[i])
         return out
+
+    def _cut(self, msg: Message) -> Message:
+        """Layer 1 on one message of an old round: the message itself when it is no
+        observation, already persisted, or short enough."""
+        hit = self._cuts.get(id(msg))
+        if hit is not None and hit[0] is msg:
+            return hit[1]
+        content = self._text(msg)
+        max_chars = self.cfg.observation_max_chars
+        cut = msg
+        if (
+            is_observation(msg, self.rules)
+            and PERSISTED_OUTPUT_TAG not in content
+            and len(content) > max_chars + 30
+        ):
+            path = snapshot_path(msg)
+            suffix = f"... [truncated, full detail at: {path}]" if path else "... [truncated]"
+            cut = replace(from_stored(msg, content[:max_chars] + suffix), meta=with_path(msg, path))
+        self._cuts[id(msg)] = (msg, cut)
+        return cut
 
     def layer2(self, messages: tuple[Message, ...], ctx: ReplayContext) -> list[Message]:
         """Drop whole old rounds; keep ``min_keep_recent_rounds`` and ``min_keep_tokens``."""

@@ -1,0 +1,65 @@
+"""The alignment of a prompt before and after a compaction, as ``difflib`` computes it.
+
+A compaction event counts messages dropped, rewritten and added by aligning the two message
+lists on fingerprints. ``difflib.SequenceMatcher`` does that in time quadratic in the list's
+length, which a strategy that rebuilds and compacts its whole prompt at every call (DB-GPT
+0.8.2) pays on every call of a long trace. Compactions almost never repeat or reorder a
+message, and for those lists the alignment is found in one pass: when every key is unique on
+each side and the keys both sides share appear in the same order, every common key is part of
+the longest common subsequence, and difflib's matching blocks are exactly the runs of
+consecutive shared keys. Any other pair of lists goes to difflib itself, so the opcodes are
+always difflib's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+Tag = Literal["replace", "delete", "insert", "equal"]
+Opcode = tuple[Tag, int, int, int, int]
+
+
+def opcodes(a: Sequence[str], b: Sequence[str]) -> list[Opcode]:
+    """``difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()``."""
+    blocks = _monotone_blocks(a, b)
+    if blocks is None:
+        import difflib
+
+        return difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    out: list[Opcode] = []
+    i = j = 0
+    for ai, bj, size in [*blocks, (len(a), len(b), 0)]:
+        if i < ai and j < bj:
+            out.append(("replace", i, ai, j, bj))
+        elif i < ai:
+            out.append(("delete", i, ai, j, bj))
+        elif j < bj:
+            out.append(("insert", i, ai, j, bj))
+        if size:
+            out.append(("equal", ai, ai + size, bj, bj + size))
+        i, j = ai + size, bj + size
+    return out
+
+
+def _monotone_blocks(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int]] | None:
+    """The matching blocks (merged runs of shared keys), or None when a key repeats on a side or
+    the shared keys are not in the same order on both."""
+    where = {key: j for j, key in enumerate(b)}
+    if len(where) != len(b) or len(set(a)) != len(a):
+        return None
+    blocks: list[tuple[int, int, int]] = []
+    last_j = -1
+    for i, key in enumerate(a):
+        j = where.get(key)
+        if j is None:
+            continue
+        if j < last_j:
+            return None
+        if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
+            ai, bj, size = blocks[-1]
+            blocks[-1] = (ai, bj, size + 1)
+        else:
+            blocks.append((i, j, 1))
+        last_j = j
+    return blocks

@@ -1,0 +1,75 @@
+"""The compaction alignment is difflib's, whichever path computes it."""
+
+from __future__ import annotations
+
+import difflib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxbench.engine import align
+
+
+def _difflib(a: list[str], b: list[str]) -> list[align.Opcode]:
+    return difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+
+
+@st.composite
+def compactions(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """A list of unique keys and what a compaction makes of it: runs dropped, rewritten (new
+    keys) or inserted, sometimes with a key repeated or two kept keys swapped."""
+    n = draw(st.integers(0, 40))
+    before = [f"m{i}" for i in range(n)]
+    after: list[str] = []
+    fresh = 0
+    for key in before:
+        action = draw(st.sampled_from(["keep", "keep", "keep", "drop", "rewrite", "insert"]))
+        if action == "keep":
+            after.append(key)
+        elif action == "rewrite":
+            after.append(f"new{fresh}")
+            fresh += 1
+        elif action == "insert":
+            after += [f"new{fresh}", key]
+            fresh += 1
+    repeat: bool = draw(st.booleans())
+    if after and repeat:
+        after.insert(draw(st.integers(0, len(after))), draw(st.sampled_from(after)))
+    if len(after) > 1 and draw(st.integers(0, 4)) == 0:
+        i, j = sorted(draw(st.lists(st.integers(0, len(after) - 1), min_size=2, max_size=2)))
+        after[i], after[j] = after[j], after[i]
+    return before, after
+
+
+@settings(max_examples=400, deadline=None)
+@given(compactions())
+def test_opcodes_are_difflibs_on_every_compaction_shape(pair: tuple[list[str], list[str]]) -> None:
+    before, after = pair
+    assert align.opcodes(before, after) == _difflib(before, after)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcde"), max_size=12), st.lists(st.sampled_from("abcde"), max_size=12)
+)
+def test_opcodes_are_difflibs_on_repeating_keys(a: list[str], b: list[str]) -> None:
+    assert align.opcodes(a, b) == _difflib(a, b)
+
+
+def test_the_one_pass_path_takes_unique_keys_in_order_and_refuses_the_rest() -> None:
+    assert align._monotone_blocks(["a", "b", "c", "d"], ["a", "x", "c", "d"]) == [
+        (0, 0, 1),
+        (2, 2, 2),
+    ]
+    assert align._monotone_blocks(["a", "b"], ["b", "a"]) is None  # reordered
+    assert align._monotone_blocks(["a", "a"], ["a"]) is None  # repeated before
+    assert align._monotone_blocks(["a"], ["a", "a"]) is None  # repeated after
+
+
+def test_a_long_rebuilt_prompt_aligns_in_one_pass() -> None:
+    """Every old observation cut and the oldest rounds dropped: the shape DB-GPT 0.8.2 applies
+    at every call, on which difflib is quadratic."""
+    before = [f"m{i}" for i in range(3000)]
+    after = [f"cut{i}" if i % 2 else f"m{i}" for i in range(1000, 3000)]
+    assert align._monotone_blocks(before, after) is not None
+    assert align.opcodes(before, after) == _difflib(before, after)
