@@ -135,7 +135,11 @@ class ReplayContext:
         ``messages[i]`` stands for (None: new); a recorded message the memory keeps in its own
         form (a task-progress block in the system prompt) keeps its trace index."""
         for message, source in zip(messages, sources, strict=True):
-            if source is not None and source.fingerprint in self._recorded:
+            if (
+                source is not None
+                and source is not message
+                and source.fingerprint in self._recorded
+            ):
                 self._recorded.setdefault(message.fingerprint, self._recorded[source.fingerprint])
         before = self.view.messages
         if len(before) != len(messages) or any(a is not b for a, b in zip(before, messages)):

@@ -82,9 +82,19 @@ class ContextView:
                 break
             common += 1
         self._dirty_from = min(self._dirty_from, common)
+        # a message kept from the old view keeps its counts (a compaction keeps most of them)
+        position = {id(m): i for i, m in enumerate(self._messages)}
+        est, true = [], []
+        for m in messages:
+            i = position.get(id(m))
+            if i is not None and self._messages[i] is m:
+                est.append(self._est[i])
+                true.append(self._true[i])
+            else:
+                est.append(self.estimator.count_message(m))
+                true.append(self.true_counter.count_message(m))
         self._messages = list(messages)
-        self._est = [self.estimator.count_message(m) for m in self._messages]
-        self._true = [self.true_counter.count_message(m) for m in self._messages]
+        self._est, self._true = est, true
         self._est_sum = sum(self._est)
         self._true_sum = sum(self._true)
 
