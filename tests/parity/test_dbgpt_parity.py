@@ -85,3 +85,21 @@ def test_the_same_failed_calls(
 ) -> None:
     rows = [r for r, _, _ in compared[window]]
     assert {r.trace_id: r.first_divergence for r in rows if r.same_failed < r.calls} == {}
+
+
+#: a Claude Code session whose calls 31-36 re-derive, at 32k, the prompt the model saw last
+REPEATING = "marot+spotter/test/fixtures/transcripts/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+
+
+def test_memory_managed_back_into_the_last_prompt_is_no_compaction(shared_traces: Path) -> None:
+    """0.8.2 rebuilds its prompt from memory at every call. When managing it gives again what
+    the model saw last (plus what arrived since), the model's prompt did not change: neither
+    side records a compaction, though Layer 2 ran again."""
+    trace = recorded_trace(shared_traces, REPEATING, n_rounds=60)
+    sides = [
+        parity.replay_side(trace, s, window=32_768, reserved=4096, counter="tiktoken:o200k_base")
+        for s in (REPRODUCTION, SHIPPED)
+    ]
+    row = parity.compare(trace.id, *sides, window=32_768)
+    assert _first_compaction(sides[1]) is not None
+    assert row.same_compacted == row.calls, row.first_divergence

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import ClassVar
 
@@ -128,12 +129,13 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             (self.cfg.warning_threshold, "warning"),
         )
 
-    def _state(self, ctx: ReplayContext) -> str:
+    def _state(self, messages: Sequence[Message], ctx: ReplayContext) -> str:
+        """The manager's state of the prompt ``messages``."""
         budget = self.budget(ctx)
         if self.rules.react_memory:
-            used = sum(self._count(m, ctx) for m in self._managed(ctx.view.messages)[0])
+            used = sum(self._count(m, ctx) for m in self._managed(messages)[0])
         else:
-            used = ctx.view.estimated_tokens
+            used = ctx.view.est_overhead + sum(ctx.estimator.count_message(m) for m in messages)
         ratio = used / budget if budget > 0 else float("inf")
         return self.state_of(ratio, budget)
 
@@ -149,7 +151,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     def _text(self, message: Message) -> str:
         return stored(message).content if self.rules.react_memory else message.content
 
-    def _managed(self, messages: tuple[Message, ...]) -> tuple[list[Message], list[Message]]:
+    def _managed(self, messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
         """(what the manager sees, the current question). 0.8.2: ``_load_thinking_messages``
         appends the user prompt after ``manage_context`` (base_agent.py:1433-1451)."""
         out = list(messages)
@@ -169,13 +171,28 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     # -- manager flow -----------------------------------------------------------------------------
     def before_call(self, ctx: ReplayContext) -> None:
         self.layer4_retries = 0
+        steps: list[tuple[str, list[Message]]] | None = None
         if not self.rules.persistent:
             self._track_reply(ctx)
-            self._rebuild(ctx)
+            prompt, sources = self._rebuild(ctx)
+            steps = self._cheap_layers(prompt, ctx)
+            if self._repeats_last(prompt, steps, ctx):
+                self._built = ctx.view.messages
+                return
+            ctx.reassemble(prompt, sources)
         try:
-            self._manage(ctx)
+            self._manage(ctx, steps)
         finally:
             self._built = ctx.view.messages
+
+    def _repeats_last(
+        self, prompt: list[Message], steps: list[tuple[str, list[Message]]], ctx: ReplayContext
+    ) -> bool:
+        """The rebuilt memory, managed, gives again the prompt the model saw last (plus what
+        arrived since), and no summary is due: nothing changed for the model, so nothing is
+        recorded (the rule the shipped adaptor applies to the release's own prompt)."""
+        final = steps[-1][1] if steps else prompt
+        return final == list(ctx.view.messages) and not self._summary_due(final, ctx)
 
     def _track_reply(self, ctx: ReplayContext) -> None:
         """A real user message since the last call starts a new reply (retry counter 0)."""
@@ -188,11 +205,12 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         n = len(self._built)
         return len(view) >= n and all(map(operator.is_, view[:n], self._built))
 
-    def _rebuild(self, ctx: ReplayContext) -> None:
+    def _rebuild(self, ctx: ReplayContext) -> tuple[list[Message], list[Message | None]]:
         """0.8.2: the agent builds the prompt from memory (the uncompacted history plus what
         arrived since the last call), so last call's compaction is gone. The view is set to that
-        history without a compaction event: nothing was compacted, the agent just forgot. The
-        system prompt carries the task progress so far (``role.py:212-240``)."""
+        history without a compaction event (``ctx.reassemble``): nothing was compacted, the
+        agent just forgot. The system prompt carries the task progress so far
+        (``role.py:212-240``). Returns the prompt and the message each entry stands for."""
         if self._prefix_kept(ctx):
             self._history = [*self._history, *ctx.view.messages[len(self._built) :]]
         else:
@@ -201,38 +219,63 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         if self.rules.react_memory:
             prompt = with_progress(self._history, task_progress(self._progress))
             sources = sources if len(prompt) == len(sources) else [None, *sources]
-        ctx.reassemble(prompt, sources)
+        return list(prompt), sources
 
-    def _manage(self, ctx: ReplayContext) -> None:
-        """``ContextManager.manage_context`` (manager.py:97-168)."""
-        state = self._state(ctx)
+    def _cheap_layers(
+        self, messages: Sequence[Message], ctx: ReplayContext
+    ) -> list[tuple[str, list[Message]]]:
+        """The layers ``manage_context`` runs before a summary (1 and 2) on ``messages``, with
+        the prompt after each: pure, so the rebuilt memory can be managed before it is shown."""
+        steps: list[tuple[str, list[Message]]] = []
+        state = self._state(messages, ctx)
         if state == "normal" or self.breaker_tripped:
+            return steps
+        current = list(messages)
+        for layer in ("layer1", "layer2"):
+            if not _at_least(state, "warning"):
+                break
+            managed, tail = self._managed(current)
+            if layer == "layer1":
+                kept = self.layer1(tuple(managed), self._current_round(current, ctx))
+            else:
+                kept = self.layer2(tuple(managed), ctx)
+            current = [*kept, *tail]
+            steps.append((layer, current))
+            state = self._state(current, ctx)
+        return steps
+
+    def _summary_due(self, messages: Sequence[Message], ctx: ReplayContext) -> bool:
+        return (
+            not self.breaker_tripped
+            and _at_least(self._state(messages, ctx), "error")
+            and ctx.summarizer is not None
+        )
+
+    def _manage(
+        self, ctx: ReplayContext, steps: list[tuple[str, list[Message]]] | None = None
+    ) -> None:
+        """``ContextManager.manage_context`` (manager.py:97-168); ``steps``: layers 1 and 2
+        already worked out on the view (:meth:`_cheap_layers`)."""
+        if steps is None:
+            steps = self._cheap_layers(ctx.view.messages, ctx)
+        for layer, messages in steps:
+            ctx.apply(layer, messages)
+        if not self._summary_due(ctx.view.messages, ctx):
             return
-        if _at_least(state, "warning"):
-            managed, tail = self._managed(ctx.view.messages)
-            ctx.apply("layer1", [*self.layer1(tuple(managed), self._current_round(ctx)), *tail])
-            state = self._state(ctx)
-        if _at_least(state, "warning"):
-            managed, tail = self._managed(ctx.view.messages)
-            ctx.apply("layer2", [*self.layer2(tuple(managed), ctx), *tail])
-            state = self._state(ctx)
-        if _at_least(state, "error") and ctx.summarizer is not None:
-            if self.rules.model_name_defect and not self.cfg.patch_model_name:
+        if self.rules.model_name_defect and not self.cfg.patch_model_name:
+            self.compact_failures += 1
+            ctx.emit("strategy.error", strategy=self.name, layer="layer3", error=MODEL_NAME_ERROR)
+            return
+        managed, tail = self._managed(ctx.view.messages)
+        try:
+            compacted = self.layer3(tuple(managed), ctx)
+        except SummarizerError as error:
+            if self.rules.summary_failure_counts or error.kind == "crash":
                 self.compact_failures += 1
-                ctx.emit(
-                    "strategy.error", strategy=self.name, layer="layer3", error=MODEL_NAME_ERROR
-                )
                 return
-            managed, tail = self._managed(ctx.view.messages)
-            try:
-                compacted = self.layer3(tuple(managed), ctx)
-            except SummarizerError as error:
-                if self.rules.summary_failure_counts or error.kind == "crash":
-                    self.compact_failures += 1
-                    return
-                compacted = managed  # 0.8.2: "" from the client is a success
-            self.compact_failures = 0
-            ctx.apply("layer3", [*compacted, *tail])
+            compacted = managed  # 0.8.2: "" from the client is a success
+        self.compact_failures = 0
+        ctx.apply("layer3", [*compacted, *tail])
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
         if not self.rules.layer4:  # thinking() gives up after 3 attempts (base_agent.py:793-823)
@@ -247,10 +290,10 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         self._built = ctx.view.messages
         return True
 
-    def _current_round(self, ctx: ReplayContext) -> int:
+    def _current_round(self, messages: Sequence[Message], ctx: ReplayContext) -> int:
         if self.cfg.age_from == "loop_counter":
             return ctx.call - self._reply_start
-        return len(manager_rounds(ctx.view.messages, self.rules))
+        return len(manager_rounds(messages, self.rules))
 
     # -- layers (pure functions of the message list) -------------------------------------------------
     def layer1(self, messages: tuple[Message, ...], current_round: int) -> list[Message]:
