@@ -38,6 +38,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "model",
         (
             "ctxbench.trace",
+            "ctxbench.pairing",
+            "ctxbench.validation",
             "ctxbench.probes.model",
             "ctxbench.engine.events",
             "ctxbench.engine.result",

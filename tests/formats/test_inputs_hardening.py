@@ -32,7 +32,8 @@ from ctxbench.formats.canonical import read_traces, trace_line, write_traces
 from ctxbench.probes.model import Probe
 from ctxbench.probes.probe_file import load_probes, probe_lines
 from ctxbench.strategies import STRATEGIES
-from ctxbench.trace import Message, Part, ToolCall, Trace, Usage, validate
+from ctxbench.trace import Message, Part, ToolCall, Trace, Usage
+from ctxbench.validation import validate
 from tests.hardening import (
     assert_cli_reports,
     assert_names_the_problem,
