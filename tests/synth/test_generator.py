@@ -17,7 +17,7 @@ from ctxbench.probes.model import PROBE_KINDS
 from ctxbench.probes.scoring import TextIndex, normalise
 from ctxbench.synth import generate, load_scenario, scenario_names
 from ctxbench.synth.phrases import opening_phrases
-from ctxbench.synth.scenario import parse_scenario
+from ctxbench.synth.scenario_file import parse_scenario
 from ctxbench.trace import Trace, message_search_text
 from ctxbench.validation import validate
 
