@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxbench.check import Tolerances, check, load_baseline, make_baseline
+from ctxbench.baseline import load_baseline, make_baseline
+from ctxbench.check import Tolerances, check
 from ctxbench.counting import COUNTERS, get_counter
 from ctxbench.counting.profile import Profile
 from ctxbench.divergence import first_divergence, read_events, render
