@@ -13,10 +13,11 @@ import pytest
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
+from ctxbench.pairing import rounds
 from ctxbench.shipped import environment
 from ctxbench.shipped.releases import Release
 from ctxbench.synth import generate, load_scenario
-from ctxbench.trace import Trace, rounds
+from ctxbench.trace import Trace
 
 SCENARIOS = (
     "coding_agent",

@@ -19,6 +19,8 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from ctxbench import check as gate
+from ctxbench import check_report
+from ctxbench.baseline import make_baseline
 from ctxbench.escaping import csv_cell, markdown_cell, markdown_code, xml_text
 from ctxbench.formats.canonical import write_traces
 from ctxbench.sweep import ResultsDir, load_sweep, run_sweep
@@ -56,7 +58,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[gate.CheckReport, 
     )
     run_sweep(load_sweep(root / "sweep.toml"), root / "results", with_csv=True)
     rows = ResultsDir(root / "results").results()
-    baseline = gate.make_baseline(rows)
+    baseline = make_baseline(rows)
     kept = [c for c in baseline["cells"] if c["trace_id"] != HOSTILE_IDS[-1]]
     for cell in kept:  # the cells regress: they raise now
         cell["error"] = None
@@ -69,7 +71,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[gate.CheckReport, 
 
 
 def test_junit_parses_and_keeps_every_id_visible(report: tuple[gate.CheckReport, Path]) -> None:
-    xml = gate.junit_report(report[0])
+    xml = check_report.junit_report(report[0])
     suite = ET.fromstring(xml)  # before: not well-formed (invalid token)
     names = [case.get("name") or "" for case in suite.iter("testcase")]
     assert len(names) == len(report[0].cells) + 1
@@ -85,7 +87,7 @@ def rendered(markdown: str) -> str:
 def test_markdown_has_one_heading_no_html_and_no_code_span_breakout(
     report: tuple[gate.CheckReport, Path],
 ) -> None:
-    markdown = gate.markdown_report(report[0])
+    markdown = check_report.markdown_report(report[0])
     html = rendered(markdown)
     assert html.count("<h2>") == 1 and "❌ regression" in html.split("</h2>")[0]
     assert "no regression" not in html.split("</h2>")[0]
@@ -99,7 +101,7 @@ def test_markdown_has_one_heading_no_html_and_no_code_span_breakout(
         assert f": {markdown_code(cell.name)} (run" in markdown, cell.key
     bodies = [part.split("</tbody>")[0] for part in html.split("<tbody>")[1:]]
     body = [row for part in bodies for row in part.split("<tr>")[1:]]
-    assert body and all(row.count("<td") == len(gate.FINDING_HEADER) for row in body)
+    assert body and all(row.count("<td") == len(check_report.FINDING_HEADER) for row in body)
 
 
 def test_results_csv_cells_never_start_a_formula(report: tuple[gate.CheckReport, Path]) -> None:

@@ -31,7 +31,7 @@ from ctxbench.strategies import STRATEGIES, build_strategy, strategy_class
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.sweep.spec import load_sweep, sweep_from_dict
 from ctxbench.synth.generator import generate
-from ctxbench.synth.scenario import load_scenario, parse_scenario, scenario_dir
+from ctxbench.synth.scenario_file import load_scenario, parse_scenario, scenario_dir
 from tests.factories import react_trace, tool_trace
 from tests.hardening import (
     DEEP,

@@ -38,6 +38,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "model",
         (
             "ctxbench.trace",
+            "ctxbench.pairing",
+            "ctxbench.validation",
             "ctxbench.probes.model",
             "ctxbench.engine.events",
             "ctxbench.engine.result",
@@ -74,7 +76,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     # answers drawn from the analyses: recommendations with their uncertainty, and the gate
     ("decisions", ("ctxbench.decisions",)),
-    ("gate", ("ctxbench.check", "ctxbench.testing")),
+    (
+        "gate",
+        ("ctxbench.baseline", "ctxbench.check", "ctxbench.check_report", "ctxbench.testing"),
+    ),
     ("unplaced", ()),
     ("command line", ("ctxbench.cli", "ctxbench.__main__", "ctxbench")),
 )

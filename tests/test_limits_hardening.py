@@ -15,7 +15,7 @@ import pytest
 
 from ctxbench import limits
 from ctxbench.formats.canonical import write_traces
-from ctxbench.synth.scenario import load_scenario
+from ctxbench.synth.scenario_file import load_scenario
 from tests.factories import tool_trace
 from tests.hardening import run_main
 

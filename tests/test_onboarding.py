@@ -22,7 +22,7 @@ from ctxbench.summarizers import SUMMARIZERS
 from ctxbench.sweep import load_sweep, run_sweep
 from ctxbench.sweep.reference import END, START, readme_block, rows
 from ctxbench.sweep.spec import SweepSettings
-from ctxbench.synth.scenario import resolve_scenario_path
+from ctxbench.synth.scenario_file import resolve_scenario_path
 from tests.viewing import two_runs
 
 REPO = Path(__file__).resolve().parents[1]

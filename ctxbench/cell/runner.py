@@ -21,7 +21,8 @@ from ctxbench.probes.model import Probe
 from ctxbench.strategies import build_strategy, strategy_class
 from ctxbench.summarizers import build_summarizer
 from ctxbench.summarizers.base import Summarizer
-from ctxbench.trace import Trace, refuse_duplicate_call_ids
+from ctxbench.trace import Trace
+from ctxbench.validation import refuse_duplicate_call_ids
 
 
 def resolve_spec(spec: RunSpec) -> RunSpec:

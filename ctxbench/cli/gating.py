@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 import click
 
 from ctxbench import check as gate
+from ctxbench import check_report
 from ctxbench.atomic_file import AtomicFile
+from ctxbench.baseline import load_baseline, make_baseline
 from ctxbench.cli.options import dir_option, file_option
 from ctxbench.errors import ConfigError
 
@@ -49,7 +51,7 @@ def baseline(results_dir: str, out: str) -> None:
     Example:
       ctxbench sweep ci.toml -o results && ctxbench baseline results -o baseline.json
     """
-    doc = gate.make_baseline(_results(results_dir), results_dir)
+    doc = make_baseline(_results(results_dir), results_dir)
     _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     click.echo(f"wrote {out}: {len(doc['cells'])} cells")
     from ctxbench.decisions.changes import baseline_warnings
@@ -126,16 +128,16 @@ def check(
     tol = gate.Tolerances(
         max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing
     )
-    doc = gate.load_baseline(baseline_file)
+    doc = load_baseline(baseline_file)
     report = gate.check(_results(results_dir), doc, tol, fields)
     report.results_dir = results_dir
     if baseline_results:
         report.baseline_results = baseline_results
-    click.echo(gate.text_report(report))
+    click.echo(check_report.text_report(report))
     if junit:
-        _write(junit, gate.junit_report(report))
+        _write(junit, check_report.junit_report(report))
     if markdown:
-        _write(markdown, gate.markdown_report(report))
+        _write(markdown, check_report.markdown_report(report))
     sys.exit(1 if report.failed else 0)
 
 

@@ -9,7 +9,7 @@ import click
 
 from ctxbench.cell.traces import open_traces
 from ctxbench.cli.options import json_option, traces_argument
-from ctxbench.trace import validate as validate_trace
+from ctxbench.validation import validate as validate_trace
 
 
 @click.command("validate")

@@ -17,8 +17,9 @@ from ctxbench.engine import events as ev
 from ctxbench.engine.align import opcodes
 from ctxbench.engine.view import ContextView
 from ctxbench.errors import SummarizerError
+from ctxbench.pairing import pairing_violations
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
-from ctxbench.trace import Message, ToolSpec, pairing_violations
+from ctxbench.trace import Message, ToolSpec
 
 if TYPE_CHECKING:
     from ctxbench.engine.strategy import Strategy

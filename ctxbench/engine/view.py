@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ctxbench.counting.base import TokenCounter
-from ctxbench.trace import Message, Round, ToolSpec, rounds
+from ctxbench.pairing import Round, rounds
+from ctxbench.trace import Message, ToolSpec
 
 #: ``_dirty_from`` when no message has changed since the last accepted prompt (appends are not changes).
 _UNCHANGED = 1 << 62

@@ -4,7 +4,7 @@ what was mapped.
 ``open_source(path, format)`` opens a file once and chooses its importer; ``Source.traces()``
 streams the traces. A :class:`Tally` counts traces, messages, model calls, calls with
 recorded usage, the unmapped keys kept in ``meta`` (by level) and the structural problems
-:func:`ctxbench.trace.validate` finds, into an :class:`ImportReport`.
+:func:`ctxbench.validation.validate` finds, into an :class:`ImportReport`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from ctxbench.formats.canonical import parse_trace
 from ctxbench.formats.document import Document, open_document
 from ctxbench.formats.importer import Importer, ImportOptions
 from ctxbench.formats.location import At, kind_of
-from ctxbench.trace import SCHEMA, Message, RecordedCompaction, Trace, validate
+from ctxbench.trace import SCHEMA, Message, RecordedCompaction, Trace
+from ctxbench.validation import validate
 
 AUTO = "auto"
 #: Detection order: the most specific shapes first, generic chat messages and tables last.

@@ -28,9 +28,10 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from ctxbench.pairing import rounds
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import TextIndex
-from ctxbench.trace import Message, Trace, message_search_text, rounds
+from ctxbench.trace import Message, Trace, message_search_text
 
 DEFAULT_MAX_PER_TRACE = 12
 MIN_LENGTH = 5

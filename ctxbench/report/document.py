@@ -13,7 +13,7 @@ from typing import Any
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.result import RunResult
-from ctxbench.report import sections
+from ctxbench.report import counting_sections, run_sections, sections
 from ctxbench.report.decisions import CallRecord, DriftCell, usage_ratios
 from ctxbench.report.density import measure
 from ctxbench.report.leaderboard import ConfigKey, config_labels, leaderboard
@@ -191,7 +191,7 @@ def report_page(inputs: ReportInputs) -> Page:
         sections.leaderboard_section(board, labels, priced=priced),
         sections.pareto_section(board, labels),
         sections.thresholds_section(threshold_maps(rows)),
-        sections.timelines_section(
+        run_sections.timelines_section(
             pick_timelines(
                 rows,
                 recommended=_recommended(board, picks),
@@ -204,24 +204,24 @@ def report_page(inputs: ReportInputs) -> Page:
             picked=picks is not None,
         ),
         *([reproduction_section(inputs.release_parity)] if inputs.release_parity else []),
-        sections.lost_section(
+        run_sections.lost_section(
             lost_facts(outcomes, inputs.traces),
             has_probes=bool(outcomes),
             missing_traces=inputs.missing_traces,
         ),
-        sections.counting_section(
+        counting_sections.counting_section(
             samples,
             [c.name for c in inputs.counters],
             missing=inputs.missing_counters,
             budget=DENSITY_BUDGET,
         ),
-        sections.drift_section(
-            sections.drift_from_events(rows, results.events),
+        counting_sections.drift_section(
+            counting_sections.drift_from_events(rows, results.events),
             "Pooled over every run of these results, by the estimator the strategy decided "
             "with and the provider's true counter; the prompts are the strategies' own.",
         ),
-        sections.accuracy_section(accuracy, traces_with_usage=n_traces, calls=n_calls),
-        sections.specs_section(rows, run_labels, _strategy_defaults, str(results.path)),
+        counting_sections.accuracy_section(accuracy, traces_with_usage=n_traces, calls=n_calls),
+        run_sections.specs_section(rows, run_labels, _strategy_defaults, str(results.path)),
     ]
     errors = sum(1 for r in rows if r.error)
     facts = (
@@ -305,8 +305,8 @@ def drift_page(
         ),
         sections=(
             intro,
-            sections.counting_section(samples, [c.name for c in counters]),
-            sections.drift_section(
+            counting_sections.counting_section(samples, [c.name for c in counters]),
+            counting_sections.drift_section(
                 drift,
                 "Replays with strategy none (the prompt is the whole history), one per trace, "
                 "window, true counter and estimator. Calls with recorded usage are judged by the "
@@ -314,7 +314,7 @@ def drift_page(
                 "without usage (column 'truth').",
                 usage_ratios(traces, [*counters, *baselines], classify),
             ),
-            sections.accuracy_section(accuracy, traces_with_usage=n_traces, calls=n_calls),
+            counting_sections.accuracy_section(accuracy, traces_with_usage=n_traces, calls=n_calls),
         ),
         generator=f"ctxbench {_version()}",
     )

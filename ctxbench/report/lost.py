@@ -11,8 +11,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from ctxbench.pairing import rounds
 from ctxbench.report.results import ProbeOutcome
-from ctxbench.trace import Trace, rounds
+from ctxbench.trace import Trace
 
 LOST = "lost"
 STALE = "stale"

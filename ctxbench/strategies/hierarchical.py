@@ -10,7 +10,7 @@ small deterministic BM25 so replays need no embedding model.
 Rules:
 
 - Trigger: the strategy's estimate reaches ``trigger_ratio x budget`` (0 = before every call).
-- Eviction: everything but the last ``hot_rounds`` rounds (:func:`ctxbench.trace.rounds`, so tool
+- Eviction: everything but the last ``hot_rounds`` rounds (:func:`ctxbench.pairing.rounds`, so tool
   pairs stay whole) moves to the cold store, kept in the strategy's state and written to
   ``cold_store/<trace>/round_NNNN.json`` for the record. With ``pin_first_user`` the first user
   message (the original task) never leaves the prompt.
@@ -34,9 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxbench.engine.context import ReplayContext, safe_component
+from ctxbench.pairing import rounds
 from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import CONTEXT_MANAGER_ARTICLE
-from ctxbench.trace import Message, message_search_text, rounds
+from ctxbench.trace import Message, message_search_text
 
 _WORD = re.compile(r"[a-z0-9_]+")
 

@@ -122,7 +122,7 @@ def with_placeholder(message: Message, text: str) -> Message:
     """``message`` with its whole content (media included) replaced by ``text``.
 
     A text-ReAct observation keeps its ``Observation:`` prefix, so the round segmentation of
-    :func:`ctxbench.trace.rounds` does not change when an observation is blanked."""
+    :func:`ctxbench.pairing.rounds` does not change when an observation is blanked."""
     if message.is_observation and not text.lstrip().startswith(OBSERVATION_PREFIX):
         text = f"{OBSERVATION_PREFIX} {text}"
     return replace(message, content=text, parts=None)

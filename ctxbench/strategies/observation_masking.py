@@ -19,7 +19,7 @@ The two disagree on the unit (turns, observations or events) and the placeholder
 selects the rule:
 
 - ``"rounds"`` (default; the paper's "last M turns"): observations of all but the last ``keep``
-  rounds (:func:`ctxbench.trace.rounds`) are masked. In SWE-agent a turn has one observation, so
+  rounds (:func:`ctxbench.pairing.rounds`) are masked. In SWE-agent a turn has one observation, so
   this equals ``LastNObservations`` there; with parallel calls a round keeps all its results.
 - ``"observations"``: SWE-agent's ``LastNObservations`` exactly: counts observation messages (the
   task, a user message in ctxbench, stands for the never-masked instance template), ``polling``.
@@ -45,8 +45,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ctxbench.engine.context import ReplayContext
+from ctxbench.pairing import rounds
 from ctxbench.strategies.layers import RebuiltFromHistory, is_tool_result, with_placeholder
-from ctxbench.trace import Message, rounds
+from ctxbench.trace import Message
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 OPENHANDS_PLACEHOLDER = "<MASKED>"

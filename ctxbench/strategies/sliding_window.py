@@ -2,7 +2,7 @@
 
 Source: the "sliding window" pattern of the ContextManager design document (seed 003):
 "keep system + the most recent N rounds of user/assistant/tool". Rounds come from
-:func:`ctxbench.trace.rounds`, so a tool call and its results are never split.
+:func:`ctxbench.pairing.rounds`, so a tool call and its results are never split.
 
 Knobs (defaults):
 - ``keep_rounds`` (8): rounds kept in the prompt;
@@ -42,7 +42,7 @@ def window_of(
     messages: tuple[Message, ...], keep_rounds: int, pin_first_user: bool
 ) -> list[Message]:
     """System messages, optionally the first user message, and the last ``keep_rounds`` rounds."""
-    from ctxbench.trace import rounds
+    from ctxbench.pairing import rounds
 
     segs = rounds(messages)
     kept: set[int] = {i for i, m in enumerate(messages) if m.role == "system"}

@@ -11,7 +11,7 @@ Rules reproduced:
 
 - Trigger: the strategy's estimate of the whole prompt is over ``token_budget`` (strictly
   greater, as in ``build_for_llm``); ``None`` means the run's ``window - reserved``.
-- Split: rounds come from :func:`ctxbench.trace.rounds`, so a tool call and its results are one
+- Split: rounds come from :func:`ctxbench.pairing.rounds`, so a tool call and its results are one
   unit. The oldest ``floor(summarize_fraction x rounds)`` rounds are summarised, but never any of
   the last ``keep_recent_tool_rounds`` rounds.
 - Summary: one summarizer call over the old rounds with a prompt asking to keep unfinished
@@ -38,9 +38,10 @@ from typing import Literal
 from ctxbench.config import require_non_negative, require_positive
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import SummarizerError
+from ctxbench.pairing import rounds
 from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import CONTEXT_MANAGER_ARTICLE, split_system, transcript
-from ctxbench.trace import Message, rounds
+from ctxbench.trace import Message
 
 SUMMARY_PROMPT = """\
 Summarize the older part of this agent conversation into a single message that will replace it.

@@ -17,7 +17,7 @@ from ctxbench.cell.traces import CANONICAL, SourceRef, iter_traces
 from ctxbench.counting.auto import AUTO, choose, trace_model
 from ctxbench.errors import ConfigError
 from ctxbench.sweep.spec import TraceSource
-from ctxbench.trace import refuse_duplicate_call_ids
+from ctxbench.validation import refuse_duplicate_call_ids
 
 
 def refs_of(source: TraceSource) -> list[SourceRef]:

@@ -543,7 +543,8 @@ def _resolve_paths(spec: TraceSource, base: Path, source: Path, index: int) -> T
 def _check_scenario(spec: TraceSource, source: Path, index: int) -> None:
     """The scenario loads, and what it generates (count x seeds traces) is within limits;
     an error inside the scenario file names that file."""
-    from ctxbench.synth.scenario import check_generation, load_scenario
+    from ctxbench.synth.scenario import check_generation
+    from ctxbench.synth.scenario_file import load_scenario
 
     try:
         scenario = load_scenario(spec.scenario)

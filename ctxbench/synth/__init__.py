@@ -10,13 +10,8 @@ Same scenario and seed -> byte-identical traces. ``scenario_names()`` lists the 
 
 from ctxbench.synth.content import CONTENT_CLASSES
 from ctxbench.synth.generator import generate
-from ctxbench.synth.scenario import (
-    FactSpec,
-    ScenarioSpec,
-    load_scenario,
-    parse_scenario,
-    scenario_names,
-)
+from ctxbench.synth.scenario import FactSpec, ScenarioSpec
+from ctxbench.synth.scenario_file import load_scenario, parse_scenario, scenario_names
 
 __all__ = [
     "CONTENT_CLASSES",

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from ctxbench.cli import cli, main
 from ctxbench.formats.canonical import read_traces
 from ctxbench.synth import generate, load_scenario, scenario_names
-from ctxbench.trace import validate
+from ctxbench.validation import validate
 
 
 def test_gen_writes_valid_deterministic_traces(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from ctxbench.check import Tolerances, check, compare_cell, improvements_of, make_baseline
+from ctxbench.baseline import make_baseline
+from ctxbench.check import Tolerances, check, compare_cell, improvements_of
 from ctxbench.cli import cli
 from ctxbench.decisions.matching import parse_match_by
 from ctxbench.engine.context import ReplayContext

@@ -16,10 +16,12 @@ from ctxbench.counting.chunking import CHUNK_CHARS
 from ctxbench.counting.tiktoken_counter import TiktokenCounter
 from ctxbench.engine.result import Identity, result_from_events
 from ctxbench.formats.canonical import read_traces, write_traces
+from ctxbench.pairing import pairing_violations
 from ctxbench.probes.mining import mine_probes
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
-from ctxbench.trace import Message, Trace, pairing_violations, validate
+from ctxbench.trace import Message, Trace
+from ctxbench.validation import validate
 from tests.replaying import run
 
 O200K = get_counter("tiktoken:o200k_base")

@@ -12,7 +12,8 @@ import pytest
 
 from ctxbench.errors import TraceFormatError
 from ctxbench.formats.importing import import_file
-from ctxbench.trace import Trace, validate
+from ctxbench.trace import Trace
+from ctxbench.validation import validate
 from tests import GOLDEN
 
 SESSIONS = GOLDEN / "sessions"

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.formats.importing import import_file
-from ctxbench.trace import Trace, validate
+from ctxbench.trace import Trace
+from ctxbench.validation import validate
 from tests import GOLDEN
 
 EXCERPT = GOLDEN / "sessions" / "codex_rollout.jsonl"

@@ -25,7 +25,8 @@ from ctxbench.formats.importing import (
     unique_call_ids,
     unique_ids,
 )
-from ctxbench.trace import Message, ToolCall, Trace, validate
+from ctxbench.trace import Message, ToolCall, Trace
+from ctxbench.validation import validate
 from tests.hardening import paths
 
 #: Folder of the shared traces -> the format auto-detection must choose.

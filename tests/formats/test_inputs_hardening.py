@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxbench.check import Tolerances, check, load_baseline, make_baseline
+from ctxbench.baseline import load_baseline, make_baseline
+from ctxbench.check import Tolerances, check
 from ctxbench.counting import COUNTERS, get_counter
 from ctxbench.counting.profile import Profile
 from ctxbench.divergence import first_divergence, read_events, render
@@ -32,7 +33,8 @@ from ctxbench.formats.canonical import read_traces, trace_line, write_traces
 from ctxbench.probes.model import Probe
 from ctxbench.probes.probe_file import load_probes, probe_lines
 from ctxbench.strategies import STRATEGIES
-from ctxbench.trace import Message, Part, ToolCall, Trace, Usage, validate
+from ctxbench.trace import Message, Part, ToolCall, Trace, Usage
+from ctxbench.validation import validate
 from tests.hardening import (
     assert_cli_reports,
     assert_names_the_problem,

@@ -18,7 +18,8 @@ from ctxbench.probes.mining import mine, mine_probes
 from ctxbench.probes.scoring import TextIndex
 from ctxbench.strategies import build_strategy
 from ctxbench.synth import generate, load_scenario
-from ctxbench.trace import Message, ToolCall, Trace, message_search_text, validate
+from ctxbench.trace import Message, ToolCall, Trace, message_search_text
+from ctxbench.validation import validate
 
 PROBE_PROBLEMS = {
     "probe_evidence_out_of_range",

@@ -13,9 +13,10 @@ from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
+from ctxbench.pairing import rounds
 from ctxbench.strategies import build_strategy
 from ctxbench.synth import generate, load_scenario
-from ctxbench.trace import Message, Trace, rounds
+from ctxbench.trace import Message, Trace
 
 CHARS4 = get_counter("chars4")
 HUGE = 50_000_000

@@ -7,9 +7,9 @@ import json
 import sys
 
 from ctxbench.engine.result import RunResult
+from ctxbench.report.counting_sections import drift_from_events
 from ctxbench.report.decisions import CallRecord, run_thresholds, state_of
 from ctxbench.report.results import RunEvents
-from ctxbench.report.sections import drift_from_events
 from ctxbench.report.timeline import timeline
 from ctxbench.strategies.base import DEFAULT_STATE_THRESHOLDS
 from tests.report_data import result_row

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxbench.check import make_baseline
+from ctxbench.baseline import make_baseline
 from ctxbench.errors import CtxbenchError
 from ctxbench.formats.canonical import write_traces
 from ctxbench.report.results import load_results

@@ -14,6 +14,7 @@ from ctxbench.engine import events as ev
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.errors import ConfigError, SummarizerError
+from ctxbench.pairing import pairing_violations
 from ctxbench.probes.model import Probe
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.agentscope import (
@@ -31,7 +32,7 @@ from ctxbench.strategies.layers import results_after_calls
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.summarizers.failing import FailingSummarizer
-from ctxbench.trace import Message, Part, ToolCall, Trace, pairing_violations
+from ctxbench.trace import Message, Part, ToolCall, Trace
 from tests import replaying
 from tests.factories import tool_trace
 from tests.replaying import Recording

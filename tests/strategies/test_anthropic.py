@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from ctxbench.counting import get_counter
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies.anthropic import ClearToolUsesConfig, clear_tool_uses, tool_uses
-from ctxbench.trace import Message, ToolCall, Trace, pairing_violations
+from ctxbench.trace import Message, ToolCall, Trace
 from tests.factories import tool_trace
 from tests.replaying import compactions, run
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from ctxbench.errors import ConfigError
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.autogen import autogen_messages, head_and_tail, pop_middle
-from ctxbench.trace import Message, Trace, pairing_violations
+from ctxbench.trace import Message, Trace
 from tests.factories import tool_round, tool_trace
 from tests.replaying import compactions, run
 

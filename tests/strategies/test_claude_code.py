@@ -13,6 +13,7 @@ from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput
 from ctxbench.engine.replay import replay as engine_replay
 from ctxbench.errors import ConfigError, SummarizerError
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.claude_code import (
     CAPPED_RESERVE_SINCE,
@@ -27,7 +28,7 @@ from ctxbench.strategies.claude_code import (
     parse_version,
 )
 from ctxbench.summarizers.base import SummaryRequest
-from ctxbench.trace import Message, ToolCall, Trace, Usage, pairing_violations
+from ctxbench.trace import Message, ToolCall, Trace, Usage
 from tests.factories import tool_trace
 from tests.replaying import CHARS4, Failing, Recording, compactions, run, summaries
 

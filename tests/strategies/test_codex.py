@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.codex import (
     SUMMARIZATION_PROMPT,
@@ -15,7 +16,7 @@ from ctxbench.strategies.codex import (
     truncate_text,
 )
 from ctxbench.strategies.layers import transcript
-from ctxbench.trace import Message, Trace, pairing_violations
+from ctxbench.trace import Message, Trace
 from tests.factories import tool_round, tool_trace
 from tests.replaying import Failing, Recording, compactions, run
 

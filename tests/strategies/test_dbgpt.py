@@ -17,11 +17,12 @@ from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.errors import ConfigError, SummarizerError
 from ctxbench.formats.canonical import write_traces
+from ctxbench.pairing import pairing_violations, rounds
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.dbgpt import DbgptStrategy, generate_preview
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
-from ctxbench.trace import Message, Trace, pairing_violations, rounds
+from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace
 from tests.replaying import Failing
 

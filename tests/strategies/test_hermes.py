@@ -14,6 +14,7 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.errors import ProviderOverflowError, SummarizerError
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies.base import ProviderCall
 from ctxbench.strategies.hermes import (
     COMPRESSION_NOTE,
@@ -41,7 +42,7 @@ from ctxbench.strategies.hermes import (
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.summarizers.failing import FailingSummarizer
-from ctxbench.trace import Message, Part, ToolCall, Trace, pairing_violations
+from ctxbench.trace import Message, Part, ToolCall, Trace
 from tests import replaying
 from tests.factories import tool_trace
 from tests.replaying import Recording

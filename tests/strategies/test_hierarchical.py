@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from ctxbench.pairing import pairing_violations, rounds
 from ctxbench.strategies.hierarchical import BM25, HierarchicalConfig, tokenize
-from ctxbench.trace import Message, Trace, pairing_violations, rounds
+from ctxbench.trace import Message, Trace
 from tests.factories import tool_round
 from tests.replaying import compactions, run
 

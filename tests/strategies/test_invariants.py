@@ -13,9 +13,10 @@ from ctxbench.engine import events as ev
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import replay
 from ctxbench.engine.result import Identity, result_from_events
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies import STRATEGIES, build_strategy
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
-from ctxbench.trace import Message, ToolCall, Trace, pairing_violations
+from ctxbench.trace import Message, ToolCall, Trace
 
 
 @st.composite

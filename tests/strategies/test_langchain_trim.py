@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
 from ctxbench.errors import ConfigError
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.langchain_trim import (
     LangChainTrimConfig,
@@ -17,7 +18,7 @@ from ctxbench.strategies.langchain_trim import (
     make_pair_safe,
     trim_messages,
 )
-from ctxbench.trace import Message, Trace, pairing_violations
+from ctxbench.trace import Message, Trace
 from tests.factories import tool_round, tool_trace
 from tests.replaying import compactions, run
 

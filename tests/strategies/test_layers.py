@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxbench.pairing import pairing_violations, rounds
 from ctxbench.strategies.layers import (
     FullHistory,
     drop_unpaired,
@@ -12,7 +13,7 @@ from ctxbench.strategies.layers import (
     safe_start_forward,
     with_placeholder,
 )
-from ctxbench.trace import Message, Part, pairing_violations, rounds
+from ctxbench.trace import Message, Part
 from tests.factories import tool_round, valid_messages
 
 

@@ -7,13 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies.observation_masking import (
     OPENHANDS_PLACEHOLDER,
     SWE_AGENT_PLACEHOLDER,
     ObservationMaskingConfig,
     masked_indices,
 )
-from ctxbench.trace import Message, Part, pairing_violations
+from ctxbench.trace import Message, Part
 from tests.factories import react_trace, tool_trace
 from tests.replaying import compactions, run
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ctxbench.errors import ConfigError
+from ctxbench.pairing import pairing_violations
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.openhands import (
     NO_SUMMARY,
@@ -15,7 +16,7 @@ from ctxbench.strategies.openhands import (
     OpenHandsSummarizingConfig,
     truncate_content,
 )
-from ctxbench.trace import Message, pairing_violations
+from ctxbench.trace import Message
 from tests.factories import react_trace, tool_trace
 from tests.replaying import Failing, Recording, compactions, run
 

@@ -13,10 +13,11 @@ from ctxbench.counting import get_counter
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import replay
 from ctxbench.formats.importing import import_file
+from ctxbench.pairing import rounds
 from ctxbench.strategies import STRATEGIES, build_strategy
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.synth import generate, load_scenario
-from ctxbench.trace import Trace, rounds
+from ctxbench.trace import Trace
 
 SCENARIOS = ("coding_agent", "sql_agent", "support_agent", "research_agent", "cjk_agent")
 SOURCES = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxbench.errors import ConfigError
+from ctxbench.pairing import pairing_violations, rounds
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.summarize_half import (
     SUMMARY_HEADING,
@@ -12,7 +13,7 @@ from ctxbench.strategies.summarize_half import (
     SummarizeHalfConfig,
     split_old_recent,
 )
-from ctxbench.trace import Message, Trace, pairing_violations, rounds
+from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace
 from tests.replaying import Failing, Recording, compactions, run
 

@@ -12,12 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxbench.formats.canonical import read_traces, write_traces
+from ctxbench.pairing import rounds
 from ctxbench.probes.model import PROBE_KINDS
 from ctxbench.probes.scoring import TextIndex, normalise
 from ctxbench.synth import generate, load_scenario, scenario_names
 from ctxbench.synth.phrases import opening_phrases
-from ctxbench.synth.scenario import parse_scenario
-from ctxbench.trace import Trace, message_search_text, rounds, validate
+from ctxbench.synth.scenario_file import parse_scenario
+from ctxbench.trace import Trace, message_search_text
+from ctxbench.validation import validate
 
 SCENARIOS = (
     "coding_agent",

@@ -12,7 +12,8 @@ import pytest
 from ctxbench import limits
 from ctxbench.errors import ConfigError
 from ctxbench.sweep import load_sweep
-from ctxbench.synth.scenario import check_generation, load_scenario
+from ctxbench.synth.scenario import check_generation
+from ctxbench.synth.scenario_file import load_scenario
 from tests.hardening import run_main
 
 PER_TRACE = load_scenario("coding_agent").expected_chars()

@@ -7,8 +7,9 @@ import os
 import re
 from collections.abc import Sequence
 
+from ctxbench.pairing import rounds
 from ctxbench.strategies.dbgpt.config import DbgptRelease
-from ctxbench.trace import Message, rounds
+from ctxbench.trace import Message
 
 PERSISTED_OUTPUT_TAG = "<persisted-output>"
 OBSERVATION_PREFIX = "Observation: "
@@ -86,7 +87,7 @@ def manager_rounds(messages: Sequence[Message], rules: DbgptRelease) -> list[tup
 
     0.8.2 (``_detect_round_boundaries``) ends a round only at an ``Observation:`` message, which
     a native tool result is once the ReAct agent stored it (each result its own round); the
-    design ends rounds at tool results as :func:`ctxbench.trace.rounds` segments them.
+    design ends rounds at tool results as :func:`ctxbench.pairing.rounds` segments them.
     """
     if rules.tool_rounds:
         return [r.indices for r in rounds(messages)]

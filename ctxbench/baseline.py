@@ -1,0 +1,169 @@
+"""Baselines of the CI regression gate: what a cell records, and baseline files written and read.
+
+A baseline records the metrics of every cell of a sweep, by ``run_id`` and by a readable spec
+key (trace, strategy and knobs, window, counters), so a cell whose id changed (a renamed
+trace file, a new knob with its default) still finds its baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ctxbench import jsontext
+from ctxbench.config import INT64_MAX
+from ctxbench.engine.result import RunResult
+from ctxbench.errors import ConfigError, CtxbenchError
+
+BASELINE_SCHEMA = "ctxbench.baseline/1"
+
+#: Metrics recorded per cell (all are columns of the result row).
+METRICS: tuple[str, ...] = (
+    "retention",
+    "recoverability",
+    "probes",
+    "input_tokens_total",
+    "cached_input_tokens",
+    "summary_tokens",
+    "cost_usd",
+    "failed_calls",
+    "overflow_errors",
+    "pairing_violations",
+    "calls",
+    "error",
+)
+
+#: What a cell is, recorded beside its metrics: matching (--match-by) and readable names read them.
+IDENTITY: tuple[str, ...] = (
+    "trace_id",
+    "strategy",
+    "params",
+    "window",
+    "counter",
+    "estimator",
+    "summarizer",
+    "reserved",
+)
+
+
+def cell_key(result: RunResult) -> str:
+    """The readable key of a row: the same cell under a new id still matches its baseline."""
+    from ctxbench.cell.spec import RunSpec
+
+    try:
+        spec = RunSpec.from_dict(json.loads(result.spec))
+    except (TypeError, ValueError, RecursionError, CtxbenchError):  # a damaged spec
+        return f"{result.trace_id}|{result.strategy}|w={result.window}|{result.counter}"
+    return spec.key
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def gate_cell(result: RunResult) -> dict[str, Any]:
+    """A row as a gate cell: run id, key, identity fields and metrics."""
+    cell = {"run_id": result.run_id, "key": cell_key(result)}
+    cell.update({f: _clean(getattr(result, f)) for f in (*IDENTITY, *METRICS)})
+    return cell
+
+
+def make_baseline(results: Iterable[RunResult], results_dir: str = "") -> dict[str, Any]:
+    """The baseline document of a results table (cells sorted by run_id); ``results_dir``
+    is recorded so ``check`` can print the ``ctxbench diff`` command of a regressed cell."""
+    from ctxbench.engine.result import SCHEMA_VERSION
+    from ctxbench.version import __version__
+
+    doc: dict[str, Any] = {
+        "schema": BASELINE_SCHEMA,
+        "ctxbench_version": __version__,
+        "result_schema_version": SCHEMA_VERSION,
+    }
+    if results_dir:
+        doc["results_dir"] = results_dir
+    doc["cells"] = [gate_cell(result) for result in sorted(results, key=lambda r: r.run_id)]
+    return doc
+
+
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """Read and check a baseline file; problems are ConfigErrors naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigError(
+            "no such baseline file",
+            path=path,
+            hint="create one with `ctxbench baseline RESULTS -o FILE`",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            path=path,
+            hint="give a baseline written by `ctxbench baseline`",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read: {exc.strerror or exc}", path=path, hint="give a baseline JSON file"
+        ) from None
+    data = jsontext.loads(
+        text, path=path, hint="give a baseline written by `ctxbench baseline`, or fix its JSON"
+    )
+    if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
+        raise ConfigError(
+            f"schema is {data.get('schema') if isinstance(data, dict) else None!r}, expected {BASELINE_SCHEMA!r}",
+            path=path,
+            key="schema",
+            hint="create baselines with `ctxbench baseline`",
+        )
+    cells = data.get("cells")
+    if not isinstance(cells, list) or not all(
+        isinstance(c, dict) and "run_id" in c and "key" in c for c in cells
+    ):
+        raise ConfigError(
+            "'cells' must be a list of objects with run_id and key",
+            path=path,
+            key="cells",
+            hint="create baselines with `ctxbench baseline`",
+        )
+    if not isinstance(data.get("results_dir", ""), str):
+        raise ConfigError(
+            "results_dir must be a string",
+            path=path,
+            key="results_dir",
+            hint="restore the value `ctxbench baseline` wrote, or record a new baseline",
+        )
+    for i, cell in enumerate(cells):
+        for name, value in cell.items():
+            problem = _metric_problem(name, value)
+            if problem:
+                raise ConfigError(
+                    f"{name} must be {problem}, not {value!r}",
+                    path=path,
+                    key=f"cells[{i}].{name}",
+                    hint="restore the value `ctxbench baseline` wrote, or record a new baseline",
+                )
+    return data
+
+
+def _metric_problem(name: str, value: Any) -> str | None:
+    """What a baseline cell's field must be, when ``value`` is not that (else None)."""
+    if name in ("run_id", "key"):
+        return None if isinstance(value, str) else "a string"
+    if name == "error":
+        return None if value is None or isinstance(value, str) else "a string or null"
+    if name not in METRICS or value is None:
+        return None  # trace_id, strategy: labels only
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or abs(value) > INT64_MAX
+    ):
+        return "a finite number or null"
+    return None

@@ -1,0 +1,205 @@
+"""What the CI regression gate found, rendered: a text summary, Markdown for CI job pages and
+JUnit XML (one test case per cell)."""
+
+from __future__ import annotations
+
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from ctxbench.check import CellCheck, CheckReport
+from ctxbench.escaping import markdown_cell, markdown_code, markdown_text, one_line, xml_text
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+# What the reports say (shared by the text and Markdown renderers; escaping stays in them).
+
+_STATUSES = ("ok", "improved", "regressed", "missing", "new")
+
+
+def summary_line(report: CheckReport) -> str:
+    """``12 cells: 8 ok, 1 improved, 2 regressed, 1 missing, 0 new``."""
+    counts = {s: sum(1 for c in report.cells if c.status == s) for s in _STATUSES}
+    return f"{len(report.cells)} cells: " + ", ".join(f"{counts[s]} {s}" for s in _STATUSES)
+
+
+def finding_rows(report: CheckReport, *, improvements: bool = False) -> list[tuple[str, ...]]:
+    """(cell, runs, metric, baseline, current, change) of every regression (or improvement),
+    then the aggregate regressions."""
+    cells = report.improved if improvements else report.regressed
+    rows: list[tuple[str, ...]] = [
+        (c.name or c.key, run_ids(c), f.metric, _fmt(f.baseline), _fmt(f.current), f.detail)
+        for c in cells
+        for f in (c.improvements if improvements else c.findings)
+    ]
+    if not improvements:
+        rows += [
+            ("(aggregate)", "", f.metric, _fmt(f.baseline), _fmt(f.current), f.detail)
+            for f in report.aggregate
+        ]
+    return rows
+
+
+FINDING_HEADER = ("cell", "runs", "metric", "baseline", "current", "change")
+
+
+def run_ids(c: CellCheck) -> str:
+    """``run X`` or ``run X -> Y`` when the current cell has another id."""
+    if c.baseline_run_id and c.current and c.baseline_run_id != c.run_id:
+        return f"{c.baseline_run_id} -> {c.run_id}"
+    return c.run_id
+
+
+def diff_command(report: CheckReport, c: CellCheck) -> str:
+    """The ``ctxbench diff`` command that shows where a regressed cell's replay diverged."""
+    import shlex
+
+    base = report.baseline_results or "BASELINE_RESULTS"
+    cur = report.results_dir or "RESULTS"
+    command = ["ctxbench", "diff", base, cur, "--run-a", c.baseline_run_id]
+    if c.baseline_run_id != c.run_id:
+        command += ["--run-b", c.run_id]
+    return shlex.join(command)
+
+
+def match_notes(report: CheckReport) -> list[str]:
+    """How the cells that changed id were paired, with what changed between them."""
+    from ctxbench.decisions.matching import changed_knobs
+
+    out = []
+    for c in report.cells:
+        if c.matched_by in ("", "run_id"):
+            continue
+        what = changed_knobs(c.baseline, c.current) or "same spec"
+        by = "key (run id changed)" if c.matched_by == "key" else f"--match-by {c.matched_by}"
+        out.append(f"matched by {by}: {c.name} (run {run_ids(c)}): {what}")
+    return out
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+
+
+def text_report(report: CheckReport) -> str:
+    """What regressed and improved, per cell and in aggregate, with readable cell names."""
+    lines = [f"warning: {w}" for w in report.warnings]
+    lines.append(summary_line(report))
+    for title, rows in (
+        ("regressions", finding_rows(report)),
+        ("improvements", finding_rows(report, improvements=True)),
+    ):
+        if rows:
+            lines += ["", f"{title}:", *_table(FINDING_HEADER, rows)]
+    if report.intervals:
+        lines += ["", *report.intervals]
+    lines += [""] if report.missing or report.new or match_notes(report) else []
+    for c in report.missing:
+        lines.append(
+            f"missing: {c.name} (run {c.run_id}) is in the baseline but not in the results"
+        )
+    for c in report.new:
+        lines.append(f"new: {c.name} (run {c.run_id}) has no baseline")
+    lines += match_notes(report)
+    if report.regressed:
+        lines += ["", "where each regressed cell diverged:"]
+        lines += [f"  {diff_command(report, c)}" for c in report.regressed]
+    lines.append("RESULT: " + ("REGRESSION" if report.failed else "ok"))
+    return "\n".join(lines)
+
+
+def markdown_report(report: CheckReport) -> str:
+    """A Markdown summary for CI job pages."""
+    status = "❌ regression" if report.failed else "✅ no regression"
+    out = [f"## ctxbench check: {status}", ""]
+    out += [f"> ⚠️ {markdown_text(w)}" for w in report.warnings]
+    out += ["", summary_line(report), ""] if report.warnings else [summary_line(report), ""]
+    for title, rows in (
+        ("Regressions", finding_rows(report)),
+        ("Improvements", finding_rows(report, improvements=True)),
+    ):
+        if rows:
+            out += [f"### {title}", "", "| " + " | ".join(FINDING_HEADER) + " |"]
+            out.append("|" + "---|" * len(FINDING_HEADER))
+            for cells in rows:
+                text = [markdown_cell(cells[0]), *(markdown_text(v) for v in cells[1:])]
+                out.append("| " + " | ".join(text) + " |")
+            out.append("")
+    out += [f"- {line}" for line in report.intervals]
+    for c in report.missing:
+        out.append(f"- missing: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
+    for c in report.new:
+        out.append(f"- new: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
+    out += [f"- {one_line(line)}" for line in match_notes(report)]
+    if report.regressed:
+        out += ["", "Where each regressed cell diverged:", "", "```sh"]
+        out += [one_line(diff_command(report, c)).replace("`", "\\`") for c in report.regressed]
+        out.append("```")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def junit_report(report: CheckReport) -> str:
+    """JUnit XML: one test case per cell (missing cells fail, new cells are skipped)."""
+    suite = ET.Element("testsuite", name="ctxbench.check", tests=str(len(report.cells) + 1))
+    failures = skipped = 0
+    for c in report.cells:
+        strategy = str(
+            (c.current or c.baseline).get("strategy") or c.key.split("|")[1].split("(")[0]
+            if "|" in c.key
+            else ""
+        )
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=xml_text(f"ctxbench.{strategy}" if strategy else "ctxbench"),
+            name=xml_text(c.name or c.key),
+        )
+        if c.status == "regressed":
+            failures += 1
+            text = (
+                "\n".join(
+                    f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+                    for f in c.findings
+                )
+                + f"\nsee: {diff_command(report, c)}"
+            )
+            ET.SubElement(
+                case,
+                "failure",
+                message=xml_text("; ".join(f.metric for f in c.findings)),
+                type="regression",
+            ).text = xml_text(text)
+        elif c.status == "missing":
+            if not report.tolerances.allow_missing:
+                failures += 1
+                ET.SubElement(case, "failure", message="missing from the results", type="missing")
+            else:
+                skipped += 1
+                ET.SubElement(case, "skipped", message="missing from the results (allowed)")
+        elif c.status == "new":
+            skipped += 1
+            ET.SubElement(case, "skipped", message="new cell: no baseline")
+    agg = ET.SubElement(suite, "testcase", classname="ctxbench", name="aggregate")
+    if report.aggregate:
+        failures += 1
+        ET.SubElement(
+            agg, "failure", message="aggregate regression", type="regression"
+        ).text = xml_text(
+            "\n".join(
+                f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+                for f in report.aggregate
+            )
+        )
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
+    suite.set("errors", "0")
+    ET.indent(suite)
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    )

@@ -1,0 +1,93 @@
+"""Rounds and tool pairing: segmentation of tool-calling and ReAct traces, pairing defects."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+
+from ctxbench.pairing import pairing_violations, rounds
+from ctxbench.trace import Message, ToolCall, Trace
+from ctxbench.validation import validate
+from tests.factories import react_trace, tool_trace, valid_messages
+
+
+def test_a_tool_round_is_the_assistant_and_the_results_of_all_its_parallel_calls() -> None:
+    trace = tool_trace(2, calls=3)
+    segs = rounds(trace)
+    # user + assistant + 3 results; then assistant + 3 results; then the final answer
+    assert [len(r.indices) for r in segs] == [5, 4, 1]
+    assert all(trace.messages[i].role != "system" for r in segs for i in r.indices)
+
+
+def test_a_react_round_closes_at_an_observation_message() -> None:
+    trace = react_trace(3)
+    segs = rounds(trace)
+    assert [len(r.indices) for r in segs] == [3, 2, 2, 1]
+    assert [trace.messages[r.last].is_observation for r in segs[:3]] == [True, True, True]
+
+
+def test_trailing_messages_form_an_incomplete_round() -> None:
+    msgs = (Message("user", "a"), Message("assistant", "b", tool_calls=(ToolCall("1", "t"),)))
+    segs = rounds(msgs)
+    assert len(segs) == 1 and segs[0].complete
+
+
+def test_system_messages_belong_to_no_round() -> None:
+    msgs = (
+        Message("system", "s"),
+        Message("user", "u"),
+        Message("system", "mid"),
+        Message("assistant", "a"),
+    )
+    segs = rounds(msgs)
+    assert [r.indices for r in segs] == [(1, 3)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(valid_messages())
+def test_rounds_cover_every_non_system_message_once_and_never_split_a_tool_pair(
+    msgs: list[Message],
+) -> None:
+    segs = rounds(msgs)
+    seen = [i for r in segs for i in r.indices]
+    assert sorted(seen) == [i for i, m in enumerate(msgs) if m.role != "system"]
+    assert len(seen) == len(set(seen))
+    round_of = {i: r.index for r in segs for i in r.indices}
+    call_round = {c.id: round_of[i] for i, m in enumerate(msgs) for c in m.tool_calls}
+    for i, m in enumerate(msgs):
+        if m.role == "tool":
+            assert m.tool_call_id is not None
+            assert round_of[i] == call_round[m.tool_call_id]
+    assert [r.index for r in segs] == list(range(len(segs)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(valid_messages())
+def test_random_valid_conversations_validate_clean_and_have_no_pairing_violations(
+    msgs: list[Message],
+) -> None:
+    trace = Trace("x", tuple(msgs) or (Message("user", "hi"),))
+    assert validate(trace) == []
+    assert pairing_violations(trace.messages) == 0
+
+
+def test_pairing_violations_count_orphans_missing_results_and_separated_results() -> None:
+    call = Message("assistant", "", tool_calls=(ToolCall("a", "f"), ToolCall("b", "f")))
+    assert (
+        pairing_violations(
+            [call, Message("tool", "r", tool_call_id="a"), Message("tool", "r", tool_call_id="b")]
+        )
+        == 0
+    )
+    assert pairing_violations([call, Message("tool", "r", tool_call_id="a")]) == 1
+    assert pairing_violations([Message("tool", "r", tool_call_id="a")]) == 1
+    assert (
+        pairing_violations(
+            [
+                call,
+                Message("user", "x"),
+                Message("tool", "r", tool_call_id="a"),
+                Message("tool", "r", tool_call_id="b"),
+            ]
+        )
+        == 2
+    )
