@@ -154,26 +154,26 @@ SYSTEM_60 = [msg("system", 60, "0")]
 def test_split_keeps_the_smallest_suffix_worth_reserve_tokens() -> None:
     # AgentScope tests/compress_context_test.py::test_split_function, case 1
     context = [msg("user", 30, "1"), msg("assistant", 10, "2"), msg("user", 10, "3")]
-    compress, keep = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
+    compress, keep, _ = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
     assert (compress, keep) == (context[:1], context[1:])
 
 
 def test_split_compresses_a_boundary_message_that_would_overshoot() -> None:
     context = [msg("user", 30, "2"), msg("assistant", 15, "3"), msg("user", 10, "3")]
-    compress, keep = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
+    compress, keep, _ = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
     assert (compress, keep) == (context[:2], context[2:])
 
 
 def test_split_compresses_everything_when_the_last_message_overshoots() -> None:
     context = [msg("user", 30, "2"), msg("assistant", 15, "3"), msg("user", 30, "3")]
-    compress, keep = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
+    compress, keep, _ = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
     assert (compress, keep) == (context, [])
 
 
 def test_split_divides_a_multi_block_boundary_message() -> None:
     boundary = Message.from_parts("assistant", [Part("text", "b" * 40), Part("text", "c" * 40)])
     context = [msg("user", 30, "a"), boundary, msg("user", 10, "d")]
-    compress, keep = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
+    compress, keep, _ = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
     assert [m.content for m in compress] == ["a" * 120, "b" * 40]
     assert [m.content for m in keep] == ["c" * 40, "d" * 40]
 
@@ -187,7 +187,7 @@ def test_split_moves_tool_results_to_the_side_of_their_call() -> None:
         msg("tool", 30, "y", tool_call_id="b"),
         msg("user", 5, "z"),
     ]
-    compress, keep = split_context([], context, 40, AGENTSCOPE)
+    compress, keep, _ = split_context([], context, 40, AGENTSCOPE)
     assert keep == [context[-1]]
     assert compress == context[:-1]
     assert pairing_violations(keep) == 0
@@ -202,7 +202,7 @@ def test_split_pairing_fix_iterates_to_a_fixed_point() -> None:
 
     context = [msg("user", 5, "u"), *group(1), *group(2), msg("user", 1, "q")]
     # the reserve boundary lands on the first result: moving it exposes no new orphans
-    compress, keep = split_context([], context, 45, AGENTSCOPE)
+    compress, keep, _ = split_context([], context, 45, AGENTSCOPE)
     assert pairing_violations(compress) == 0 and pairing_violations(keep) == 0
     assert compress + keep == context
 
@@ -221,8 +221,8 @@ def test_results_after_calls_moves_a_cut_past_every_result_of_an_earlier_call() 
 
 def test_split_finds_nothing_to_compress_when_everything_fits_the_reserve() -> None:
     context = [msg("user", 10, "a"), msg("assistant", 10, "b")]
-    assert split_context(SYSTEM_60, context, 1000, AGENTSCOPE) == ([], context)
-    assert split_context(SYSTEM_60, context, 0, AGENTSCOPE) == (context, [])
+    assert split_context(SYSTEM_60, context, 1000, AGENTSCOPE) == ([], context, context)
+    assert split_context(SYSTEM_60, context, 0, AGENTSCOPE)[:2] == (context, [])
 
 
 def test_nothing_to_compress_retries_the_split_with_reserve_zero() -> None:
@@ -649,7 +649,7 @@ def test_a_boundary_tool_call_turn_is_cut_after_its_text_as_agentscope_blocks_ar
     call = ToolCall("c1", "bash", '{"cmd": "ls"}')
     turn = Message("assistant", "x" * 400, tool_calls=(call,))
     result = Message("tool", "y" * 40, tool_call_id="c1")
-    compress, keep = split_context([], [Message("user", "task"), turn, result], 20, AGENTSCOPE)
+    compress, keep, _ = split_context([], [Message("user", "task"), turn, result], 20, AGENTSCOPE)
     assert [m.content for m in keep] == ["", "y" * 40]  # the call stays, its text goes
     assert keep[0].tool_calls == (call,) and compress[-1].tool_calls == ()
     assert compress[-1].content == "x" * 400
