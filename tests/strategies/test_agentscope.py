@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ctxbench import parity
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter, tool_schemas
 from ctxbench.engine import events as ev
@@ -33,7 +34,7 @@ from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.summarizers.failing import FailingSummarizer
 from ctxbench.trace import Message, Part, ToolCall, Trace, pairing_violations
 from tests import replaying
-from tests.factories import tool_trace
+from tests.factories import tool_round, tool_trace
 from tests.replaying import Recording
 
 AGENTSCOPE = get_counter("agentscope")
@@ -653,6 +654,23 @@ def test_a_boundary_tool_call_turn_is_cut_after_its_text_as_agentscope_blocks_ar
     assert [m.content for m in keep] == ["", "y" * 40]  # the call stays, its text goes
     assert keep[0].tool_calls == (call,) and compress[-1].tool_calls == ()
     assert compress[-1].content == "x" * 400
+
+
+def test_a_turn_the_compression_cuts_keeps_its_trace_index_in_its_kept_calls() -> None:
+    # the released driver's kept ToolCallBlock stays in the turn's Msg, so the shipped side
+    # names the turn; the reproduction's calls-only part must name it too (astropy-12907, 16k)
+    msgs = [Message("system", "You are a careful agent."), Message("user", "Fix the bug")]
+    for i in range(12):
+        msgs += tool_round(i, thought=f"thinking {i} " + "x" * 600, output="ok " * 20)
+    trace = Trace("t", (*msgs, Message("assistant", "All done.")))
+    observed = parity.Observed(build_strategy("agentscope", {"release": "2.0.11"}))
+    out = replay(trace, observed, SimulatedProvider(1500, 0), true_counter=AGENTSCOPE,
+                 estimator=AGENTSCOPE, summarizer=ExtractiveSummarizer())  # fmt: skip
+    (compression,) = layers(out, "compression")
+    cut = next(m for m in out.final_view if m.role == "assistant" and not m.content)
+    turn = next(i for i, m in enumerate(trace.messages) if m.tool_calls == cut.tool_calls)
+    assert observed.kept[compression.call][:3] == (0, turn, turn + 1)
+    assert all(turn in kept for call, kept in observed.kept.items() if call >= compression.call)
 
 
 def test_an_overflow_ends_the_reply_and_its_turns_never_reach_the_agent() -> None:
