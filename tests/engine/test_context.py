@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ctxbench.counting import get_counter
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
-from ctxbench.strategies import build_strategy
 from ctxbench.trace import Message, ToolCall
+from tests.factories import replay_context
 
 PLAN = Message("assistant", "I will read the code first.")
 CALL = ToolCall("c1", "bash", '{"cmd": "grep -n _separable core.py"}')
@@ -23,18 +22,7 @@ EMPTY = Message("assistant", "")
 
 
 def recorded() -> ReplayContext:
-    ctx = ReplayContext(
-        trace_id="t",
-        strategy=build_strategy("none"),
-        estimator=get_counter("chars4"),
-        true_counter=get_counter("chars4"),
-        window=1000,
-        reserved=0,
-        tools=(),
-        n_calls=1,
-        summarizer=None,
-        seed=0,
-    )
+    ctx = replay_context()
     history = [Message("system", "s"), Message("user", "task"), PLAN, TURN, RESULT]
     for index, message in enumerate(history):
         ctx.append_recorded(message, index)
