@@ -198,6 +198,8 @@ class ReplayContext:
         names it, unless it carries nothing at all (no text, parts, tool calls or provider
         replay fields: an empty stand-in keeps nothing of the message). The one rule for a
         rewrite in place, a layer's declared ``sources`` and a re-assembly's."""
+        if source is message:  # a message standing for itself already has its index, if any
+            return
         index = self._recorded.get(source.fingerprint)
         if index is None:
             return
