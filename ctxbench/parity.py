@@ -2,7 +2,8 @@
 
 Both sides replay the same trace with the same window, counters and summarizer. At every
 model call each side's prompt is observed after the strategy acted (``before_call`` and any
-overflow reaction): which trace messages it holds (a rewritten message counts as kept),
+overflow reaction): which trace messages it holds (a rewrite or a part of one counts as kept,
+an empty stand-in does not: ``ReplayContext._inherit``, one rule for both sides),
 whether a compaction ran, the true tokens of the last attempt, and whether the call failed.
 Two calls agree when all four match (tokens within ``tolerance``, relative). The first call
 where they do not is reported with both sides' state: what each kept, the layers that ran and

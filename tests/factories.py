@@ -1,4 +1,5 @@
-"""Small builders for hand-made traces used across the tests (and a hypothesis strategy)."""
+"""Small builders for hand-made traces used across the tests (and a hypothesis strategy), and
+an empty replay context."""
 
 from __future__ import annotations
 
@@ -6,8 +7,27 @@ import json
 
 from hypothesis import strategies as st
 
+from ctxbench.counting import get_counter
+from ctxbench.engine.context import ReplayContext
 from ctxbench.probes.model import Probe
+from ctxbench.strategies import build_strategy
 from ctxbench.trace import Message, ToolCall, Trace
+
+
+def replay_context() -> ReplayContext:
+    """A context of one call with nothing in its view (``none``, chars4, a 1000-token window)."""
+    return ReplayContext(
+        trace_id="t",
+        strategy=build_strategy("none"),
+        estimator=get_counter("chars4"),
+        true_counter=get_counter("chars4"),
+        window=1000,
+        reserved=0,
+        tools=(),
+        n_calls=1,
+        summarizer=None,
+        seed=0,
+    )
 
 
 def tool_round(i: int, *, calls: int = 1, output: str = "ok", thought: str = "") -> list[Message]:

@@ -95,12 +95,21 @@ class ReplayContext:
         )
 
     # -- the one way to change the prompt ---------------------------------------------------------
-    def apply(self, layer: str, messages: Sequence[Message], *, note: str = "") -> bool:
+    def apply(
+        self,
+        layer: str,
+        messages: Sequence[Message],
+        *,
+        note: str = "",
+        sources: Sequence[Message | None] | None = None,
+    ) -> bool:
         """Replace the view with ``messages`` as compaction ``layer``.
 
         Emits a ``compaction`` event when anything changed (with estimated and true tokens
         before and after, messages dropped or changed, and the pairing check), then a
-        ``context.status``. Returns whether anything changed.
+        ``context.status``. Returns whether anything changed. ``sources[i]``, when given, is
+        the message ``messages[i]`` stands for (a part of a message the layer cut in two);
+        None leaves it to the alignment (a rewrite in place stands for what it replaced).
         """
         before = self.view.messages
         est_before, true_before = self.view.estimated_tokens, self.view.true_tokens
@@ -108,6 +117,9 @@ class ReplayContext:
             a is not b and a != b for a, b in zip(before, messages)
         )
         if changed_flag:
+            for message, source in zip(messages, sources or [None] * len(messages), strict=True):
+                if source is not None:
+                    self._inherit(message, source)
             self.view.replace(messages)
             dropped, rewritten, added, gone = self._account(before, messages)
             self.emit(
@@ -136,12 +148,8 @@ class ReplayContext:
         ``messages[i]`` stands for (None: new); a recorded message the memory keeps in its own
         form (a task-progress block in the system prompt) keeps its trace index."""
         for message, source in zip(messages, sources, strict=True):
-            if (
-                source is not None
-                and source is not message
-                and source.fingerprint in self._recorded
-            ):
-                self._recorded.setdefault(message.fingerprint, self._recorded[source.fingerprint])
+            if source is not None:
+                self._inherit(message, source)
         before = self.view.messages
         if len(before) != len(messages) or any(a is not b for a, b in zip(before, messages)):
             self.view.replace(messages)
@@ -185,6 +193,20 @@ class ReplayContext:
         """The trace index of a recorded message (or of its rewrite), None for new messages."""
         return self._recorded.get(message.fingerprint)
 
+    def _inherit(self, message: Message, source: Message) -> None:
+        """``message`` stands for ``source`` (its rewrite, a part of it, the memory's own form of
+        it): it takes a recorded source's trace index, so it counts as kept and a later drop
+        names it, unless it carries nothing at all (no text, parts, tool calls or provider
+        replay fields: an empty stand-in keeps nothing of the message). The one rule for a
+        rewrite in place, a layer's declared ``sources`` and a re-assembly's."""
+        if source is message:  # a message standing for itself already has its index, if any
+            return
+        index = self._recorded.get(source.fingerprint)
+        if index is None:
+            return
+        if message.fingerprint == source.fingerprint or _carries_something(message):
+            self._recorded.setdefault(message.fingerprint, index)
+
     def append_recorded(self, message: Message, index: int | None) -> None:
         """Append a recorded message (or the strategy's version of a recorded tool result)."""
         if index is not None:
@@ -215,8 +237,7 @@ class ReplayContext:
             ):
                 rewritten += len(news)
                 for old, new in zip(olds, news):
-                    if old.fingerprint in self._recorded:
-                        self._recorded.setdefault(new.fingerprint, self._recorded[old.fingerprint])
+                    self._inherit(new, old)
                 continue
             dropped += len(olds)
             added += len(news)
@@ -361,6 +382,11 @@ def _unused(path: str, content: bytes, files: Mapping[str, bytes]) -> str:
         if files.get(candidate, content) == content:
             return candidate
         n += 1
+
+
+def _carries_something(message: Message) -> bool:
+    """Whether a message holds anything a model reads: text, parts, tool calls, replay fields."""
+    return bool(message.content or message.parts or message.tool_calls or message.replay)
 
 
 def _ranges(indices: Sequence[int]) -> list[list[int]]:

@@ -170,16 +170,15 @@ class ShippedStrategy(Strategy):
         if len(steps) != len(reply.get("steps") or ()):
             raise ProtocolError("every step must be an object with a layer and messages")
         decoded = [(str(s.get("layer", "shipped")), decode_prompt(s.get("messages"), history),
-                    str(s.get("note", ""))) for s in steps]  # fmt: skip
+                    _sources(s["messages"], history), str(s.get("note", ""))) for s in steps]  # fmt: skip
         base = decode_prompt(reply["base"], history) if reply.get("base") is not None else None
         final = decoded[-1][1] if decoded else base
         if final is None or final == list(ctx.view.messages):
             return
         if base is not None and base != list(ctx.view.messages):
-            refs = [i.get("ref") if isinstance(i, Mapping) else None for i in reply["base"]]
-            ctx.reassemble(base, [history[r] if isinstance(r, int) else None for r in refs])
-        for layer, messages, note in decoded:
-            ctx.apply(layer, messages, note=note)
+            ctx.reassemble(base, _sources(reply["base"], history))
+        for layer, messages, sources, note in decoded:
+            ctx.apply(layer, messages, note=note, sources=sources)
 
     def _record(self, ctx: ReplayContext, reply: Mapping[str, Any]) -> None:
         """The framework's own account of the call: layers that ran, counts, exception."""
@@ -192,3 +191,10 @@ class ShippedStrategy(Strategy):
             info=dict(reply.get("info") or {}),
             exception=reply.get("exception"),
         )
+
+
+def _sources(items: list[Any], history: list[Message]) -> list[Message | None]:
+    """The history message each decoded prompt item stands for (its ``ref``; None: new), so a
+    rewrite keeps its trace index by the engine's one rule (``ReplayContext._inherit``)."""
+    refs = [i.get("ref") if isinstance(i, Mapping) else None for i in items]
+    return [history[r] if isinstance(r, int) else None for r in refs]

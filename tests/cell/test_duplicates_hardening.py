@@ -11,13 +11,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from ctxbench.counting import get_counter
-from ctxbench.engine.context import ReplayContext
 from ctxbench.formats.canonical import write_traces
 from ctxbench.results.layout import JOURNAL
-from ctxbench.strategies import build_strategy
 from ctxbench.trace import Message, ToolCall, Trace
-from tests.factories import tool_trace
+from tests.factories import replay_context, tool_trace
 from tests.hardening import run_main
 
 
@@ -57,23 +54,8 @@ def test_sweep_refuses_it_before_any_cell_runs(tmp_path: Path) -> None:
     )
 
 
-def context() -> ReplayContext:
-    return ReplayContext(
-        trace_id="t",
-        strategy=build_strategy("none"),
-        estimator=get_counter("chars4"),
-        true_counter=get_counter("chars4"),
-        window=1000,
-        reserved=0,
-        tools=(),
-        n_calls=1,
-        summarizer=None,
-        seed=0,
-    )
-
-
 def test_a_second_file_under_a_name_in_use_gets_its_own_name() -> None:
-    ctx = context()
+    ctx = replay_context()
     first = ctx.write_file("results/c1.txt", b"first")
     again = ctx.write_file("results/c1.txt", b"first")  # the same bytes: the same file
     second = ctx.write_file("results/c1.txt", b"second")

@@ -18,7 +18,7 @@ from ctxbench.engine.strategy import ProviderCall
 from ctxbench.errors import ConfigError
 from ctxbench.shipped.agentscope import ShippedAgentScope
 from ctxbench.shipped.releases import AGENTSCOPE
-from ctxbench.trace import Message, Trace
+from ctxbench.trace import Message, ToolCall, Trace
 from tests.factories import tool_trace
 from tests.shipped_cases import (
     SCENARIOS,
@@ -103,6 +103,35 @@ def test_tool_results_over_the_limit_are_cut_with_the_reminder_and_no_offload_pa
     )
     assert len(results) == 6 and all(m.content.endswith(reminder) for m in results)
     assert all(len(m.content) < 1_000 for m in results)  # 200 tokens of bytes/4 kept
+
+
+@needs(AGENTSCOPE)
+def test_a_recorded_call_whose_arguments_are_no_json_object_still_gets_its_output() -> None:
+    # a Codex freeform apply_patch (codemie-code's rollout, call 41 at 32k and 64k): the release
+    # would answer its ToolJSONDecodeError reminder; the recorded call happened, with this output
+    patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-old\n+new\n*** End Patch\n"
+    calls = [ToolCall("p1", "apply_patch", patch), ToolCall("p2", "apply_patch", '"a string"')]
+    trace = Trace(
+        "freeform",
+        (
+            Message("system", "You are a careful agent."),
+            Message("user", "Fix the bug"),
+            *[
+                m
+                for call in calls
+                for m in (
+                    Message("assistant", "Patching.", tool_calls=(call,)),
+                    Message(
+                        "tool", f"Success. Updated src/app.py ({call.id})", tool_call_id=call.id
+                    ),
+                )
+            ],
+            Message("assistant", "Done."),
+        ),
+    )
+    assert not _steps(replay_events(trace, NAME, 32_768), "tool_result_limit")
+    results = [m.content for m in _prompts(trace, 32_768)[-1] if m.role == "tool"]
+    assert results == ["Success. Updated src/app.py (p1)", "Success. Updated src/app.py (p2)"]
 
 
 @needs(AGENTSCOPE)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
+from ctxbench import parity
 from ctxbench.cell.runner import error_result, resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cli import cli
@@ -236,3 +237,21 @@ def test_the_row_records_the_release_and_the_environment_hash(trace: Trace) -> N
     assert (plain.result.release, plain.result.env_hash) == ("", "")
     older = {k: v for k, v in row.to_row().items() if k not in ("release", "env_hash")}
     assert RunResult.from_row(older).release == ""  # a row written before the columns existed
+
+
+def test_a_prompt_item_keeps_its_messages_trace_index_unless_it_carries_nothing(
+    trace: Trace,
+) -> None:
+    """The adaptor declares each step item's ``ref`` as its source: a turn kept without its
+    text names the turn, from the call that cut it on, as a re-assembly would; the blanked task
+    (an empty stand-in) names nothing."""
+    spec = RunSpec(trace.id, trace.content_hash, "tests.shipped.test_machinery:Scripted",
+                   {"mode": "cut", "at": 3}, 16_384)  # fmt: skip
+    side = parity.replay_side(
+        trace, spec.strategy, window=16_384, reserved=0, counter="chars4", params=spec.params
+    )
+    history = trace.messages
+    for state in side.calls[3:]:
+        turn = max(i for i in range(trace.call_indices[state.call]) if history[i].tool_calls)
+        assert history[turn].content  # the cut rewrote it
+        assert state.kept == (0, turn, *range(turn + 1, trace.call_indices[state.call]))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ctxbench import parity
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter, tool_schemas
 from ctxbench.engine import events as ev
@@ -34,7 +35,7 @@ from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.summarizers.failing import FailingSummarizer
 from ctxbench.trace import Message, Part, ToolCall, Trace
 from tests import replaying
-from tests.factories import tool_trace
+from tests.factories import tool_round, tool_trace
 from tests.replaying import Recording
 
 AGENTSCOPE = get_counter("agentscope")
@@ -155,26 +156,26 @@ SYSTEM_60 = [msg("system", 60, "0")]
 def test_split_keeps_the_smallest_suffix_worth_reserve_tokens() -> None:
     # AgentScope tests/compress_context_test.py::test_split_function, case 1
     context = [msg("user", 30, "1"), msg("assistant", 10, "2"), msg("user", 10, "3")]
-    compress, keep = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
+    compress, keep, _ = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
     assert (compress, keep) == (context[:1], context[1:])
 
 
 def test_split_compresses_a_boundary_message_that_would_overshoot() -> None:
     context = [msg("user", 30, "2"), msg("assistant", 15, "3"), msg("user", 10, "3")]
-    compress, keep = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
+    compress, keep, _ = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
     assert (compress, keep) == (context[:2], context[2:])
 
 
 def test_split_compresses_everything_when_the_last_message_overshoots() -> None:
     context = [msg("user", 30, "2"), msg("assistant", 15, "3"), msg("user", 30, "3")]
-    compress, keep = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
+    compress, keep, _ = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
     assert (compress, keep) == (context, [])
 
 
 def test_split_divides_a_multi_block_boundary_message() -> None:
     boundary = Message.from_parts("assistant", [Part("text", "b" * 40), Part("text", "c" * 40)])
     context = [msg("user", 30, "a"), boundary, msg("user", 10, "d")]
-    compress, keep = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
+    compress, keep, _ = split_context(SYSTEM_60, context, 80, AGENTSCOPE)
     assert [m.content for m in compress] == ["a" * 120, "b" * 40]
     assert [m.content for m in keep] == ["c" * 40, "d" * 40]
 
@@ -188,7 +189,7 @@ def test_split_moves_tool_results_to_the_side_of_their_call() -> None:
         msg("tool", 30, "y", tool_call_id="b"),
         msg("user", 5, "z"),
     ]
-    compress, keep = split_context([], context, 40, AGENTSCOPE)
+    compress, keep, _ = split_context([], context, 40, AGENTSCOPE)
     assert keep == [context[-1]]
     assert compress == context[:-1]
     assert pairing_violations(keep) == 0
@@ -203,7 +204,7 @@ def test_split_pairing_fix_iterates_to_a_fixed_point() -> None:
 
     context = [msg("user", 5, "u"), *group(1), *group(2), msg("user", 1, "q")]
     # the reserve boundary lands on the first result: moving it exposes no new orphans
-    compress, keep = split_context([], context, 45, AGENTSCOPE)
+    compress, keep, _ = split_context([], context, 45, AGENTSCOPE)
     assert pairing_violations(compress) == 0 and pairing_violations(keep) == 0
     assert compress + keep == context
 
@@ -222,8 +223,8 @@ def test_results_after_calls_moves_a_cut_past_every_result_of_an_earlier_call() 
 
 def test_split_finds_nothing_to_compress_when_everything_fits_the_reserve() -> None:
     context = [msg("user", 10, "a"), msg("assistant", 10, "b")]
-    assert split_context(SYSTEM_60, context, 1000, AGENTSCOPE) == ([], context)
-    assert split_context(SYSTEM_60, context, 0, AGENTSCOPE) == (context, [])
+    assert split_context(SYSTEM_60, context, 1000, AGENTSCOPE) == ([], context, context)
+    assert split_context(SYSTEM_60, context, 0, AGENTSCOPE)[:2] == (context, [])
 
 
 def test_nothing_to_compress_retries_the_split_with_reserve_zero() -> None:
@@ -650,10 +651,27 @@ def test_a_boundary_tool_call_turn_is_cut_after_its_text_as_agentscope_blocks_ar
     call = ToolCall("c1", "bash", '{"cmd": "ls"}')
     turn = Message("assistant", "x" * 400, tool_calls=(call,))
     result = Message("tool", "y" * 40, tool_call_id="c1")
-    compress, keep = split_context([], [Message("user", "task"), turn, result], 20, AGENTSCOPE)
+    compress, keep, _ = split_context([], [Message("user", "task"), turn, result], 20, AGENTSCOPE)
     assert [m.content for m in keep] == ["", "y" * 40]  # the call stays, its text goes
     assert keep[0].tool_calls == (call,) and compress[-1].tool_calls == ()
     assert compress[-1].content == "x" * 400
+
+
+def test_a_turn_the_compression_cuts_keeps_its_trace_index_in_its_kept_calls() -> None:
+    # the released driver's kept ToolCallBlock stays in the turn's Msg, so the shipped side
+    # names the turn; the reproduction's calls-only part must name it too (astropy-12907, 16k)
+    msgs = [Message("system", "You are a careful agent."), Message("user", "Fix the bug")]
+    for i in range(12):
+        msgs += tool_round(i, thought=f"thinking {i} " + "x" * 600, output="ok " * 20)
+    trace = Trace("t", (*msgs, Message("assistant", "All done.")))
+    observed = parity.Observed(build_strategy("agentscope", {"release": "2.0.11"}))
+    out = replay(trace, observed, SimulatedProvider(1500, 0), true_counter=AGENTSCOPE,
+                 estimator=AGENTSCOPE, summarizer=ExtractiveSummarizer())  # fmt: skip
+    (compression,) = layers(out, "compression")
+    cut = next(m for m in out.final_view if m.role == "assistant" and not m.content)
+    turn = next(i for i, m in enumerate(trace.messages) if m.tool_calls == cut.tool_calls)
+    assert observed.kept[compression.call][:3] == (0, turn, turn + 1)
+    assert all(turn in kept for call, kept in observed.kept.items() if call >= compression.call)
 
 
 def test_an_overflow_ends_the_reply_and_its_turns_never_reach_the_agent() -> None:

@@ -29,7 +29,9 @@ Emulated:
 - the tools: one per declared tool (its recorded schema, ALLOW permission) plus a hidden one
   for each called name the trace does not declare; each returns the recorded output of its
   call id. Validation of the recorded arguments runs against a schema without required
-  fields (the recorded call happened; its output is what the trace says);
+  fields, and arguments that are no JSON object (a Codex freeform ``apply_patch`` patch)
+  parse as ``{}`` instead of failing with the ``ToolJSONDecodeError`` reminder as the call's
+  result (the recorded call happened; its output is what the trace says);
 - the clock: ``datetime.now`` in ``agent/_agent.py`` returns the ``current_time`` knob, so
   the runtime-state time and the compression prompt's ``{current_time}`` are reproducible (the
   0.5 h ``time_interval`` never elapses within a replay);
@@ -52,8 +54,10 @@ import re
 from typing import Any
 
 import agentscope.agent._agent as agent_module
+import agentscope.tool._toolkit as toolkit_module
 import wire
 from agentscope.agent import Agent, ContextConfig, InjectionConfig, ReActConfig
+from agentscope.exception import ToolJSONDecodeError
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import (
     Base64Source,
@@ -105,6 +109,21 @@ class ReplayClock(_datetime.datetime):
 
 
 agent_module.datetime = ReplayClock
+_release_json_loads = agent_module._json_loads_with_repair
+
+
+def _recorded_arguments(json_str: str, schema: Any = None) -> dict:
+    """``_json_loads_with_repair`` where a recorded call is parsed (``Agent._execute_tool_call``,
+    ``Toolkit.call_tool``): arguments the release cannot read as a dict are none, so the tool
+    still answers with the recorded output."""
+    try:
+        return _release_json_loads(json_str, schema)
+    except ToolJSONDecodeError:
+        return {}
+
+
+agent_module._json_loads_with_repair = _recorded_arguments
+toolkit_module._json_loads_with_repair = _recorded_arguments
 
 
 def _text_of(blocks: Any, sep: str = "") -> str:

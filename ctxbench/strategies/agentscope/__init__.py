@@ -20,10 +20,14 @@ its text and between its calls. ``"design"`` is the behaviour below as seeds/002
 give it (before the knob existed).
 
 Parity with ``shipped:agentscope@2.0.11`` (``make parity``: 349 traces, every shared recorded
-trace and embedded scenario, 5,013 calls per window): every call agrees at 8k and 16k; at 32k
-and 64k all but one, call 41 of the codemie-code rollout, where the release's prompt shows the
-latest tool result rewritten (a ``tool_result_limit`` step) and this one leaves it whole, cause
-not found yet. Remaining divergences from 2.0.11 that the traces do not reach: the compression call is one text prompt (``render_compression_prompt``), not
+trace and embedded scenario, 5,013 calls per window): two divergences were parity's own, both
+fixed. A boundary turn the compression cuts keeps its trace index in its kept calls (the
+release's kept blocks stay in the turn's ``Msg``; the shipped side named the turn only once its
+prompt was re-assembled, so astropy-12907 at 16k differed in "kept" at calls 50-63). Call 41 of
+the codemie-code rollout at 32k and 64k was the driver's: the release parses a call's arguments
+before running the tool and answered a Codex freeform ``apply_patch`` patch with its
+``ToolJSONDecodeError`` reminder instead of the recorded output; the driver lets the recorded
+call answer. Remaining divergences from 2.0.11 that the traces do not reach: the compression call is one text prompt (``render_compression_prompt``), not
 AgentScope's message list with a forced tool (ctxbench's summarizer answers both the same way);
 the time never advances, so the 0.5 h ``time_interval`` re-injection never fires (the driver
 freezes the release's clock alike); the pre-warning's task and repeated-tool-error fields are

@@ -112,11 +112,14 @@ def split_context(
     to_reserve: float,
     counter: TokenCounter | Meter,
     overhead: int = 0,
-) -> tuple[list[Message], list[Message]]:
-    """``_split_context_for_compression``: (messages to compress, messages to keep).
+) -> tuple[list[Message], list[Message], list[Message]]:
+    """``_split_context_for_compression``: (messages to compress, messages to keep, what each
+    kept message stands for: itself, or the boundary message a kept part was cut from).
 
     ``head`` is the system prompt and the current summary, counted with every candidate suffix;
-    ``overhead`` is the tools' tokens (with a plain counter)."""
+    ``overhead`` is the tools' tokens (with a plain counter). The sources let a kept part (a
+    turn's tool calls without its text) keep the boundary's trace index, as the release's kept
+    blocks stay in the boundary ``Msg``."""
     meter = counter if isinstance(counter, Meter) else PerMessage(counter, overhead)
 
     def tokens(messages: Sequence[Message]) -> int:
@@ -128,31 +131,26 @@ def split_context(
             break
         index -= 1
     if index < 0:
-        return [], list(context)
-    compress = list(context[:index])
-    reserve = list(context[index + 1 :])
-    boundary = context[index]
+        return [], list(context), list(context)
+    before, boundary, after = list(context[:index]), context[index], list(context[index + 1 :])
     splits = _splits(boundary)
+    parts: tuple[Message | None, Message | None]
     if splits is None:
-        if tokens([boundary, *reserve]) > to_reserve:
-            compress.append(boundary)
-        else:
-            reserve.insert(0, boundary)
+        overshoots = tokens([boundary, *after]) > to_reserve
+        parts = (boundary, None) if overshoots else (None, boundary)
     else:
         block_index = len(splits) - 2  # the last block alone
         while block_index >= 0:
             attempt = splits[block_index][1]
-            if tokens([*([attempt] if attempt else []), *reserve]) > to_reserve:
+            if tokens([*([attempt] if attempt else []), *after]) > to_reserve:
                 break
             block_index -= 1
-        compressed_part, kept_part = splits[block_index + 1]
-        if compressed_part is not None:
-            compress.append(compressed_part)
-        if kept_part is not None:
-            reserve.insert(0, kept_part)
-    joined = compress + reserve
-    cut = results_after_calls(joined, len(compress))
-    return joined[:cut], joined[cut:]
+        parts = splits[block_index + 1]
+    pieces = [p for p in parts if p is not None]
+    joined = [*before, *pieces, *after]
+    sources = [*before, *[boundary] * len(pieces), *after]
+    cut = results_after_calls(joined, len(before) + (parts[0] is not None))
+    return joined[:cut], joined[cut:], sources[cut:]
 
 
 def _output_tokens(message: Message, blocks: Sequence[Part], counter: TokenCounter) -> int:

@@ -205,9 +205,11 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
                 raise ReplyAborted(f"RuntimeError: {error}")
             return
         meter = self.meter(ctx)
-        compress, reserve = split_context(head, context, self.cfg.reserve_ratio * size, meter)
+        compress, reserve, sources = split_context(
+            head, context, self.cfg.reserve_ratio * size, meter
+        )
         if not compress:
-            compress, reserve = split_context(head, context, 0, meter)
+            compress, reserve, sources = split_context(head, context, 0, meter)
         summary = self._summarize(system, compress, ctx)
         if summary is None:
             return
@@ -227,6 +229,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
             "compression",
             [*system, Message("user", summary, meta=dict(SUMMARY_MARK)), *reserve],
             note=f"{len(compress)} message(s) compressed, {len(reserve)} kept",
+            sources=[*system, None, *sources],
         )
 
     def _parts(
