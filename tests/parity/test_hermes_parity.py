@@ -103,3 +103,16 @@ def test_the_same_failed_calls(pairs: list[Pair], window: int) -> None:
     for pair in (p for p in pairs if p.window == window):
         result = pair.result
         assert result.same_failed == result.calls, (pair.trace_id, result.first_divergence)
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_the_same_trace_messages_kept_at_99_percent_of_calls(
+    pairs: list[Pair], window: int
+) -> None:
+    """A rewrite (a pruned result, the tail message a summary was merged into) keeps its trace
+    index on both sides by one rule: the reproduction declares what each message stands for
+    as the driver identifies the release's copies."""
+    results = [p.result for p in pairs if p.window == window]
+    calls = sum(r.calls for r in results)
+    same = sum(r.same_kept for r in results)
+    assert same >= 0.99 * calls, [r.first_divergence for r in results if r.same_kept < r.calls]

@@ -681,3 +681,30 @@ def test_runs_on_a_recorded_trace_without_breaking_tool_pairs(shared_traces: Any
     out = run(trace, 32_000, reserved=2000)
     assert layers(out, "compaction")
     assert out.result.pairing_violations == 0 and out.result.system_kept
+
+
+def test_a_rewrite_stands_for_what_the_driver_would_match_it_to() -> None:
+    """``stand_ins``: a pruned result by its call id, an assistant turn by its tool-call ids,
+    the tail message a summary was merged into by its old text; a summary is new."""
+    from ctxbench.strategies.hermes.summary import (
+        MERGED_PRIOR_CONTEXT_HEADER,
+        MERGED_SUMMARY_DELIMITER,
+        stand_ins,
+    )
+
+    call = Message("assistant", "let me look", tool_calls=(ToolCall("c1", "grep", "{}"),))
+    result = Message("tool", "a long output", tool_call_id="c1")
+    user = Message("user", "and now?")
+    before = [Message("system", "sys"), call, result, user]
+    merged = Message(
+        "user",
+        f"{MERGED_PRIOR_CONTEXT_HEADER}\nand now?\n\n{MERGED_SUMMARY_DELIMITER}\n\nsummary",
+    )
+    after = [
+        before[0],
+        Message("user", "a summary"),
+        call.with_text(""),
+        result.with_text("[pruned]"),
+        merged,
+    ]
+    assert stand_ins(before, after) == [before[0], None, call, result, user]

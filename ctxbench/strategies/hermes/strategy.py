@@ -25,7 +25,7 @@ from ctxbench.strategies.hermes.measure import (
     rough_request_tokens,
 )
 from ctxbench.strategies.hermes.prune import prune_old_tool_results
-from ctxbench.strategies.hermes.summary import _is_actionable_user, is_summary_message
+from ctxbench.strategies.hermes.summary import _is_actionable_user, is_summary_message, stand_ins
 from ctxbench.strategies.releases import release_summaries
 from ctxbench.trace import Message
 
@@ -264,7 +264,10 @@ class HermesStrategy(ContextCompressor):
             self._record_boundary(outcome)
         messages = ensure_user_turn(before, messages)
         changed = ctx.apply(
-            outcome, messages, note=f"{trigger} compression #{self.compression_count}"
+            outcome,
+            messages,
+            note=f"{trigger} compression #{self.compression_count}",
+            sources=stand_ins(before, messages),
         )
         self.loop.compacted(rough_request_tokens(ctx.view.messages, ctx.tools))
         return changed
@@ -299,8 +302,14 @@ class HermesStrategy(ContextCompressor):
     def _compress_and_apply(self, ctx: ReplayContext) -> bool:
         """One compression; True when it made progress (fewer messages or < 95% tokens)."""
         before_len, before_tokens = len(ctx.view), ctx.view.estimated_tokens
-        messages, outcome = self.compress(ctx.view.messages, ctx)
-        ctx.apply(outcome, messages, note=f"compression #{self.compression_count}")
+        before = ctx.view.messages
+        messages, outcome = self.compress(before, ctx)
+        ctx.apply(
+            outcome,
+            messages,
+            note=f"compression #{self.compression_count}",
+            sources=stand_ins(before, messages),
+        )
         return (
             len(ctx.view) < before_len
             or ctx.view.estimated_tokens < before_tokens * PROGRESS_TOKEN_RATIO
@@ -329,7 +338,12 @@ class HermesStrategy(ContextCompressor):
         reclaimed = ctx.estimator.count_prompt(messages) - ctx.estimator.count_prompt(pruned)
         if reclaimed < cfg.proactive_prune_min_reclaim_tokens:
             return
-        ctx.apply("proactive_prune", pruned, note=f"{count} tool result(s) pruned")
+        ctx.apply(
+            "proactive_prune",
+            pruned,
+            note=f"{count} tool result(s) pruned",
+            sources=stand_ins(messages, pruned),
+        )
 
 
 def ensure_user_turn(original: Sequence[Message], compressed: list[Message]) -> list[Message]:

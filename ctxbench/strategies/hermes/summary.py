@@ -479,3 +479,39 @@ def ground_task_snapshot(body: str, turns: Sequence[Message]) -> str:
     if HISTORICAL_TASK_SECTION_RE.search(body):
         return HISTORICAL_TASK_SECTION_RE.sub(lambda _m: section, body, count=1).strip()
     return f"{section}{body}".strip()
+
+
+def stand_ins(before: Sequence[Message], after: Sequence[Message]) -> list[Message | None]:
+    """The message of ``before`` each message of ``after`` stands for (None: new), matched as
+    the shipped driver matches the release's copies (``hermes_driver._same`` and
+    ``_identify``): the same tool result, the same tool calls, the tail message a summary was
+    merged into, or the same text; in order first, then anywhere (a re-inserted user turn).
+    Declared to ``ctx.apply``, so both sides attribute a rewrite by one rule."""
+    where = {id(m): i for i, m in enumerate(before)}
+    out: list[Message | None] = []
+    floor = -1
+    for msg in after:
+        i = where.get(id(msg))
+        if i is None:
+            i = next((k for k in range(floor + 1, len(before)) if _same(before[k], msg)), None)
+            if i is None:
+                i = next((k for k in reversed(range(len(before))) if _same(before[k], msg)), None)
+                out.append(None if i is None else before[i])
+                continue
+        floor = max(floor, i)
+        out.append(before[i])
+    return out
+
+
+def _same(stored: Message, msg: Message) -> bool:
+    if stored.role != msg.role:
+        return False
+    if msg.role == "tool":
+        return stored.tool_call_id == msg.tool_call_id
+    if stored.tool_calls or msg.tool_calls:
+        return [c.id for c in msg.tool_calls] == [c.id for c in stored.tool_calls]
+    header = MERGED_PRIOR_CONTEXT_HEADER + "\n"
+    if msg.content.startswith(header):
+        old = msg.content[len(header) :].split("\n\n" + MERGED_SUMMARY_DELIMITER)[0]
+        return old == stored.content
+    return msg.content == stored.content
