@@ -19,9 +19,10 @@ ends the reply; a boundary assistant turn with tool calls is cut like AgentScope
 its text and between its calls. ``"design"`` is the behaviour below as seeds/002 and the docs
 give it (before the knob existed).
 
-Parity with ``shipped:agentscope@2.0.11`` (``make parity``: 349 traces, every shared recorded
-trace and embedded scenario, 5,013 calls per window): two divergences were parity's own, both
-fixed. A boundary turn the compression cuts keeps its trace index in its kept calls (the
+Parity with ``shipped:agentscope@2.0.11``: over 349 traces (every shared recorded trace and
+embedded scenario, 5,013 calls per window) two divergences remained, both fixed since; after
+the fixes ``make parity PARITY="--per-source 6"`` (50 traces, 1,464 calls) agrees on every
+call at 8k, 16k, 32k and 64k. A boundary turn the compression cuts keeps its trace index in its kept calls (the
 release's kept blocks stay in the turn's ``Msg``; the shipped side named the turn only once its
 prompt was re-assembled, so astropy-12907 at 16k differed in "kept" at calls 50-63). Call 41 of
 the codemie-code rollout at 32k and 64k was the driver's: the release parses a call's arguments
