@@ -2,7 +2,7 @@
 every shared recorded trace, at 8k, 16k, 32k and 64k windows.
 
 ``python -m benchmarks.parity_table [--pairs dbgpt,hermes] [--windows 8192,16384]
-[--per-source N] [--out parity.json]`` (``make parity``) prints one JSON object, per pair and
+[--reserved 4096] [--per-source N] [--out parity.json]`` (``make parity``) prints one JSON object, per pair and
 window the overall agreement (``ctxbench.parity.overall``) and per trace source, then the same
 as a markdown table; ``--markdown FILE`` prints the table of a previous ``--out``. A release
 whose environment is not installed is reported as such. Recorded traces are every file under
@@ -34,6 +34,9 @@ PAIRS: dict[str, tuple[str, Release]] = {
     "hermes": ("shipped:hermes@0.19.0", HERMES),
 }
 WINDOWS = (8_192, 16_384, 32_768, 65_536)
+#: output tokens reserved (the CLI's default is 4096; a smaller reservation leaves the
+#: frameworks' own limits, not the provider's, to decide more calls)
+RESERVED = 1024
 
 
 def traces(per_source: int | None) -> list[tuple[str, Trace]]:
@@ -55,11 +58,15 @@ def traces(per_source: int | None) -> list[tuple[str, Trace]]:
 
 
 def table(
-    pairs: list[str], windows: list[int], per_source: int | None, out: Path | None = None
+    pairs: list[str],
+    windows: list[int],
+    per_source: int | None,
+    out: Path | None = None,
+    reserved: int = RESERVED,
 ) -> dict[str, Any]:
     """The table; with ``out``, the file is rewritten after every (pair, window) done."""
     loaded = traces(per_source)
-    result: dict[str, Any] = {"traces": len(loaded), "pairs": {}}
+    result: dict[str, Any] = {"traces": len(loaded), "reserved": reserved, "pairs": {}}
     for pair in pairs:
         shipped, release = PAIRS[pair]
         if shipped not in SHIPPED_STRATEGIES:
@@ -74,7 +81,7 @@ def table(
             rows = []
             by_source: dict[str, list[parity.TraceParity]] = {}
             for source, trace in loaded:
-                row = parity.parity([trace], pair, shipped, window=window, reserved=1024)[0]
+                row = parity.parity([trace], pair, shipped, window=window, reserved=reserved)[0]
                 rows.append(row)
                 by_source.setdefault(source, []).append(row)
             per_window[str(window)] = {
@@ -117,6 +124,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pairs", default=",".join(PAIRS))
     parser.add_argument("--windows", default=",".join(map(str, WINDOWS)))
     parser.add_argument("--per-source", type=int, default=None, help="traces per source (all)")
+    parser.add_argument("--reserved", type=int, default=RESERVED, help="output reservation")
     parser.add_argument("--out", default=None)
     parser.add_argument("--markdown", default=None, help="a table file from a previous --out")
     args = parser.parse_args(argv)
@@ -125,7 +133,11 @@ def main(argv: list[str]) -> int:
         return 0
     out = Path(args.out) if args.out else None
     result = table(
-        args.pairs.split(","), [int(w) for w in args.windows.split(",")], args.per_source, out
+        args.pairs.split(","),
+        [int(w) for w in args.windows.split(",")],
+        args.per_source,
+        out,
+        args.reserved,
     )
     print(json.dumps(result, indent=2))
     print(markdown(result))
