@@ -88,11 +88,13 @@ def run_spec(
     *,
     prices: Prices | None = None,
     mined: Callable[[], Sequence[Probe]] | None = None,
+    on_call: Callable[[int, int], None] | None = None,
 ) -> ReplayOutput:
     """Replay one resolved cell; the row's ``replay_seconds`` is the only clock reading, and
     the row is computed once, after it. A trace reusing a tool call id is refused. ``mined``
     gives the trace's mined probes when the spec asks for them (a sweep mines a trace once
-    for all its cells: mining a 300-round trace takes seconds)."""
+    for all its cells: mining a 300-round trace takes seconds). ``on_call(done, total)`` hears
+    each model call (the CLI's progress bar)."""
     refuse_duplicate_call_ids(trace, source=spec.trace_source)
     parts = build_parts(spec, trace)
     probes = None
@@ -110,6 +112,7 @@ def run_spec(
         seed=spec.seed,
         identity=identity_of(spec),
         prices=prices,
+        on_call=on_call,
     )
     return replace(output, replay_seconds=round(time.perf_counter() - started, 6))
 

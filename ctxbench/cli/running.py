@@ -21,11 +21,13 @@ from ctxbench.cli.options import (
     dir_option,
     file_option,
     json_option,
+    quiet_option,
     reasoning_option,
     sets_option,
     traces_argument,
 )
 from ctxbench.cli.output import print_table
+from ctxbench.cli.progress import terminal_bar
 from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
@@ -162,6 +164,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     help="Re-run one result row: a JSON(L) file of rows, or a sweep results dir (+ --run-id).",
 )
 @click.option("--run-id", help="Which row of --from-row to re-run.")
+@quiet_option("No progress bar (one per trace, by model call, on a terminal).")
 def run(
     traces: tuple[str, ...],
     strategy: str | None,
@@ -184,6 +187,7 @@ def run(
     as_json: bool,
     from_row: str | None,
     run_id: str | None,
+    quiet: bool,
 ) -> None:
     """Replay TRACES through one compaction strategy against a simulated provider.
 
@@ -249,7 +253,9 @@ def run(
                         trace_source=str(path) if source.canonical else source.address,
                     )
                 )
-                output = run_spec(spec, trace)
+                bar = terminal_bar(f"run {trace.id}", quiet=quiet)
+                output = run_spec(spec, trace, on_call=bar.update)
+                bar.close()
                 row, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
                 rows.append(row)
                 unwritten += missed

@@ -22,7 +22,7 @@ see); no provider call is made for it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -82,8 +82,10 @@ def replay(
     seed: int = 0,
     identity: Identity | None = None,
     prices: Prices | None = None,
+    on_call: Callable[[int, int], None] | None = None,
 ) -> ReplayOutput:
-    """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring."""
+    """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring.
+    ``on_call(done, total)`` hears each model call done (a progress bar at the edge)."""
     calls = trace.call_indices
     messages = trace.messages
     probe_list = tuple(trace.probes if probes is None else probes)
@@ -119,6 +121,8 @@ def replay(
         _score(ctx, asked.get(k, ()), cited)
         ctx.append_recorded(messages[index], index)
         position = index + 1
+        if on_call is not None:
+            on_call(k + 1, n_calls)
     ctx.call = n_calls
     if n_calls in recorded:
         _recorded_event(ctx, recorded[n_calls])

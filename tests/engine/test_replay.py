@@ -94,6 +94,20 @@ def test_every_recorded_assistant_message_is_one_call_and_prompts_grow_as_record
     assert out.result.calls == len(trace.call_indices) and out.result.failed_calls == 0
 
 
+def test_on_call_hears_every_model_call_in_order_and_changes_nothing() -> None:
+    trace = tool_trace(5, calls=2)
+    heard: list[tuple[int, int]] = []
+    out = run(
+        trace,
+        "sliding_window",
+        window=3000,
+        on_call=lambda done, total: heard.append((done, total)),
+    )
+    n = len(trace.call_indices)
+    assert heard == [(k, n) for k in range(1, n + 1)]
+    assert lines(out) == lines(run(trace, "sliding_window", window=3000))
+
+
 def test_same_inputs_give_byte_identical_events_and_rows() -> None:
     trace = tool_trace(20, calls=2, output="x" * 300)
     a = run(trace, "sliding_window", window=3000)
