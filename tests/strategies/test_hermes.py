@@ -708,3 +708,20 @@ def test_a_rewrite_stands_for_what_the_driver_would_match_it_to() -> None:
         merged,
     ]
     assert stand_ins(before, after) == [before[0], None, call, result, user]
+
+
+def test_0_19_0_places_a_summary_before_an_empty_tail_as_if_a_user_turn_followed() -> None:
+    """0.19.0 reads a missing tail as role "user" (context_compressor.py:3570): after a tool
+    result the summary flips to "assistant"; after an assistant turn neither role fits, the
+    summary is merged into a tail message that is not there, and is lost. The later commit
+    places it as a user turn."""
+    call = Message("assistant", "look", tool_calls=(ToolCall("c1", "grep", "{}"),))
+    after_tool = [Message("user", "task"), call, Message("tool", "out", tool_call_id="c1")]
+    after_reply = [Message("user", "task"), Message("assistant", "done")]
+    released = HermesStrategy(HermesConfig(release="0.19.0"))
+    placed = released._assemble(after_tool, [], "S", [], start=3)
+    assert [m.role for m in placed] == ["user", "assistant", "tool", "assistant"]
+    assert placed[-1].content.startswith("S")
+    assert released._assemble(after_reply, [], "S", [], start=2) == after_reply
+    later = HermesStrategy(HermesConfig(release=LATER))
+    assert later._assemble(after_tool, [], "S", [], start=3)[-1].role == "user"

@@ -221,6 +221,9 @@ class ContextCompressor(Strategy[HermesConfig]):
             last_head_role = conversation_head[-1].role if conversation_head else "user"
             force_user = False
         first_tail_role = tail[0].role if tail else None
+        if not tail and not self.rules.user_summary_at_start:
+            # 0.19.0: an empty tail counts as a user turn (context_compressor.py:3570)
+            first_tail_role = "user"
         if not force_user and not any(m.role == "user" for m in head + tail):
             force_user = True
         role = "user" if last_head_role in ("assistant", "tool") or force_user else "assistant"
@@ -230,11 +233,13 @@ class ContextCompressor(Strategy[HermesConfig]):
             if flipped != last_head_role and not force_user:
                 role = flipped
             else:
-                merge = bool(tail)
+                merge = bool(tail) or not self.rules.user_summary_at_start
         marks = {SUMMARY_MARK: True, SUMMARY_HAS_USER_MARK: bool(self.summary_has_user_turn)}
         if not merge:
             note = Message(role, f"{summary}\n\n{SUMMARY_END_MARKER}", meta=marks)
             return [*head, *kept_system, note, *tail]
+        if not tail:  # 0.19.0 merges into a tail message that is not there: the summary is lost
+            return [*head, *kept_system]  # (context_compressor.py:3630-3672)
         first = tail[0]
         if force_user and role == "user":
             merged = _add_text(first, f"{summary}\n\n{SUMMARY_END_MARKER}\n\n", prepend=True)
