@@ -32,8 +32,10 @@ cut at the latest user turn; the budget walks round ``content_len // 4`` down;
 ``model_thresholds``, ``threshold_tokens_cap``, proactive prune and ``min_tail_user_messages``
 do not exist (setting them is an error).
 
-Parity with ``shipped:hermes@0.19.0`` (``python -m benchmarks.parity_table --pairs hermes``,
-every embedded scenario and shared recorded trace at 8k-64k): identical on every call. What is
+Parity with ``shipped:hermes@0.19.0`` (``python -m benchmarks.parity_table --pairs hermes
+--per-source 15``: 96 traces, every embedded scenario and up to 15 shared recorded traces per
+source, at 8k-64k): identical on every call, once an empty tail counts as a user turn when the
+summary's role is chosen (two Claude Code subagent traces at 8k differed before). What is
 still not modelled, on either side, because the replay cannot exercise it: the 600 s
 summary-failure cooldown (no clock); the prompt the loop sends is the trace's messages, not the
 API copies it measures (content stripping and argument re-serialisation change the estimate,
