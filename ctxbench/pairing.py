@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ctxbench.memo import ObjectMemo
 from ctxbench.trace import Message, Trace
 
 
@@ -73,27 +74,86 @@ def rounds(messages: Sequence[Message] | Trace) -> list[Round]:
     return out
 
 
+#: What pairing reads of a message: its role, the ids of its tool calls, the call it answers.
+Signature = tuple[str, tuple[str, ...], str | None]
+
+
+def signature(message: Message) -> Signature:
+    return (message.role, tuple(c.id for c in message.tool_calls), message.tool_call_id)
+
+
+class _Scan:
+    """The pairing check's state after reading the signatures ``seen``."""
+
+    __slots__ = ("answered", "block_owner", "owner_of", "seen", "violations")
+
+    def __init__(self) -> None:
+        self.seen: list[Signature] = []
+        self.owner_of: dict[str, int] = {}
+        self.answered: set[str] = set()
+        self.block_owner: int | None = None
+        self.violations = 0
+
+    def resumed(self) -> _Scan:
+        out = _Scan()
+        out.seen = list(self.seen)
+        out.owner_of = dict(self.owner_of)
+        out.answered = set(self.answered)
+        out.block_owner, out.violations = self.block_owner, self.violations
+        return out
+
+    def read(self, signatures: Sequence[Signature]) -> None:
+        owner_of, answered = self.owner_of, self.answered
+        for i, (role, calls, cid) in enumerate(signatures, start=len(self.seen)):
+            if role == "assistant":
+                self.block_owner = i if calls else None
+                for call in calls:
+                    owner_of.setdefault(call, i)
+            elif role == "tool":
+                if cid is None or cid not in owner_of or cid in answered:
+                    self.violations += 1
+                else:
+                    answered.add(cid)
+                    if owner_of[cid] != self.block_owner:
+                        self.violations += 1
+            elif role != "system":
+                self.block_owner = None
+        self.seen += signatures
+
+    @property
+    def total(self) -> int:
+        """The violations so far, with every call still unanswered (``answered`` only holds
+        calls that ``owner_of`` has)."""
+        return self.violations + len(self.owner_of) - len(self.answered)
+
+
 def pairing_violations(messages: Sequence[Message]) -> int:
     """Tool-pairing defects a provider would reject in a prompt: results without their call,
     calls without their result, and results not directly after the assistant that made the call."""
-    violations = 0
-    owner_of: dict[str, int] = {}
-    answered: set[str] = set()
-    block_owner: int | None = None
-    for i, msg in enumerate(messages):
-        if msg.role == "assistant":
-            block_owner = i if msg.tool_calls else None
-            for call in msg.tool_calls:
-                owner_of.setdefault(call.id, i)
-        elif msg.role == "tool":
-            cid = msg.tool_call_id
-            if cid is None or cid not in owner_of or cid in answered:
-                violations += 1
-            else:
-                answered.add(cid)
-                if owner_of[cid] != block_owner:
-                    violations += 1
-        elif msg.role != "system":
-            block_owner = None
-    violations += sum(1 for cid in owner_of if cid not in answered)
-    return violations
+    scan = _Scan()
+    scan.read([signature(m) for m in messages])
+    return scan.total
+
+
+class PairingMemo:
+    """:func:`pairing_violations` for the prompts of one replay: a prompt that extends one of
+    the last few checked (a strategy rebuilding a growing history at every call) is read from
+    where that one ended, and a message's signature is taken once."""
+
+    SLOTS = 4
+
+    def __init__(self) -> None:
+        self._signatures: ObjectMemo[Message, Signature] = ObjectMemo(signature)
+        self._recent: list[_Scan] = []
+
+    def violations(self, messages: Sequence[Message]) -> int:
+        sigs = self._signatures.many(messages)
+        best: _Scan | None = None
+        for scan in self._recent:
+            n = len(scan.seen)
+            if n <= len(sigs) and (best is None or n > len(best.seen)) and sigs[:n] == scan.seen:
+                best = scan
+        scan = best.resumed() if best is not None else _Scan()
+        scan.read(sigs[len(scan.seen) :])
+        self._recent = [scan, *self._recent][: self.SLOTS]
+        return scan.total

@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.version",
             "ctxbench.sizes",
             "ctxbench.limits",
+            "ctxbench.memo",
             "ctxbench.escaping",
             "ctxbench.bootstrap",
         ),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ctxbench.pairing import pairing_violations, rounds
+from ctxbench.pairing import PairingMemo, pairing_violations, rounds
 from ctxbench.trace import Message, ToolCall, Trace
 from ctxbench.validation import validate
 from tests.factories import react_trace, tool_trace, valid_messages
@@ -91,3 +92,30 @@ def test_pairing_violations_count_orphans_missing_results_and_separated_results(
         )
         == 2
     )
+
+
+@st.composite
+def growing_prompts(draw: st.DrawFn) -> list[list[Message]]:
+    """Prompts a replay checks one after another: each extends an earlier one, or is a new
+    list of messages from the same pool (a compaction), with calls and results that may be
+    orphaned, repeated or out of place."""
+    pool: list[Message] = [Message("system", "s"), Message("user", "u")]
+    for i in range(6):
+        ids = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=2, unique=True))
+        pool.append(Message("assistant", f"x{i}", tool_calls=tuple(ToolCall(c, "t") for c in ids)))
+    pool += [Message("tool", f"r{c}", tool_call_id=c) for c in ("a", "b", "c", "d", None)]
+    picks = st.lists(st.sampled_from(pool), max_size=12)
+    prompts = [draw(picks)]
+    for _ in range(draw(st.integers(0, 6))):
+        base = draw(st.sampled_from(prompts))
+        prompts.append(base + draw(picks) if draw(st.booleans()) else draw(picks))
+    return prompts
+
+
+@settings(max_examples=300, deadline=None)
+@given(growing_prompts())
+def test_the_pairing_memo_counts_every_prompt_as_a_fresh_check_would(
+    prompts: list[list[Message]],
+) -> None:
+    memo = PairingMemo()
+    assert [memo.violations(p) for p in prompts] == [pairing_violations(p) for p in prompts]

@@ -13,6 +13,7 @@ always difflib's.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Literal
 
@@ -22,7 +23,9 @@ Opcode = tuple[Tag, int, int, int, int]
 
 def opcodes(a: Sequence[str], b: Sequence[str]) -> list[Opcode]:
     """``difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()``."""
-    blocks = _monotone_blocks(a, b)
+    blocks = _one_change(a, b)
+    if blocks is None:
+        blocks = _monotone_blocks(a, b)
     if blocks is None:
         import difflib
 
@@ -40,6 +43,30 @@ def opcodes(a: Sequence[str], b: Sequence[str]) -> list[Opcode]:
             out.append(("equal", ai, ai + size, bj, bj + size))
         i, j = ai + size, bj + size
     return out
+
+
+def _one_change(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int]] | None:
+    """The matching blocks when ``b`` is ``a`` with one run changed (a run dropped, inserted,
+    or replaced by keys ``a`` does not have), every key unique on each side: the shared keys
+    are the common head and tail, found in C. None otherwise."""
+    if len(set(a)) != len(a) or len(set(b)) != len(b):
+        return None
+    n = min(len(a), len(b))
+    head = _common_run(a, b, n)
+    tail = _common_run(a[::-1], b[::-1], n - head)
+    middle_a, middle_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    if not set(middle_a).isdisjoint(middle_b):
+        return None
+    blocks = [(0, 0, head)] if head else []
+    if tail:
+        blocks.append((len(a) - tail, len(b) - tail, tail))
+    return blocks
+
+
+def _common_run(a: Sequence[str], b: Sequence[str], limit: int) -> int:
+    """How many leading keys ``a`` and ``b`` share, at most ``limit``."""
+    same = list(map(operator.eq, a[:limit], b[:limit]))
+    return same.index(False) if False in same else len(same)
 
 
 def _monotone_blocks(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int]] | None:

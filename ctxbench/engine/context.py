@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import compress, count, repeat
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +19,7 @@ from ctxbench.engine import events as ev
 from ctxbench.engine.align import opcodes
 from ctxbench.engine.view import ContextView
 from ctxbench.errors import SummarizerError
-from ctxbench.pairing import pairing_violations
+from ctxbench.pairing import PairingMemo
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.trace import Message, ToolSpec
 
@@ -72,6 +74,7 @@ class ReplayContext:
         self.files: dict[str, bytes] = {}
         self._system: tuple[str, ...] = ()
         self._recorded: dict[str, int] = {}  # fingerprint -> trace index of recorded messages
+        self._pairing = PairingMemo()
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, type_: str, **data: Any) -> ev.Event:
@@ -113,13 +116,10 @@ class ReplayContext:
         """
         before = self.view.messages
         est_before, true_before = self.view.estimated_tokens, self.view.true_tokens
-        changed_flag = len(before) != len(messages) or any(
-            a is not b and a != b for a, b in zip(before, messages)
-        )
+        changed_flag = _differs(before, messages)
         if changed_flag:
-            for message, source in zip(messages, sources or [None] * len(messages), strict=True):
-                if source is not None:
-                    self._inherit(message, source)
+            if sources is not None:
+                self._inherit_all(messages, sources)
             self.view.replace(messages)
             dropped, rewritten, added, gone = self._account(before, messages)
             self.emit(
@@ -135,7 +135,7 @@ class ReplayContext:
                 changed=rewritten,
                 added=added,
                 dropped_messages=_ranges(gone),
-                pairing_violations=pairing_violations(messages),
+                pairing_violations=self._pairing.violations(messages),
                 system_kept=self.system_kept(),
                 note=note,
             )
@@ -147,11 +147,9 @@ class ReplayContext:
         own memory (DB-GPT's ReAct agent at every call). ``sources[i]`` is the message
         ``messages[i]`` stands for (None: new); a recorded message the memory keeps in its own
         form (a task-progress block in the system prompt) keeps its trace index."""
-        for message, source in zip(messages, sources, strict=True):
-            if source is not None:
-                self._inherit(message, source)
+        self._inherit_all(messages, sources)
         before = self.view.messages
-        if len(before) != len(messages) or any(a is not b for a, b in zip(before, messages)):
+        if len(before) != len(messages) or not all(map(operator.is_, before, messages)):
             self.view.replace(messages)
 
     def tool_result_changed(
@@ -186,7 +184,9 @@ class ReplayContext:
         """Every original system message's text still leads some system message of the view."""
         if not self._system:
             return True
-        texts = [m.content for m in self.view if m.role == "system"]
+        view = self.view.messages
+        system = compress(view, map(operator.eq, map(_ROLE, view), repeat("system")))
+        texts = [m.content for m in system]
         return all(any(t.startswith(orig) or orig in t for t in texts) for orig in self._system)
 
     def trace_index(self, message: Message) -> int | None:
@@ -207,6 +207,17 @@ class ReplayContext:
         if message.fingerprint == source.fingerprint or _carries_something(message):
             self._recorded.setdefault(message.fingerprint, index)
 
+    def _inherit_all(self, messages: Sequence[Message], sources: Sequence[Message | None]) -> None:
+        """:meth:`_inherit` for each pair; a message standing for itself is skipped in C."""
+        if len(messages) != len(sources):
+            raise ValueError(
+                f"{len(sources)} sources for {len(messages)} messages: one source per message"
+            )
+        for i in _positions_not(map(operator.is_, messages, sources)):
+            source = sources[i]
+            if source is not None:
+                self._inherit(messages[i], source)
+
     def append_recorded(self, message: Message, index: int | None) -> None:
         """Append a recorded message (or the strategy's version of a recorded tool result)."""
         if index is not None:
@@ -222,8 +233,14 @@ class ReplayContext:
         messages of the same roles counts as rewritten in place (a truncation, a mask), and
         the rewrite inherits the original's trace index, so later drops still name it.
         """
-        a = [m.fingerprint for m in before]
-        b = [m.fingerprint for m in after]
+        a = list(map(_FINGERPRINT, before))
+        b = list(map(_FINGERPRINT, after))
+        rewrites = _rewrites_in_place(before, after, a, b)
+        if rewrites is not None:  # the same length, and only rewrites in place of one role
+            new_keys = map(self._recorded.__contains__, map(b.__getitem__, rewrites))
+            for i in compress(rewrites, map(operator.not_, new_keys)):
+                self._inherit(after[i], before[i])
+            return 0, len(rewrites), 0, []
         dropped = rewritten = added = 0
         gone: list[int] = []
         for tag, i1, i2, j1, j2 in opcodes(a, b):
@@ -241,7 +258,10 @@ class ReplayContext:
                 continue
             dropped += len(olds)
             added += len(news)
-            gone += [self._recorded[m.fingerprint] for m in olds if m.fingerprint in self._recorded]
+            olds_keys = a[i1:i2]
+            gone += compress(
+                map(self._recorded.get, olds_keys), map(self._recorded.__contains__, olds_keys)
+            )
         return dropped, rewritten, added, sorted(set(gone))
 
     def remember_system(self, message: Message) -> None:
@@ -384,6 +404,49 @@ def _unused(path: str, content: bytes, files: Mapping[str, bytes]) -> str:
         n += 1
 
 
+_FINGERPRINT = operator.attrgetter("fingerprint")
+_ROLE = operator.attrgetter("role")
+
+
+def _positions_not(flags: Iterator[bool]) -> Iterator[int]:
+    """The positions of the false flags."""
+    return compress(count(), map(operator.not_, flags))
+
+
+def _differs(before: Sequence[Message], after: Sequence[Message]) -> bool:
+    """Whether some message of ``after`` is not the one at its place in ``before``."""
+    if len(before) != len(after):
+        return True
+    return any(before[i] != after[i] for i in _positions_not(map(operator.is_, before, after)))
+
+
+def _rewrites_in_place(
+    before: Sequence[Message], after: Sequence[Message], a: list[str], b: list[str]
+) -> list[int] | None:
+    """The positions rewritten when ``after`` is ``before`` with messages replaced in place by
+    messages of the same role that neither side has elsewhere (a truncation, a mask), each
+    key unique on its side: then difflib aligns every other position with itself and each run
+    of rewrites is a "replace" of as many messages of the same roles (what :func:`opcodes`
+    would give, without walking the opcodes). None for any other pair of lists."""
+    if len(a) != len(b):
+        return None
+    changed = list(_positions_not(map(operator.eq, a, b)))
+    if not changed:
+        return changed
+    keys_a, keys_b = set(a), set(b)
+    if len(keys_a) != len(a) or len(keys_b) != len(b):
+        return None
+    if not (
+        keys_a.isdisjoint(map(b.__getitem__, changed))
+        and keys_b.isdisjoint(map(a.__getitem__, changed))
+    ):
+        return None
+    roles_before = map(_ROLE, map(before.__getitem__, changed))
+    if not all(map(operator.eq, roles_before, map(_ROLE, map(after.__getitem__, changed)))):
+        return None
+    return changed
+
+
 def _carries_something(message: Message) -> bool:
     """Whether a message holds anything a model reads: text, parts, tool calls, replay fields."""
     return bool(message.content or message.parts or message.tool_calls or message.replay)
@@ -391,10 +454,12 @@ def _carries_something(message: Message) -> bool:
 
 def _ranges(indices: Sequence[int]) -> list[list[int]]:
     """Sorted indices as [first, last] runs: [1, 2, 3, 7] -> [[1, 3], [7, 7]]."""
-    out: list[list[int]] = []
-    for i in indices:
-        if out and out[-1][1] == i - 1:
-            out[-1][1] = i
-        else:
-            out.append([i, i])
-    return out
+    if not indices:
+        return []
+    # where a run breaks: the next index is not one more (found in C)
+    breaks = list(compress(count(1), map(operator.ne, indices[1:], map(_NEXT, indices))))
+    starts, ends = [0, *breaks], [*breaks, len(indices)]
+    return [[indices[i], indices[j - 1]] for i, j in zip(starts, ends)]
+
+
+_NEXT = (1).__add__

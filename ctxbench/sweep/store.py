@@ -44,6 +44,7 @@ from ctxbench.results.files import refuse_links, write_files
 from ctxbench.results.journal import (
     journal_index,
     journal_lines,
+    line_digest,
     parse_line,
     read_record,
     too_long_problem,
@@ -74,6 +75,9 @@ class ResultsWriter:
         self.path = Path(path)
         self._fd: int | None = None
         self._lock: IO[bytes] | None = None
+        #: the digest of each journal line this writer appended (``finalize`` reads those back
+        #: without checking their shape again: the same bytes are the same valid record)
+        self._written: dict[str, bytes] = {}
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             refuse_links(self.path, sorted(OWN_FILES))
@@ -171,7 +175,8 @@ class ResultsWriter:
                 except OSError as exc:
                     raise OutputError.from_os_error(exc, root, then=RESUME) from None
         # backslashreplace: a lone surrogate (from a JSON escape in a trace) stays an escape
-        data = "".join(record + "\n" for _, record, _ in cells).encode("utf-8", "backslashreplace")
+        lines = [(record + "\n").encode("utf-8", "backslashreplace") for _, record, _ in cells]
+        data = b"".join(lines)
         assert self._fd is not None, "append() after close()"
         try:
             written_bytes = os.write(self._fd, data)
@@ -181,6 +186,8 @@ class ResultsWriter:
         except OSError as exc:
             raise OutputError.from_os_error(exc, self.path / JOURNAL, then=RESUME) from None
         self.finished.update(run_id for run_id, _, _ in cells)
+        for (run_id, _, _), line in zip(cells, lines):
+            self._written[run_id] = line_digest(line)
 
     def finalize(self, run_ids: Iterable[str], *, with_csv: bool = False) -> int:
         """Write the final table and events for ``run_ids`` (the sweep's cells), sorted by run
@@ -203,7 +210,7 @@ class ResultsWriter:
             ) as table,
         ):
             for rid in wanted:
-                record = read_record(journal, index[rid])
+                record = read_record(journal, index[rid], written=self._written.get(rid))
                 events_out.write("".join(_event_lines(rid, record["events"])))
                 table.add(record["row"])
                 failed += record["row"]["error"] is not None

@@ -73,3 +73,32 @@ def test_a_long_rebuilt_prompt_aligns_in_one_pass() -> None:
     after = [f"cut{i}" if i % 2 else f"m{i}" for i in range(1000, 3000)]
     assert align._monotone_blocks(before, after) is not None
     assert align.opcodes(before, after) == _difflib(before, after)
+
+
+@st.composite
+def one_run_changes(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """A list and the same list with one run dropped, inserted or replaced, the new run's
+    keys sometimes taken from the old list (where the head-and-tail path must step aside)."""
+    n = draw(st.integers(0, 30))
+    before = [f"m{i}" for i in range(n)]
+    i = draw(st.integers(0, n))
+    j = draw(st.integers(i, n))
+    fresh = [f"new{k}" for k in range(draw(st.integers(0, 4)))]
+    reused = draw(st.lists(st.sampled_from(before), max_size=2)) if before else []
+    return before, before[:i] + fresh + reused + before[j:]
+
+
+@settings(max_examples=400, deadline=None)
+@given(one_run_changes())
+def test_opcodes_are_difflibs_when_one_run_changed(pair: tuple[list[str], list[str]]) -> None:
+    before, after = pair
+    assert align.opcodes(before, after) == _difflib(before, after)
+
+
+def test_the_head_and_tail_path_takes_one_changed_run_and_refuses_the_rest() -> None:
+    keys = ["s", "a", "b", "c", "d"]
+    assert align._one_change(keys, ["s", "c", "d"]) == [(0, 0, 1), (3, 1, 2)]  # a run dropped
+    assert align._one_change(keys, ["s", "x", "a", "b", "c", "d"]) == [(0, 0, 1), (1, 2, 4)]
+    assert align._one_change(keys, ["s", "x", "d"]) == [(0, 0, 1), (4, 2, 1)]  # replaced
+    assert align._one_change(keys, ["s", "b", "x", "d"]) is None  # b kept inside the change
+    assert align._one_change(["a", "a"], ["a"]) is None  # a repeated key

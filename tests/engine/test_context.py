@@ -5,9 +5,13 @@ declared sources, ``reassemble``)."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.context import ReplayContext, _rewrites_in_place
 from ctxbench.trace import Message, ToolCall
 from tests.factories import replay_context
 
@@ -71,3 +75,82 @@ def test_a_reassembled_part_gets_the_same_index_as_a_declared_one() -> None:
     declared.apply("compression", prompt, sources=[view[0], None, TURN, RESULT])
     reassembled.reassemble(prompt, [view[0], None, TURN, RESULT])
     assert kept(declared) == kept(reassembled) == [0, None, 3, 4]
+
+
+def _difflib_account(
+    before: list[Message], after: list[Message]
+) -> tuple[int, int, int, list[int]]:
+    """``_account`` as the alignment defines it, on difflib's own opcodes (no fast path)."""
+    ctx = recorded_pool(before)
+    a, b = [m.fingerprint for m in before], [m.fingerprint for m in after]
+    dropped = rewritten = added = 0
+    gone: list[int] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        olds, news = before[i1:i2], after[j1:j2]
+        if tag == "equal":
+            continue
+        if (
+            tag == "replace"
+            and len(olds) == len(news)
+            and all(o.role == n.role for o, n in zip(olds, news))
+        ):
+            rewritten += len(news)
+            continue
+        dropped, added = dropped + len(olds), added + len(news)
+        gone += [i for i in map(ctx.trace_index, olds) if i is not None]
+    return dropped, rewritten, added, sorted(set(gone))
+
+
+def recorded_pool(messages: list[Message]) -> ReplayContext:
+    ctx = replay_context()
+    for index, message in enumerate(messages):
+        ctx.append_recorded(message, index)
+    return ctx
+
+
+@st.composite
+def compactions(draw: st.DrawFn) -> tuple[list[Message], list[Message]]:
+    """A prompt and what a layer makes of it: messages kept, dropped, rewritten in place (of
+    the same role or not), inserted or repeated."""
+    roles = st.sampled_from(["user", "assistant", "tool"])
+    before = [Message(draw(roles), f"m{i}") for i in range(draw(st.integers(0, 14)))]
+    after: list[Message] = []
+    for i, message in enumerate(before):
+        action = draw(st.sampled_from(["keep", "keep", "drop", "rewrite", "retype", "insert"]))
+        if action == "keep":
+            after.append(message)
+        elif action == "rewrite":
+            after.append(message.with_text(f"cut{i}"))
+        elif action == "retype":
+            after.append(Message("user" if message.role != "user" else "tool", f"as{i}"))
+        elif action == "insert":
+            after += [Message("user", f"new{i}"), message]
+    repeat: bool = draw(st.booleans())
+    if after and repeat:
+        after.insert(draw(st.integers(0, len(after))), draw(st.sampled_from(after)))
+    return before, after
+
+
+@settings(max_examples=400, deadline=None)
+@given(compactions())
+def test_a_compactions_counts_are_those_of_difflibs_alignment(
+    pair: tuple[list[Message], list[Message]],
+) -> None:
+    before, after = pair
+    ctx = recorded_pool(before)
+    assert ctx._account(before, after) == _difflib_account(before, after)
+
+
+def test_rewrites_in_place_of_a_long_prompt_are_counted_without_the_opcodes() -> None:
+    before = [Message("user" if i % 2 else "assistant", f"m{i}") for i in range(400)]
+    after = [m.with_text(f"cut{i}") if i % 2 and i < 300 else m for i, m in enumerate(before)]
+    assert _rewrites_in_place(before, after, _keys(before), _keys(after)) == list(range(1, 300, 2))
+    retyped = [*after[:-1], Message("tool", "other")]
+    assert _rewrites_in_place(before, retyped, _keys(before), _keys(retyped)) is None
+    ctx = recorded_pool(before)
+    assert ctx._account(before, after) == (0, 150, 0, [])
+    assert [ctx.trace_index(m) for m in after] == list(range(400))  # the cuts keep their index
+
+
+def _keys(messages: list[Message]) -> list[str]:
+    return [m.fingerprint for m in messages]

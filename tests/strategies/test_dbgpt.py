@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxbench.cli import cli
 from ctxbench.counting import get_counter
@@ -19,11 +21,11 @@ from ctxbench.errors import ConfigError, SummarizerError
 from ctxbench.formats.canonical import write_traces
 from ctxbench.pairing import pairing_violations, rounds
 from ctxbench.strategies import build_strategy
-from ctxbench.strategies.dbgpt import DbgptStrategy, generate_preview
+from ctxbench.strategies.dbgpt import DbgptStrategy, generate_preview, manager_rounds
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
-from ctxbench.trace import Message, Trace
-from tests.factories import tool_trace
+from ctxbench.trace import Message, ToolCall, Trace
+from tests.factories import replay_context, tool_trace
 from tests.replaying import Failing
 
 CHARS4 = get_counter("chars4")
@@ -861,3 +863,88 @@ def test_every_cut_observation_keeps_its_path_on_a_60_round_trace() -> None:
     cut = [m for m in out.final_view if m.is_observation and "[truncated" in m.content]
     assert len(cut) > 30
     assert all("[truncated, full detail at: " in m.content for m in cut)
+
+
+# -- the layers as rounds define them, whichever way the rounds are found ---------------------------
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[Message, ...]:
+    """A manager's input: system messages anywhere, questions, text and tool-calling turns,
+    tool results and ``Observation:`` turns, long and short."""
+    out: list[Message] = []
+    for i in range(draw(st.integers(0, 24))):
+        kind = draw(st.sampled_from(["system", "user", "text", "call", "tool", "obs", "obs"]))
+        body = "x" * draw(st.sampled_from([10, 400]))
+        if kind == "system":
+            out.append(Message("system", f"s{i}"))
+        elif kind == "user":
+            out.append(Message("user", f"q{i}"))
+        elif kind == "text":
+            out.append(Message("assistant", f"Thought: {i}"))
+        elif kind == "call":
+            out.append(Message("assistant", f"t{i}", tool_calls=(ToolCall(f"c{i}", "bash"),)))
+        elif kind == "tool":
+            out.append(Message("tool", f"r{i} {body}", tool_call_id=f"c{i - 1}"))
+        else:
+            out.append(Message("user", f"Observation: {i} {body}"))
+    return tuple(out)
+
+
+def _layer1_by_rounds(
+    strat: DbgptStrategy, msgs: tuple[Message, ...], current: int
+) -> list[Message]:
+    """Layer 1 as written: every message of a round older than the cutoff, cut."""
+    out = list(msgs)
+    for r, indices in enumerate(manager_rounds(msgs, strat.rules)):
+        if r < current - strat.cfg.max_observation_age_rounds:
+            for i in indices:
+                out[i] = strat._cuts(out[i])
+    return out
+
+
+def _layer2_by_rounds(strat: DbgptStrategy, msgs: tuple[Message, ...], ctx: Any) -> list[Message]:
+    """Layer 2 as written: walk back over whole rounds until both floors are kept."""
+    system = [m for m in msgs if m.role == "system"]
+    conv = [m for m in msgs if m.role != "system"]
+    segs = manager_rounds(conv, strat.rules)
+    if not conv or len(segs) <= strat.cfg.min_keep_recent_rounds:
+        return list(msgs)
+    keep_from, kept = len(segs) - strat.cfg.min_keep_recent_rounds, 0
+    for r in range(len(segs) - 1, -1, -1):
+        kept += sum(strat._counts([conv[i]], ctx)[0] for i in segs[r])
+        if r < keep_from and kept >= strat.cfg.min_keep_tokens:
+            break
+        keep_from = min(keep_from, r)
+    if keep_from <= 0:
+        return list(msgs)
+    keep = {i for seg in segs[keep_from:] for i in seg}
+    return system + [m for i, m in enumerate(conv) if i in keep]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    histories(),
+    st.sampled_from(["0.8.2", "design"]),
+    st.integers(0, 4),
+    st.integers(0, 12),
+    st.sampled_from([0, 150, 600]),
+)
+def test_layers_1_and_2_keep_and_cut_whole_rounds_as_manager_rounds_segments_them(
+    msgs: tuple[Message, ...], release: str, keep_rounds: int, current: int, keep_tokens: int
+) -> None:
+    strat = build_strategy(
+        "dbgpt",
+        {
+            "release": release,
+            "min_keep_recent_rounds": keep_rounds,
+            "max_observation_age_rounds": 2,
+            "min_keep_tokens": keep_tokens,
+            "truncated_observation_max_chars": 40,
+        },
+    )
+    assert isinstance(strat, DbgptStrategy)
+    ctx = replay_context()
+    assert strat._round_ends(msgs) == [r[-1] for r in manager_rounds(msgs, strat.rules)]
+    assert strat.layer1(msgs, current) == _layer1_by_rounds(strat, msgs, current)
+    assert strat.layer2(msgs, ctx) == _layer2_by_rounds(strat, msgs, ctx)

@@ -44,12 +44,12 @@ snapshot path reused by a later reply gets a ``~2`` suffix (the release overwrit
 the engine emits ``context.status`` even when the budget is <= 0, where 0.8.2 skips it.
 
 Parity with ``shipped:dbgpt@0.8.2`` (``ctxbench parity``, every shared recorded trace and
-embedded scenario at 8k-64k): the same prompts call for call, with one accounting difference
-left: when the layers that re-ran produce exactly the previous call's prompt plus what was
-appended, the shipped adaptor records no compaction (``ShippedStrategy._apply``: the prompt
-did not change) while the reproduction records the layers that ran (one call of a Claude Code
-transcript). Rounds ending at every result let Layer 2 keep a result without its call in the
-native view; the release sends text rounds, so no pairing check applies (``sends_tool_roles``).
+embedded scenario at 8k-64k): the same prompts, compactions and counts call for call. When
+the layers that re-ran give exactly the previous call's prompt plus what was appended, both
+record no compaction (the prompt did not change: ``ShippedStrategy._apply`` and
+``_repeats_last``). Rounds ending at every result let Layer 2 keep a result without its call
+in the native view; the release sends text rounds, so no pairing check applies
+(``sends_tool_roles``).
 
 Source: eosphoros-ai/DB-GPT, ``packages/dbgpt-core/src/dbgpt/agent/core/context/`` (``budget.py``,
 ``compact.py``, ``manager.py``, ``storage.py``), ``agent/core/base_agent.py`` (Layer 4 retry) and

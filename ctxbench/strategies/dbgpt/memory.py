@@ -46,17 +46,19 @@ def from_stored(original: Message, text: str) -> Message:
     return original if text == original.content else original.with_text(text)
 
 
-def task_progress(steps: Sequence[tuple[int, str, str]]) -> str | None:
-    """``Role.task_progress_summary`` (role.py:212-240) for (step, action, snapshot file)."""
-    if not steps:
+def progress_line(step: int, action: str, snapshot: str) -> str:
+    """One line of ``Role.task_progress_summary`` (role.py:212-240)."""
+    line = f"\u2705 Step {step}: Action={action}"
+    if snapshot:
+        line += f" | ref: {os.path.basename(snapshot)}"
+    return line
+
+
+def task_progress(lines: Sequence[str]) -> str | None:
+    """``Role.task_progress_summary`` (role.py:212-240) of its :func:`progress_line` lines."""
+    if not lines:
         return None
-    lines = ["## Task Progress (do NOT repeat completed steps)"]
-    for step, action, snapshot in steps:
-        line = f"\u2705 Step {step}: Action={action}"
-        if snapshot:
-            line += f" | ref: {os.path.basename(snapshot)}"
-        lines.append(line)
-    return "\n".join(lines)
+    return "\n".join(["## Task Progress (do NOT repeat completed steps)", *lines])
 
 
 def with_progress(messages: Sequence[Message], progress: str | None) -> list[Message]:

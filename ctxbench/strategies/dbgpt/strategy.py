@@ -7,10 +7,12 @@ import operator
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import compress, count, repeat
 from typing import ClassVar
 
 from ctxbench.engine.context import ReplayContext, safe_component
 from ctxbench.errors import ProviderOverflowError, SummarizerError
+from ctxbench.memo import ObjectMemo
 from ctxbench.strategies.base import ReplyAborted, Strategy
 from ctxbench.strategies.dbgpt.config import DEFAULT_MAX_CONTEXT_TOKENS, RELEASES, DbgptConfig
 from ctxbench.strategies.dbgpt.memory import (
@@ -22,6 +24,7 @@ from ctxbench.strategies.dbgpt.memory import (
     is_observation,
     manager_rounds,
     persisted_block,
+    progress_line,
     snapshot_path,
     stored,
     task_progress,
@@ -85,13 +88,14 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         self.rules = self.cfg.rules
         self.compact_failures = 0
         self.layer4_retries = 0
-        #: the agent's ``_task_progress``: (step, action, snapshot path) per successful step
-        self._progress: list[tuple[int, str, str]] = []
-        #: 0.8.2's count of a message in its stored form, by the message's fingerprint
-        self._stored_tokens: dict[str, int] = {}
-        #: Layer 1's cut of an observation, by the message object (0.8.2 cuts the same history
-        #: at every call); the message is kept in the value so its id is not reused
-        self._cuts: dict[int, tuple[Message, Message]] = {}
+        #: the manager's count of a message (set at the first count, from the estimator)
+        self._count: ObjectMemo[Message, int] | None = None
+        #: Layer 1's cut of a message of an old round (0.8.2 cuts the same history at every call)
+        self._cuts: ObjectMemo[Message, Message] = ObjectMemo(self._cut_of)
+        #: what a message is to the manager's rounds: system, a round's end, or neither
+        self._kinds: ObjectMemo[Message, int] = ObjectMemo(self._kind_of)
+        #: the agent's ``_task_progress``: a line per successful step (step, action, snapshot)
+        self._progress_lines: list[str] = []
         # 0.8.2's rebuilt history: the uncompacted messages, and the prompt last built from them
         self._history: list[Message] = []
         self._built: tuple[Message, ...] = ()
@@ -133,20 +137,43 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         """The manager's state of the prompt ``messages``."""
         budget = self.budget(ctx)
         if self.rules.react_memory:
-            used = sum(self._count(m, ctx) for m in self._managed(messages)[0])
+            used = sum(self._counts(self._managed(messages)[0], ctx))
         else:
-            used = ctx.view.est_overhead + sum(ctx.estimator.count_message(m) for m in messages)
+            used = ctx.view.est_overhead + sum(self._counts(messages, ctx))
         ratio = used / budget if budget > 0 else float("inf")
         return self.state_of(ratio, budget)
 
-    def _count(self, message: Message, ctx: ReplayContext) -> int:
-        """``count_messages([msg])``: 0.8.2 counts the stored form (the ReAct text)."""
-        if not self.rules.react_memory:
-            return ctx.estimator.count_message(message)
-        key = message.fingerprint
-        if key not in self._stored_tokens:
-            self._stored_tokens[key] = ctx.estimator.count_message(stored(message))
-        return self._stored_tokens[key]
+    def _counts(self, messages: Sequence[Message], ctx: ReplayContext) -> list[int]:
+        """``count_messages([msg])`` of each message: 0.8.2 counts the stored form (the ReAct
+        text)."""
+        if self._count is None:
+            estimator = ctx.estimator
+            if self.rules.react_memory:
+                self._count = ObjectMemo(lambda m: estimator.count_message(stored(m)))
+            else:
+                self._count = ObjectMemo(estimator.count_message)
+        return self._count.many(messages)
+
+    def _kind_of(self, message: Message) -> int:
+        if message.role == "system":
+            return _SYSTEM
+        return _ENDS_ROUND if is_observation(message, self.rules) else _OTHER
+
+    def _round_ends(self, messages: Sequence[Message], kinds: list[int] | None = None) -> list[int]:
+        """The index of each of the manager's rounds' last message (an unfinished last round
+        included), in order. Every round is a run of the messages, system ones aside, so
+        this is all Layers 1 and 2 need of :func:`manager_rounds`. 0.8.2's rounds end at
+        observations, found in C but for messages never seen before. ``kinds``: the
+        messages' :meth:`_kind_of`, when known."""
+        if self.rules.tool_rounds:
+            return [r[-1] for r in manager_rounds(messages, self.rules)]
+        if kinds is None:
+            kinds = self._kinds.many(messages)
+        ends = list(compress(count(), map(operator.eq, kinds, repeat(_ENDS_ROUND))))
+        last = ends[-1] if ends else -1
+        if _OTHER in kinds[last + 1 :]:
+            ends.append(len(kinds) - 1 - kinds[::-1].index(_OTHER))
+        return ends
 
     def _text(self, message: Message) -> str:
         return stored(message).content if self.rules.react_memory else message.content
@@ -217,7 +244,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             self._history = list(ctx.view.messages)
         prompt, sources = self._history, list[Message | None](self._history)
         if self.rules.react_memory:
-            prompt = with_progress(self._history, task_progress(self._progress))
+            prompt = with_progress(self._history, task_progress(self._progress_lines))
             sources = sources if len(prompt) == len(sources) else [None, *sources]
         return list(prompt), sources
 
@@ -293,7 +320,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     def _current_round(self, messages: Sequence[Message], ctx: ReplayContext) -> int:
         if self.cfg.age_from == "loop_counter":
             return ctx.call - self._reply_start
-        return len(manager_rounds(messages, self.rules))
+        return len(self._round_ends(messages))
 
     # -- layers (pure functions of the message list) -------------------------------------------------
     def layer1(self, messages: tuple[Message, ...], current_round: int) -> list[Message]:
@@ -304,20 +331,17 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         so cutting an already cut observation keeps it (both releases).
         """
         cutoff = current_round - self.cfg.max_observation_age_rounds
-        out = list(messages)
-        for round_index, indices in enumerate(manager_rounds(messages, self.rules)):
-            if round_index >= cutoff:
-                break
-            for i in indices:
-                out[i] = self._cut(out[i])
-        return out
+        if cutoff <= 0:
+            return list(messages)
+        # the old rounds are a prefix; a system message in it is no observation, so cutting
+        # leaves it as it is
+        ends = self._round_ends(messages)
+        stop = ends[cutoff - 1] + 1 if cutoff <= len(ends) else len(messages)
+        return [*self._cuts.many(messages[:stop]), *messages[stop:]]
 
-    def _cut(self, msg: Message) -> Message:
+    def _cut_of(self, msg: Message) -> Message:
         """Layer 1 on one message of an old round: the message itself when it is no
         observation, already persisted, or short enough."""
-        hit = self._cuts.get(id(msg))
-        if hit is not None and hit[0] is msg:
-            return hit[1]
         content = self._text(msg)
         max_chars = self.cfg.observation_max_chars
         cut = msg
@@ -329,27 +353,35 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             path = snapshot_path(msg)
             suffix = f"... [truncated, full detail at: {path}]" if path else "... [truncated]"
             cut = replace(from_stored(msg, content[:max_chars] + suffix), meta=with_path(msg, path))
-        self._cuts[id(msg)] = (msg, cut)
         return cut
 
     def layer2(self, messages: tuple[Message, ...], ctx: ReplayContext) -> list[Message]:
-        """Drop whole old rounds; keep ``min_keep_recent_rounds`` and ``min_keep_tokens``."""
-        system = [m for m in messages if m.role == "system"]
-        conv = [m for m in messages if m.role != "system"]
-        segs = manager_rounds(conv, self.rules)
-        if not conv or len(segs) <= self.cfg.min_keep_recent_rounds:
+        """Drop whole old rounds; keep ``min_keep_recent_rounds`` and ``min_keep_tokens``.
+
+        A round is a run of the conversation (system messages aside), so the rounds kept are
+        its tail, found by walking back over the rounds' token sums."""
+        kinds = self._kinds.many(messages)
+        if _SYSTEM in kinds:
+            system = list(compress(messages, map(operator.eq, kinds, repeat(_SYSTEM))))
+            talk = list(map(operator.ne, kinds, repeat(_SYSTEM)))
+            conv, kinds = list(compress(messages, talk)), list(compress(kinds, talk))
+        else:
+            system, conv = [], list(messages)
+        ends = self._round_ends(conv, kinds)
+        keep = self.cfg.min_keep_recent_rounds
+        if not conv or len(ends) <= keep:
             return list(messages)
-        keep_from = len(segs) - self.cfg.min_keep_recent_rounds
+        starts = [0, *(end + 1 for end in ends)]  # and where a round after the last would
+        keep_from = len(ends) - keep
         kept_tokens = 0
-        for r in range(len(segs) - 1, -1, -1):
-            kept_tokens += sum(self._count(conv[i], ctx) for i in segs[r])
+        for r in range(len(ends) - 1, -1, -1):  # only the rounds walked are counted
+            kept_tokens += sum(self._counts(conv[starts[r] : ends[r] + 1], ctx))
             if r < keep_from and kept_tokens >= self.cfg.min_keep_tokens:
                 break
             keep_from = min(keep_from, r)
         if keep_from <= 0:
             return list(messages)
-        keep = {i for seg in segs[keep_from:] for i in seg}
-        return system + [m for i, m in enumerate(conv) if i in keep]
+        return system + conv[starts[keep_from] :]
 
     def layer3(self, messages: tuple[Message, ...], ctx: ReplayContext) -> list[Message]:
         """Summarise old rounds into one user message; raises SummarizerError on failure."""
@@ -459,7 +491,9 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         content = message.content
         if len(content) <= limit or PERSISTED_OUTPUT_TAG in content:
             return message
-        stem = safe_component(message.tool_call_id or f"{action}_{len(self._progress) + 1:03d}")
+        stem = safe_component(
+            message.tool_call_id or f"{action}_{len(self._progress_lines) + 1:03d}"
+        )
         path = ctx.write_file(
             f"persisted_results/{safe_component(ctx.trace_id)}/{stem}.txt",
             content.encode("utf-8", "surrogatepass"),
@@ -480,7 +514,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         if message.is_observation:
             observation = observation.lstrip()[len("Observation:") :].lstrip()
         if self.rules.design_snapshots:
-            step, missing = len(self._progress) + 1, None
+            step, missing = len(self._progress_lines) + 1, None
             relative = f"op_snapshots/{conv_id}/step_{step:03d}_{safe_component(action)}.json"
         else:
             # the ReAct retry counter + 1; failed steps write nothing, so numbers skip
@@ -504,7 +538,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             # 0.8.2 overwrites a step file a later reply names again; the prompt cites that
             # name (ctxbench keeps the later content under ``~2``: a written file stays)
             path = relative
-        self._progress.append((step, action, path))
+        self._progress_lines.append(progress_line(step, action, path))
         meta = with_path(message, path)
         if not self.rules.design_snapshots and PERSISTED_OUTPUT_TAG in message.content:
             return replace(message, meta=meta)
@@ -514,6 +548,8 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
 
 _ORDER = ("normal", "warning", "error", "critical", "overflow")
+#: what a message is to the manager's rounds (``DbgptStrategy._kind_of``)
+_OTHER, _SYSTEM, _ENDS_ROUND = 0, 1, 2
 
 
 def _at_least(state: str, floor: str) -> bool:
