@@ -258,10 +258,8 @@ class ReplayContext:
                 continue
             dropped += len(olds)
             added += len(news)
-            olds_keys = a[i1:i2]
-            gone += compress(
-                map(self._recorded.get, olds_keys), map(self._recorded.__contains__, olds_keys)
-            )
+            olds_keys = [k for k in a[i1:i2] if k in self._recorded]
+            gone += map(self._recorded.__getitem__, olds_keys)
         return dropped, rewritten, added, sorted(set(gone))
 
     def remember_system(self, message: Message) -> None:
