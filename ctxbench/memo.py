@@ -3,21 +3,31 @@
 A replay puts the same message objects through the same questions at every call (its
 counts, its pairing signature, its stored form): a strategy that rebuilds its whole prompt at
 every call (DB-GPT 0.8.2) asks them of hundreds of messages per call. The memo keys values by
-``id`` and holds each object, so an id is never reused while its value is kept; a list's
-values come from one ``map`` over the ids, and only the objects not seen before run Python.
+``id``; a list's values come from one ``map`` over the ids, and only the objects not seen
+before run Python.
+
+An id is an object's only while the object lives, so the memo watches each object with a weak
+reference and forgets its value when it is collected (before its id can be given to another).
+It does not keep objects alive: DB-GPT 0.8.2 makes a new system prompt at every call (the task
+progress grows by a line), and holding those would grow memory with the square of a run's
+length. An object that takes no weak reference is held for the memo's life instead, and a
+value that is its object itself (a Layer 1 "cut" that leaves a message as it is) is kept as a
+mark, so a value never keeps its own object alive.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, count, repeat
 from operator import is_
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 _MISSING: object = object()
+_ITSELF: object = object()  # the value is the object itself
 
 
 class ObjectMemo(Generic[K, V]):
@@ -26,14 +36,34 @@ class ObjectMemo(Generic[K, V]):
     def __init__(self, compute: Callable[[K], V]) -> None:
         self._compute = compute
         self._values: dict[int, V] = {}
-        self._held: list[K] = []  # keeps every keyed object alive, so its id stays its own
+        #: what keeps each id its object's: a weak reference that forgets the value when the
+        #: object goes, or (for an object that takes none) the object itself
+        self._watch: dict[int, Any] = {}
+        self._itself = False  # whether some value is its own object (kept as ``_ITSELF``)
 
     def __call__(self, obj: K) -> V:
-        value = self._values.get(id(obj), _MISSING)
+        key = id(obj)
+        value = self._values.get(key, _MISSING)
+        if value is _ITSELF:
+            return obj  # type: ignore[return-value]
         if value is _MISSING:
-            value = self._values[id(obj)] = self._compute(obj)
-            self._held.append(obj)
+            value = self._compute(obj)
+            self._values[key] = _ITSELF if value is obj else value
+            self._itself = self._itself or value is obj
+            try:
+                self._watch[key] = weakref.ref(obj, self._forget(key))
+            except TypeError:  # no weak references to it: keep it, so its id stays its own
+                self._watch[key] = obj
         return value  # type: ignore[return-value]
+
+    def _forget(self, key: int) -> Callable[[object], None]:
+        values, watch = self._values, self._watch
+
+        def forget(_: object) -> None:
+            values.pop(key, None)
+            watch.pop(key, None)
+
+        return forget
 
     def __len__(self) -> int:
         return len(self._values)
@@ -43,6 +73,9 @@ class ObjectMemo(Generic[K, V]):
         out: list[object] = list(map(self._values.get, map(id, objs), repeat(_MISSING)))
         for i in _positions(out, _MISSING):
             out[i] = self(objs[i])
+        if self._itself:
+            for i in _positions(out, _ITSELF):
+                out[i] = objs[i]
         return out  # type: ignore[return-value]
 
 

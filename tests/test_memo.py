@@ -65,14 +65,40 @@ def test_a_value_can_be_none_and_is_not_mistaken_for_a_missing_one() -> None:
     assert calls == [3]
 
 
-def test_an_object_is_held_so_a_new_object_never_gets_a_dead_ones_value() -> None:
-    memo: ObjectMemo[Box, int] = ObjectMemo(lambda box: box.value)
-    ids = set()
+def test_an_object_is_not_kept_alive_and_its_value_goes_with_it() -> None:
+    calls: list[int] = []
+
+    def compute(box: Box) -> int:
+        calls.append(box.value)
+        return box.value
+
+    memo: ObjectMemo[Box, int] = ObjectMemo(compute)
     for value in range(200):
         box = Box(value)
-        ids.add(id(box))
         assert memo(box) == value
+        assert memo.many([box, box]) == [value, value]
         del box
         gc.collect()
-    assert len(ids) == 200  # every box kept alive, so no id was reused
-    assert len(memo) == 200
+    assert len(memo) == 0  # every box collected, its value forgotten
+    assert calls == list(range(200))  # none given a collected box's value, though ids recur
+    kept = [Box(v) for v in range(5)]
+    assert memo.many(kept) == list(range(5)) and len(memo) == 5
+
+
+def test_an_object_without_weak_references_is_held_while_the_memo_lives() -> None:
+    memo: ObjectMemo[tuple[int, ...], int] = ObjectMemo(len)
+    key = tuple(range(3))
+    assert memo(key) == 3
+    assert memo.many([key, (1,)]) == [3, 1]
+    assert len(memo) == 2
+
+
+def test_a_value_that_is_its_own_object_does_not_keep_it_alive() -> None:
+    memo: ObjectMemo[Box, Box] = ObjectMemo(lambda box: box if box.value % 2 else Box(-box.value))
+    boxes = [Box(v) for v in range(4)]
+    out = memo.many(boxes)
+    assert out[1] is boxes[1] and out[3] is boxes[3] and memo(boxes[1]) is boxes[1]
+    assert out[0] is not boxes[0] and out[2].value == -2
+    del boxes, out
+    gc.collect()
+    assert len(memo) == 0
