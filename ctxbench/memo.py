@@ -35,7 +35,7 @@ class ObjectMemo(Generic[K, V]):
 
     def __init__(self, compute: Callable[[K], V]) -> None:
         self._compute = compute
-        self._values: dict[int, V] = {}
+        self._values: dict[int, object] = {}  # a V, or ``_ITSELF``
         #: what keeps each id its object's: a weak reference that forgets the value when the
         #: object goes, or (for an object that takes none) the object itself
         self._watch: dict[int, Any] = {}
@@ -48,8 +48,9 @@ class ObjectMemo(Generic[K, V]):
             return obj  # type: ignore[return-value]
         if value is _MISSING:
             value = self._compute(obj)
-            self._values[key] = _ITSELF if value is obj else value
-            self._itself = self._itself or value is obj
+            itself = value is obj
+            self._values[key] = _ITSELF if itself else value
+            self._itself = self._itself or itself
             try:
                 self._watch[key] = weakref.ref(obj, self._forget(key))
             except TypeError:  # no weak references to it: keep it, so its id stays its own
