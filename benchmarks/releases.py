@@ -32,6 +32,7 @@ from ctxbench.formats.importing import import_file
 from ctxbench.strategies import build_strategy, strategy_class
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.synth import generate, load_scenario
+from ctxbench.synth.scenario_file import scenario_names
 from ctxbench.trace import Trace
 
 #: (strategy, the release mode, the mode it is compared with)
@@ -41,14 +42,8 @@ PAIRS: tuple[tuple[str, str, str], ...] = (
     ("agentscope", "2.0.11", "design"),
 )
 WINDOWS = (8_192, 16_384, 32_768, 65_536)
-SCENARIOS = (
-    "coding_agent",
-    "sql_agent",
-    "support_agent",
-    "research_agent",
-    "cjk_agent",
-    "long_horizon",
-)
+#: every embedded scenario
+SCENARIOS = tuple(scenario_names())
 RESERVED = 1024
 #: layers that add to the prompt rather than compact it (AgentScope's runtime-state injection)
 NOT_COMPACTION = frozenset({"runtime_state"})

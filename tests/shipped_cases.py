@@ -17,16 +17,11 @@ from ctxbench.pairing import rounds
 from ctxbench.shipped import environment
 from ctxbench.shipped.releases import Release
 from ctxbench.synth import generate, load_scenario
+from ctxbench.synth.scenario_file import scenario_names
 from ctxbench.trace import Trace
 
-SCENARIOS = (
-    "coding_agent",
-    "sql_agent",
-    "support_agent",
-    "research_agent",
-    "cjk_agent",
-    "long_horizon",
-)
+#: every embedded scenario (``tests/synth/test_scenario_file.py`` holds the ones that must ship)
+SCENARIOS = tuple(scenario_names())
 SOURCES = (
     "tau2-bench/2025-08-10T02-44-06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json",
     "tau-bench/gpt-4o-airline.json",

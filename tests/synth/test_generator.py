@@ -21,14 +21,8 @@ from ctxbench.synth.scenario_file import parse_scenario
 from ctxbench.trace import Trace, message_search_text
 from ctxbench.validation import validate
 
-SCENARIOS = (
-    "coding_agent",
-    "sql_agent",
-    "support_agent",
-    "research_agent",
-    "cjk_agent",
-    "long_horizon",
-)
+#: every embedded scenario (``tests/synth/test_scenario_file.py`` holds the ones that must ship)
+SCENARIOS = tuple(scenario_names())
 
 
 @pytest.fixture(scope="module")
