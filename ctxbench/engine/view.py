@@ -4,9 +4,9 @@ The view holds per-message counts for two counters, the strategy's estimator and
 provider's true counter, and keeps their sums up to date as messages are appended or the view
 is replaced. Counting goes through each counter's fingerprint cache, so a message that
 survives a compaction is never tokenized again, and the view remembers the counts of every
-message object it has held, so a replace costs a lookup per message (done in C: a strategy
-that rebuilds its whole prompt at every call, DB-GPT 0.8.2, replaces hundreds of messages
-per call).
+message object it has held while that object lives (:class:`ctxbench.memo.ObjectMemo`), so
+a replace costs a lookup per message, done in C: a strategy that rebuilds its whole prompt
+at every call (DB-GPT 0.8.2) replaces hundreds of messages per call.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class ContextView:
         self._mark_len = 0
         self._mark_true_sum = 0
         self._dirty_from = 0
-        #: (est, true) of every message object the view has held
+        #: (est, true) of every message object the view has held, while it lives
         self._counts: ObjectMemo[Message, tuple[int, int]] = ObjectMemo(self._count)
 
     # -- reading ------------------------------------------------------------------------------
