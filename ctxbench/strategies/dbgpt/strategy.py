@@ -15,6 +15,10 @@ from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.memo import ObjectMemo
 from ctxbench.strategies.base import ReplyAborted, Strategy
 from ctxbench.strategies.dbgpt.config import DEFAULT_MAX_CONTEXT_TOKENS, RELEASES, DbgptConfig
+from ctxbench.strategies.dbgpt.ledger import ENDS_ROUND as _ENDS_ROUND
+from ctxbench.strategies.dbgpt.ledger import OTHER as _OTHER
+from ctxbench.strategies.dbgpt.ledger import SYSTEM as _SYSTEM
+from ctxbench.strategies.dbgpt.ledger import HistoryLedger, Shape
 from ctxbench.strategies.dbgpt.memory import (
     OBSERVATION_PREFIX,
     PERSISTED_OUTPUT_TAG,
@@ -96,9 +100,12 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         self._kinds: ObjectMemo[Message, int] = ObjectMemo(self._kind_of)
         #: the agent's ``_task_progress``: a line per successful step (step, action, snapshot)
         self._progress_lines: list[str] = []
-        # 0.8.2's rebuilt history: the uncompacted messages, and the prompt last built from them
-        self._history: list[Message] = []
+        # 0.8.2's rebuilt history (the uncompacted messages, with what the manager asks of
+        # them; set at the first rebuild), the prompt last built from it and that prompt's shape
+        self._ledger: HistoryLedger | None = None
         self._built: tuple[Message, ...] = ()
+        #: the last prompt the manager counted, and its count (asked again of the same prompt)
+        self._last_count: tuple[Sequence[Message], int] = ((), 0)
         #: the call that started the current reply (the ReAct loop's retry counter is 0 there);
         #: the design counts from the first call
         self._reply_start = 0
@@ -135,13 +142,26 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
     def _state(self, messages: Sequence[Message], ctx: ReplayContext) -> str:
         """The manager's state of the prompt ``messages``."""
+        return self._state_at(self._used(messages, ctx), ctx)
+
+    def _state_at(self, used: int, ctx: ReplayContext) -> str:
         budget = self.budget(ctx)
+        ratio = used / budget if budget > 0 else float("inf")
+        return self.state_of(ratio, budget)
+
+    def _used(self, messages: Sequence[Message], ctx: ReplayContext) -> int:
+        """The manager's count of the prompt ``messages``."""
+        known, used = self._last_count
+        if known is messages or (
+            len(known) == len(messages) and all(map(operator.is_, known, messages))
+        ):
+            return used
         if self.rules.react_memory:
             used = sum(self._counts(self._managed(messages)[0], ctx))
         else:
             used = ctx.view.est_overhead + sum(self._counts(messages, ctx))
-        ratio = used / budget if budget > 0 else float("inf")
-        return self.state_of(ratio, budget)
+        self._last_count = (messages, used)
+        return used
 
     def _counts(self, messages: Sequence[Message], ctx: ReplayContext) -> list[int]:
         """``count_messages([msg])`` of each message: 0.8.2 counts the stored form (the ReAct
@@ -201,8 +221,8 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         steps: list[tuple[str, list[Message]]] | None = None
         if not self.rules.persistent:
             self._track_reply(ctx)
-            prompt, sources = self._rebuild(ctx)
-            steps = self._cheap_layers(prompt, ctx)
+            prompt, sources, shape = self._rebuild(ctx)
+            steps = self._cheap_layers(prompt, ctx, shape)
             if self._repeats_last(prompt, steps, ctx):
                 self._built = ctx.view.messages
                 return
@@ -232,30 +252,89 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         n = len(self._built)
         return len(view) >= n and all(map(operator.is_, view[:n], self._built))
 
-    def _rebuild(self, ctx: ReplayContext) -> tuple[list[Message], list[Message | None]]:
+    def _rebuild(
+        self, ctx: ReplayContext
+    ) -> tuple[list[Message], list[Message | None], Shape | None]:
         """0.8.2: the agent builds the prompt from memory (the uncompacted history plus what
         arrived since the last call), so last call's compaction is gone. The view is set to that
         history without a compaction event (``ctx.reassemble``): nothing was compacted, the
         agent just forgot. The system prompt carries the task progress so far
-        (``role.py:212-240``). Returns the prompt and the message each entry stands for."""
+        (``role.py:212-240``). Returns the prompt, the message each entry stands for, and
+        the prompt's shape for the ledger."""
+        ledger = self._ledger_of(ctx)
         if self._prefix_kept(ctx):
-            self._history = [*self._history, *ctx.view.messages[len(self._built) :]]
+            ledger.extend(ctx.view.messages[len(self._built) :])
         else:
-            self._history = list(ctx.view.messages)
-        prompt, sources = self._history, list[Message | None](self._history)
+            ledger.reset(ctx.view.messages)
+        history = ledger.messages
+        prompt, sources = list(history), list[Message | None](history)
         if self.rules.react_memory:
-            prompt = with_progress(self._history, task_progress(self._progress_lines))
+            prompt = with_progress(history, task_progress(self._progress_lines))
             sources = sources if len(prompt) == len(sources) else [None, *sources]
-        return list(prompt), sources
+        return prompt, sources, self._shape_of(prompt, history)
+
+    def _ledger_of(self, ctx: ReplayContext) -> HistoryLedger:
+        if self._ledger is None:
+            self._ledger = HistoryLedger(
+                lambda messages: self._counts(messages, ctx), self._kinds.many, self._cuts.many
+            )
+        return self._ledger
+
+    def _shape_of(self, prompt: Sequence[Message], history: Sequence[Message]) -> Shape | None:
+        """``prompt`` (built from ``history``) as the ledger sees it: 0.8.2's progress block
+        is in a system prompt prepended or standing for the history's first message."""
+        if not (self.rules.react_memory and prompt):
+            return None
+        question = int(self._managed(prompt)[1] != [])
+        if len(prompt) == len(history) + 1:
+            return Shape((prompt[0],), 0, question)
+        if history and history[0].role == "system":
+            return Shape((prompt[0],), 1, question)
+        return Shape((), 0, question)
 
     def _cheap_layers(
-        self, messages: Sequence[Message], ctx: ReplayContext
+        self, messages: Sequence[Message], ctx: ReplayContext, shape: Shape | None = None
     ) -> list[tuple[str, list[Message]]]:
         """The layers ``manage_context`` runs before a summary (1 and 2) on ``messages``, with
-        the prompt after each: pure, so the rebuilt memory can be managed before it is shown."""
+        the prompt after each: pure, so the rebuilt memory can be managed before it is shown.
+        A prompt just rebuilt (of ``shape``) is managed from the ledger's running sums when it
+        can (:meth:`_ledger_layers`), else from the messages."""
+        if self.breaker_tripped:
+            return []
+        if shape is not None:
+            steps = self._ledger_layers(messages, shape, ctx)
+            if steps is not None:
+                return steps
+        return self._list_layers(messages, ctx)
+
+    def _ledger_layers(
+        self, prompt: Sequence[Message], shape: Shape, ctx: ReplayContext
+    ) -> list[tuple[str, list[Message]]] | None:
+        """:meth:`_list_layers` of the prompt just rebuilt (of ``shape``), from the ledger."""
+        if self.cfg.age_from != "loop_counter" or self._ledger is None:
+            return None
+        head_count = sum(self._counts(shape.head, ctx))
+        layers = self._ledger.layers(
+            shape,
+            head_count,
+            cutoff_rounds=ctx.call - self._reply_start - self.cfg.max_observation_age_rounds,
+            keep_rounds=self.cfg.min_keep_recent_rounds,
+            keep_tokens=self.cfg.min_keep_tokens,
+            warning=lambda used: _at_least(self._state_at(used, ctx), "warning"),
+        )
+        if layers is None:
+            return None
+        prompts = self._ledger.prompts(shape, layers)
+        self._last_count = (prompts[-1] if prompts else prompt, layers.used[-1])
+        return list(zip(("layer1", "layer2"), prompts))
+
+    def _list_layers(
+        self, messages: Sequence[Message], ctx: ReplayContext
+    ) -> list[tuple[str, list[Message]]]:
+        """The layers 1 and 2 of :meth:`_cheap_layers`, worked out on the message lists."""
         steps: list[tuple[str, list[Message]]] = []
         state = self._state(messages, ctx)
-        if state == "normal" or self.breaker_tripped:
+        if state == "normal":
             return steps
         current = list(messages)
         for layer in ("layer1", "layer2"):
@@ -548,8 +627,6 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
 
 _ORDER = ("normal", "warning", "error", "critical", "overflow")
-#: what a message is to the manager's rounds (``DbgptStrategy._kind_of``)
-_OTHER, _SYSTEM, _ENDS_ROUND = 0, 1, 2
 
 
 def _at_least(state: str, floor: str) -> bool:

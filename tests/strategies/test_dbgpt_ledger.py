@@ -1,0 +1,139 @@
+"""The DB-GPT 0.8.2 ledger: Layers 1 and 2 from running sums give what they give on the lists."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxbench.strategies import build_strategy
+from ctxbench.strategies.dbgpt import DbgptStrategy
+from ctxbench.strategies.dbgpt.ledger import Shape
+from ctxbench.strategies.dbgpt.memory import task_progress, with_progress
+from ctxbench.trace import Message, ToolCall
+from tests.factories import replay_context
+
+
+@st.composite
+def turns(draw: st.DrawFn) -> list[Message]:
+    """A stretch of 0.8.2 memory: questions, text and tool-calling turns, native results and
+    ``Observation:`` turns, long and short, and now and then a system message."""
+    out: list[Message] = []
+    for i in range(draw(st.integers(0, 14))):
+        kinds = ["user", "text", "text", "call", "tool", "tool", "obs", "obs", "obs"]
+        kind = draw(st.sampled_from([*kinds * 3, "system"]))
+        body = "x" * draw(st.sampled_from([10, 200, 900]))
+        name = f"{draw(st.integers(0, 10**6))}-{i}"
+        if kind == "system":
+            out.append(Message("system", f"s{name}"))
+        elif kind == "user":
+            out.append(Message("user", f"q{name}"))
+        elif kind == "text":
+            out.append(Message("assistant", f"Thought: {name}"))
+        elif kind == "call":
+            out.append(Message("assistant", f"t{name}", tool_calls=(ToolCall(f"c{name}", "sh"),)))
+        elif kind == "tool":
+            out.append(Message("tool", f"r{name} {body}", tool_call_id=f"c{name}"))
+        else:
+            out.append(Message("user", f"Observation: {name} {body}"))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.booleans(),
+    st.lists(turns(), min_size=1, max_size=4),
+    st.sampled_from([0.05, 0.3, 0.6]),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.sampled_from([0, 300, 2000]),
+    st.sampled_from([20, 60, 500]),
+    st.integers(0, 12),
+)
+def test_ledger_layers_are_the_list_layers_of_each_rebuilt_prompt(
+    system_first: bool,
+    stretches: list[list[Message]],
+    warning: float,
+    keep_rounds: int,
+    max_age: int,
+    keep_tokens: int,
+    max_chars: int,
+    call: int,
+) -> None:
+    strat = build_strategy(
+        "dbgpt",
+        {
+            "release": "0.8.2",
+            "warning_threshold": warning,
+            "error_threshold": 0.95,
+            "critical_threshold": 0.97,
+            "min_keep_recent_rounds": keep_rounds,
+            "max_observation_age_rounds": max_age,
+            "min_keep_tokens": keep_tokens,
+            "truncated_observation_max_chars": max_chars,
+        },
+    )
+    assert isinstance(strat, DbgptStrategy)
+    ctx = replay_context()
+    ctx.call = call
+    ledger = strat._ledger_of(ctx)
+    history: list[Message] = [Message("system", "You are an agent.")] if system_first else []
+    answered = 0
+    for k, stretch in enumerate(stretches):
+        history += stretch
+        ledger.extend(stretch) if k else ledger.reset(history)
+        progress = task_progress([f"step {i}" for i in range(k)])
+        prompt = with_progress(history, progress)
+        shape = strat._shape_of(prompt, history)
+        if not prompt:
+            assert shape is None
+            continue
+        assert isinstance(shape, Shape)
+        from_ledger = strat._ledger_layers(prompt, shape, ctx)
+        assert ledger.messages == history
+        if from_ledger is None:  # a system message the head does not stand for, or no history
+            assert any(m.role == "system" for m in history[shape.skip :]) or (
+                len(history) - shape.question <= shape.skip
+            )
+            continue
+        answered += 1
+        strat._last_count = ((), 0)  # the list layers count for themselves
+        assert from_ledger == strat._list_layers(prompt, ctx)
+    assert answered or any(m.role == "system" for s in stretches for m in s) or len(history) < 3
+
+
+def test_the_ledger_stands_down_when_a_system_message_sits_inside_the_history() -> None:
+    strat = build_strategy("dbgpt", {"release": "0.8.2", "warning_threshold": 0.01})
+    assert isinstance(strat, DbgptStrategy)
+    ctx = replay_context()
+    history = [Message("user", "q"), Message("system", "late"), Message("user", "Observation: x")]
+    strat._ledger_of(ctx).reset(history)
+    prompt = with_progress(history, task_progress(["step 1"]))
+    shape = strat._shape_of(prompt, history)
+    assert shape is not None
+    assert strat._ledger_layers(prompt, shape, ctx) is None
+    assert strat._cheap_layers(prompt, ctx, shape) == strat._list_layers(prompt, ctx)
+
+
+def test_a_cut_that_is_no_longer_an_observation_leaves_the_layers_to_the_lists() -> None:
+    """Cut to 5 characters, ``Observation: ...`` no longer ends a round: the rounds the
+    ledger keeps would be wrong, so it does not answer and the lists decide."""
+    strat = build_strategy(
+        "dbgpt",
+        {
+            "release": "0.8.2",
+            "warning_threshold": 0.01,
+            "max_observation_age_rounds": 0,
+            "truncated_observation_max_chars": 5,
+        },
+    )
+    assert isinstance(strat, DbgptStrategy)
+    ctx = replay_context()
+    ctx.call = 3
+    history = [Message("user", "q")] + [
+        Message("user", f"Observation: {i} " + "x" * 200) for i in range(4)
+    ]
+    strat._ledger_of(ctx).reset(history)
+    shape = strat._shape_of(history, history)
+    assert shape is not None
+    assert strat._ledger_layers(history, shape, ctx) is None
+    assert strat._cheap_layers(history, ctx, shape) == strat._list_layers(history, ctx)
