@@ -1,4 +1,5 @@
-"""``ObjectMemo``: a value computed once per object, looked up for a whole list in C.
+"""``ObjectMemo``: a value computed once per object, looked up for a whole list in C;
+``ContentMemo``: a value computed once per content, for the process.
 
 A replay puts the same message objects through the same questions at every call (its
 counts, its pairing signature, its stored form): a strategy that rebuilds its whole prompt at
@@ -78,6 +79,36 @@ class ObjectMemo(Generic[K, V]):
             for i in _positions(out, _ITSELF):
                 out[i] = objs[i]
         return out  # type: ignore[return-value]
+
+
+class ContentMemo(Generic[K, V]):
+    """Values of a pure function of hashable content, kept for the process: a sweep's replays
+    build objects with the same content again (DB-GPT 0.8.2's system prompt with its task
+    progress, a snapshot's file), and a value computed from content (a fingerprint, a
+    rendered file) is the same each time. Forgetting a value changes nothing but time, so
+    the memo holds at most ``limit`` units of content (each entry's ``size``, the caller's
+    measure: characters, bytes) and then starts again, and a long sweep does not grow it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._values: dict[K, V] = {}
+        self._held = 0
+
+    def get(self, key: K, compute: Callable[[], V], size: int) -> V:
+        """The value of ``key``, from ``compute()`` the first time (``size``: what it holds)."""
+        found = self._values.get(key, _MISSING)
+        if found is not _MISSING:
+            return found  # type: ignore[return-value]
+        value = compute()
+        if self._held + size > self.limit:
+            self._values.clear()
+            self._held = 0
+        self._values[key] = value
+        self._held += size
+        return value
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 def _positions(values: list[object], target: object) -> Iterable[int]:

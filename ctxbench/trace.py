@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from ctxbench.jsontext import require_object, with_meta
+from ctxbench.memo import ContentMemo
 from ctxbench.probes.model import Probe
 
 SCHEMA = "ctxbench.trace/1"
@@ -48,6 +49,12 @@ _TRACE_KEYS = ("schema", "id", "meta", "tools", "messages", "probes", "recorded_
 _COMPACTION_KEYS = ("call", "message", "trigger", "pre_tokens", "summary", "source", "meta")
 
 OBSERVATION_PREFIX = "Observation:"
+
+
+#: fingerprints of text-only messages by (role, text, tool call id, name), for the process
+_TEXT_FINGERPRINTS: ContentMemo[tuple[str, str, str | None, str | None], str] = ContentMemo(
+    limit=64 * 2**20
+)
 
 
 def _split_known(data: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
@@ -216,7 +223,18 @@ class Message:
 
     @cached_property
     def fingerprint(self) -> str:
-        """A content hash of everything a token counter sees; the key of count caches."""
+        """A content hash of everything a token counter sees; the key of count caches.
+
+        A message of text alone (no parts, tool calls or replay fields) takes it from the
+        process's :data:`_TEXT_FINGERPRINTS` when a message with the same text had it: a
+        sweep's replays build the same messages again (DB-GPT 0.8.2's system prompt with its
+        task progress, a cut observation), and hashing their text is a quarter of a replay."""
+        if self.parts is not None or self.tool_calls or self.replay:
+            return self._digest()
+        key = (self.role, self.content, self.tool_call_id, self.name)
+        return _TEXT_FINGERPRINTS.get(key, self._digest, len(self.content))
+
+    def _digest(self) -> str:
         payload = json.dumps(
             [
                 self.role,

@@ -19,6 +19,7 @@ from ctxbench.engine import events as ev
 from ctxbench.engine.align import opcodes
 from ctxbench.engine.view import ContextView
 from ctxbench.errors import SummarizerError
+from ctxbench.memo import ContentMemo
 from ctxbench.pairing import PairingMemo
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.trace import Message, ToolSpec
@@ -114,14 +115,16 @@ class ReplayContext:
         the message ``messages[i]`` stands for (a part of a message the layer cut in two);
         None leaves it to the alignment (a rewrite in place stands for what it replaced).
         """
-        before = self.view.messages
+        before, keys_before = self.view.messages, self.view.keys
         est_before, true_before = self.view.estimated_tokens, self.view.true_tokens
         changed_flag = _differs(before, messages)
         if changed_flag:
             if sources is not None:
                 self._inherit_all(messages, sources)
             self.view.replace(messages)
-            dropped, rewritten, added, gone = self._account(before, messages)
+            dropped, rewritten, added, gone = self._account(
+                before, messages, keys_before, self.view.keys
+            )
             self.emit(
                 ev.COMPACTION,
                 layer=layer,
@@ -185,9 +188,13 @@ class ReplayContext:
         if not self._system:
             return True
         view = self.view.messages
-        system = compress(view, map(operator.eq, map(_ROLE, view), repeat("system")))
-        texts = [m.content for m in system]
-        return all(any(t.startswith(orig) or orig in t for t in texts) for orig in self._system)
+        missing = set(self._system)  # read the system messages until each original is found
+        for message in compress(view, map(operator.eq, map(_ROLE, view), repeat("system"))):
+            text = message.content
+            missing = {orig for orig in missing if not (text.startswith(orig) or orig in text)}
+            if not missing:
+                return True
+        return False
 
     def trace_index(self, message: Message) -> int | None:
         """The trace index of a recorded message (or of its rewrite), None for new messages."""
@@ -225,16 +232,15 @@ class ReplayContext:
         self.view.append(message)
 
     def _account(
-        self, before: Sequence[Message], after: Sequence[Message]
+        self, before: Sequence[Message], after: Sequence[Message], a: list[str], b: list[str]
     ) -> tuple[int, int, int, list[int]]:
         """(dropped, rewritten, added, trace indices of dropped recorded messages).
 
-        The two lists are aligned on fingerprints; a run of messages replaced by as many
-        messages of the same roles counts as rewritten in place (a truncation, a mask), and
-        the rewrite inherits the original's trace index, so later drops still name it.
+        The two lists are aligned on their fingerprints ``a`` and ``b``; a run of messages
+        replaced by as many messages of the same roles counts as rewritten in place (a
+        truncation, a mask), and the rewrite inherits the original's trace index, so later
+        drops still name it.
         """
-        a = list(map(_FINGERPRINT, before))
-        b = list(map(_FINGERPRINT, after))
         rewrites = _rewrites_in_place(before, after, a, b)
         if rewrites is not None:  # the same length, and only rewrites in place of one role
             new_keys = map(self._recorded.__contains__, map(b.__getitem__, rewrites))
@@ -258,8 +264,8 @@ class ReplayContext:
                 continue
             dropped += len(olds)
             added += len(news)
-            olds_keys = [k for k in a[i1:i2] if k in self._recorded]
-            gone += map(self._recorded.__getitem__, olds_keys)
+            recorded = self._recorded
+            gone += map(recorded.__getitem__, filter(recorded.__contains__, a[i1:i2]))
         return dropped, rewritten, added, sorted(set(gone))
 
     def remember_system(self, message: Message) -> None:
@@ -345,18 +351,18 @@ class ReplayContext:
 
         ``relative_path`` components are sanitised; the returned path is what the prompt cites.
         """
+        return self._record(relative_path, content, hashlib.sha256(content).hexdigest())
+
+    def write_json(self, relative_path: str, payload: Any) -> str:
+        """:meth:`write_file` of ``payload`` as indented JSON."""
+        return self._record(relative_path, *_json_file(payload))
+
+    def _record(self, relative_path: str, content: bytes, sha256: str) -> str:
         parts = [safe_component(p) for p in relative_path.split("/") if p not in ("", ".", "..")]
         path = _unused("/".join(parts) or "file", content, self.files)
         self.files[path] = content
-        self.emit(
-            ev.SNAPSHOT, path=path, bytes=len(content), sha256=hashlib.sha256(content).hexdigest()
-        )
+        self.emit(ev.SNAPSHOT, path=path, bytes=len(content), sha256=sha256)
         return path
-
-    def write_json(self, relative_path: str, payload: Any) -> str:
-        return self.write_file(
-            relative_path, indented_json(payload).encode("utf-8", "surrogatepass")
-        )
 
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -366,14 +372,41 @@ def indented_json(payload: Any) -> str:
     """``json.dumps(payload, ensure_ascii=False, indent=2)``, the same text; a flat object of
     scalars (every snapshot) is rendered with the C encoder, item by item, since ``indent``
     sends ``json.dumps`` to its pure-Python encoder (a third of a DB-GPT replay's time)."""
-    if not (
-        isinstance(payload, dict)
-        and payload
-        and all(type(k) is str and isinstance(v, _SCALARS) for k, v in payload.items())
-    ):
+    if not _flat(payload):
         return json.dumps(payload, ensure_ascii=False, indent=2)
     items = (f"  {encode_basestring(k)}: {_scalar_json(v)}" for k, v in payload.items())
     return "{\n" + ",\n".join(items) + "\n}"
+
+
+#: the files of flat JSON payloads (every snapshot) and their sha256, for the process: a
+#: sweep's replays of one trace write the same snapshots again
+_JSON_FILES: ContentMemo[tuple[tuple[str, type, Any], ...], tuple[bytes, str]] = ContentMemo(
+    limit=64 * 2**20
+)
+
+
+def _json_file(payload: Any) -> tuple[bytes, str]:
+    """``payload`` as an indented JSON file, and the file's sha256."""
+
+    def render() -> tuple[bytes, str]:
+        content = indented_json(payload).encode("utf-8", "surrogatepass")
+        return content, hashlib.sha256(content).hexdigest()
+
+    if not _flat(payload):
+        return render()
+    # the type is part of the key: True == 1, but they are written "true" and "1"
+    key = tuple((k, type(v), v) for k, v in payload.items())
+    size = sum(len(v) for v in payload.values() if isinstance(v, str)) + len(payload)
+    return _JSON_FILES.get(key, render, size)
+
+
+def _flat(payload: Any) -> bool:
+    """A non-empty object of scalars keyed by text."""
+    return (
+        isinstance(payload, dict)
+        and bool(payload)
+        and all(type(k) is str and isinstance(v, _SCALARS) for k, v in payload.items())
+    )
 
 
 def _scalar_json(value: Any) -> str:
@@ -402,7 +435,6 @@ def _unused(path: str, content: bytes, files: Mapping[str, bytes]) -> str:
         n += 1
 
 
-_FINGERPRINT = operator.attrgetter("fingerprint")
 _ROLE = operator.attrgetter("role")
 
 

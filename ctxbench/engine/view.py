@@ -6,13 +6,18 @@ is replaced. Counting goes through each counter's fingerprint cache, so a messag
 survives a compaction is never tokenized again, and the view remembers the counts of every
 message object it has held while that object lives (:class:`ctxbench.memo.ObjectMemo`), so
 a replace costs a lookup per message, done in C: a strategy that rebuilds its whole prompt
-at every call (DB-GPT 0.8.2) replaces hundreds of messages per call.
+at every call (DB-GPT 0.8.2) replaces hundreds of messages per call. A replace keeping the
+view's head and tail (a run dropped, a message rewritten) looks up only the messages between,
+and the view keeps its messages' fingerprints (``keys``), which a compaction's accounting
+aligns on.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Sequence
+from itertools import compress, count
+from typing import NamedTuple
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.memo import ObjectMemo
@@ -23,20 +28,41 @@ from ctxbench.trace import Message, ToolSpec
 _UNCHANGED = 1 << 62
 _EST = operator.itemgetter(0)
 _TRUE = operator.itemgetter(1)
+_FINGERPRINT = operator.attrgetter("fingerprint")
 
 
-def common_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
-    """How many leading messages ``a`` and ``b`` share (the same object or the same
-    fingerprint); the identical run is found in C."""
-    same = list(map(operator.is_, a, b))
-    try:
-        k = same.index(False)
-    except ValueError:
-        return len(same)
-    n = len(same)
-    while k < n and (a[k] is b[k] or a[k].fingerprint == b[k].fingerprint):
-        k += 1
-    return k
+def _same_head(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading items ``a`` and ``b`` share by identity (read in C up to the first
+    difference)."""
+    return next(compress(count(), map(operator.is_not, a, b)), min(len(a), len(b)))
+
+
+def _same_tail(a: Sequence[object], b: Sequence[object], limit: int) -> int:
+    """How many trailing items ``a`` and ``b`` share by identity, at most ``limit``."""
+    if limit <= 0:
+        return 0
+    ends = map(operator.is_not, reversed(a), reversed(b))
+    return min(next(compress(count(), ends), limit), limit)
+
+
+def _equal_head(a: Sequence[str], b: Sequence[str]) -> int:
+    """How many leading keys ``a`` and ``b`` share."""
+    return next(compress(count(), map(operator.ne, a, b)), min(len(a), len(b)))
+
+
+class _Held(NamedTuple):
+    """A list of messages the view held, with their counts and keys."""
+
+    messages: list[Message]
+    est: list[int]
+    true: list[int]
+    keys: list[str]
+    est_sum: int
+    true_sum: int
+
+
+#: how many earlier lists the view keeps for :meth:`ContextView._aligned`
+_RECENT = 3
 
 
 class ContextView:
@@ -50,6 +76,7 @@ class ContextView:
         self._messages: list[Message] = []
         self._est: list[int] = []
         self._true: list[int] = []
+        self._keys: list[str] = []  # the messages' fingerprints
         self._est_sum = 0
         self._true_sum = 0
         self.est_overhead = estimator.prompt_overhead(tools)
@@ -60,6 +87,8 @@ class ContextView:
         self._dirty_from = 0
         #: (est, true) of every message object the view has held, while it lives
         self._counts: ObjectMemo[Message, tuple[int, int]] = ObjectMemo(self._count)
+        #: the last lists the view held before the current one, newest first
+        self._recent: list[_Held] = []
 
     # -- reading ------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -74,6 +103,12 @@ class ContextView:
     @property
     def messages(self) -> tuple[Message, ...]:
         return tuple(self._messages)
+
+    @property
+    def keys(self) -> list[str]:
+        """The messages' fingerprints, in order (a replace makes a new list, an append adds to
+        it: read it, do not edit it)."""
+        return self._keys
 
     @property
     def estimated_tokens(self) -> int:
@@ -97,19 +132,74 @@ class ContextView:
         self._messages.append(message)
         self._est.append(est)
         self._true.append(true)
+        self._keys.append(message.fingerprint)
         self._est_sum += est
         self._true_sum += true
 
     def replace(self, messages: Sequence[Message]) -> None:
-        """Replace the whole view (counts from what the view held, else the counters' caches)."""
+        """Replace the whole view. A list that repeats, place by place, the view or one of the
+        last it held (:meth:`_aligned`) takes their counts and keys but where it differs; any
+        other keeps those of the messages at the view's head and tail, and looks up the others
+        (from what the view held, else the counters' caches)."""
         new = list(messages)
-        self._dirty_from = min(self._dirty_from, common_prefix(self._messages, new))
-        counts = self._counts.many(new)
-        self._messages = new
-        self._est = list(map(_EST, counts))
-        self._true = list(map(_TRUE, counts))
-        self._est_sum = sum(self._est)
-        self._true_sum = sum(self._true)
+        current = _Held(
+            self._messages, self._est, self._true, self._keys, self._est_sum, self._true_sum
+        )
+        held = next(
+            (h for h in (self._aligned(new, c) for c in (current, *self._recent)) if h), None
+        ) or self._around(new, current)
+        # a message with the same fingerprint is the same prompt to the provider's cache
+        self._dirty_from = min(self._dirty_from, _equal_head(self._keys, held.keys))
+        self._recent = [current, *self._recent[: _RECENT - 1]]
+        self._messages, self._est, self._true, self._keys = new, held.est, held.true, held.keys
+        self._est_sum, self._true_sum = held.est_sum, held.true_sum
+
+    def _aligned(self, new: list[Message], old: _Held) -> _Held | None:
+        """``new``'s counts and keys from ``old`` when ``new`` is ``old`` place by place but
+        for a few places (and what it adds at the end): DB-GPT 0.8.2 rebuilds the prompt of
+        the last call again, with a new system prompt and a few more observations cut. A
+        probe of three places rejects any other list at once. None when it is not."""
+        held = old.messages
+        n = min(len(held), len(new))
+        if n < 16 or any(new[i] is not held[i] for i in (n // 4, n // 2, n - 1 - n // 4)):
+            return None
+        differ = list(compress(count(), map(operator.is_not, new, held)))
+        if len(differ) > n // 16:
+            return None
+        est, true, keys = old.est[:n], old.true[:n], old.keys[:n]
+        est_sum = old.est_sum - sum(old.est[n:])
+        true_sum = old.true_sum - sum(old.true[n:])
+        looked_up = [*map(new.__getitem__, differ), *new[n:]]
+        counts = self._counts.many(looked_up)
+        for i, (e, t), message in zip(differ, counts, looked_up):
+            est_sum += e - est[i]
+            true_sum += t - true[i]
+            est[i], true[i], keys[i] = e, t, message.fingerprint
+        added = counts[len(differ) :]
+        est += map(_EST, added)
+        true += map(_TRUE, added)
+        keys += map(_FINGERPRINT, new[n:])
+        return _Held(
+            new, est, true, keys, est_sum + sum(map(_EST, added)), true_sum + sum(map(_TRUE, added))
+        )
+
+    def _around(self, new: list[Message], old: _Held) -> _Held:
+        """``new``'s counts and keys, ``old``'s for the messages it keeps at its head and tail."""
+        head = _same_head(old.messages, new)
+        tail = _same_tail(old.messages, new, min(len(old.messages), len(new)) - head)
+        stop, old_stop = len(new) - tail, len(old.messages) - tail
+        counts = self._counts.many(new[head:stop])  # new[head:stop] are looked up
+        est = list(map(_EST, counts))
+        true = list(map(_TRUE, counts))
+        keys = list(map(_FINGERPRINT, new[head:stop]))
+        return _Held(
+            new,
+            [*old.est[:head], *est, *old.est[old_stop:]],
+            [*old.true[:head], *true, *old.true[old_stop:]],
+            [*old.keys[:head], *keys, *old.keys[old_stop:]],
+            old.est_sum + sum(est) - sum(old.est[head:old_stop]),
+            old.true_sum + sum(true) - sum(old.true[head:old_stop]),
+        )
 
     # -- prompt caching --------------------------------------------------------------------------
     def mark_sent(self) -> None:

@@ -138,7 +138,9 @@ def test_a_compactions_counts_are_those_of_difflibs_alignment(
 ) -> None:
     before, after = pair
     ctx = recorded_pool(before)
-    assert ctx._account(before, after) == _difflib_account(before, after)
+    assert ctx._account(before, after, _keys(before), _keys(after)) == _difflib_account(
+        before, after
+    )
 
 
 def test_rewrites_in_place_of_a_long_prompt_are_counted_without_the_opcodes() -> None:
@@ -148,7 +150,7 @@ def test_rewrites_in_place_of_a_long_prompt_are_counted_without_the_opcodes() ->
     retyped = [*after[:-1], Message("tool", "other")]
     assert _rewrites_in_place(before, retyped, _keys(before), _keys(retyped)) is None
     ctx = recorded_pool(before)
-    assert ctx._account(before, after) == (0, 150, 0, [])
+    assert ctx._account(before, after, _keys(before), _keys(after)) == (0, 150, 0, [])
     assert [ctx.trace_index(m) for m in after] == list(range(400))  # the cuts keep their index
 
 

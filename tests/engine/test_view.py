@@ -1,0 +1,133 @@
+"""The context view: its totals, keys and cached prefix are those of its messages, however it
+got them (appends, replaces keeping a head and a tail, rewrites, drops)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxbench.counting import get_counter
+from ctxbench.engine.view import ContextView
+from ctxbench.trace import Message
+
+CHARS4 = get_counter("chars4")
+WORDS = get_counter("dbgpt")
+
+
+@dataclass
+class Naive:
+    """The view as its definition reads: every total summed from the messages."""
+
+    messages: list[Message] = field(default_factory=list)
+    marked: int = 0
+    dirty_from: int = 1 << 62
+
+    def replace(self, new: list[Message]) -> None:
+        k = 0
+        while k < min(len(self.messages), len(new)) and (
+            self.messages[k].fingerprint == new[k].fingerprint
+        ):
+            k += 1
+        self.dirty_from = min(self.dirty_from, k)
+        self.messages = list(new)
+
+    def cached(self, with_reply: bool) -> int:
+        marked = self.marked + (with_reply and self.marked > 0)
+        prefix = min(self.dirty_from, marked, len(self.messages))
+        if prefix == 0:
+            return 0
+        return CHARS4.prompt_overhead(()) + sum(
+            CHARS4.count_message(m) for m in self.messages[:prefix]
+        )
+
+
+@st.composite
+def edits(draw: st.DrawFn, messages: list[Message]) -> list[Message]:
+    """``messages`` with a run dropped, some rewritten, some inserted, or as they are."""
+    out = list(messages)
+    if out and draw(st.booleans()):
+        i = draw(st.integers(0, len(out) - 1))
+        del out[i : draw(st.integers(i, len(out)))]
+    for i in range(len(out)):
+        if draw(st.integers(0, 4)) == 0:
+            out[i] = out[i].with_text(draw(st.sampled_from([out[i].content, "short", "x" * 90])))
+    if draw(st.booleans()):
+        out.insert(draw(st.integers(0, len(out))), Message("user", draw(st.text(max_size=20))))
+    return out
+
+
+@st.composite
+def rebuilt(draw: st.DrawFn, earlier: list[Message]) -> list[Message]:
+    """An earlier list again, a few places rewritten and messages added at its end (DB-GPT
+    0.8.2 rebuilding the last call's prompt)."""
+    out = list(earlier)
+    for _ in range(draw(st.integers(0, 2))):
+        if out:
+            i = draw(st.integers(0, len(out) - 1))
+            out[i] = out[i].with_text(f"rebuilt {draw(st.integers(0, 9))}")
+    return out + [Message("user", f"more {i}") for i in range(draw(st.integers(0, 3)))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_totals_keys_and_cached_prefix_are_those_of_the_messages(data: st.DataObject) -> None:
+    view, naive = ContextView(WORDS, CHARS4), Naive()
+    held: list[list[Message]] = []
+    for i in range(data.draw(st.integers(0, 40))):
+        message = Message("user" if i % 2 else "assistant", "w " * (i % 7) + str(i))
+        view.append(message)
+        naive.messages.append(message)
+    for step in range(data.draw(st.integers(1, 12))):
+        action = data.draw(st.sampled_from(["append", "replace", "replace", "rebuild", "mark"]))
+        if action == "rebuild" and held:
+            new = data.draw(rebuilt(data.draw(st.sampled_from(held))))
+            view.replace(new)
+            naive.replace(new)
+        elif action == "append":
+            message = Message("assistant", data.draw(st.text(max_size=40)) + f" {step}")
+            view.append(message)
+            naive.messages.append(message)
+        elif action in ("replace", "rebuild"):
+            held.append(list(naive.messages))
+            new = data.draw(edits(naive.messages))
+            view.replace(new)
+            naive.replace(new)
+        else:
+            view.mark_sent()
+            naive.marked, naive.dirty_from = len(naive.messages), 1 << 62
+        assert list(view) == naive.messages
+        assert view.keys == [m.fingerprint for m in naive.messages]
+        assert view.estimated_tokens == view.est_overhead + sum(
+            WORDS.count_message(m) for m in naive.messages
+        )
+        assert view.true_tokens == view.true_overhead + sum(
+            CHARS4.count_message(m) for m in naive.messages
+        )
+        for with_reply in (False, True):
+            assert view.cached_prefix_tokens(with_reply=with_reply) == naive.cached(with_reply)
+
+
+def test_a_rebuilt_list_takes_the_counts_of_the_list_it_repeats_but_where_it_differs() -> None:
+    view = ContextView(WORDS, CHARS4)
+    history = [Message("user", "word " * (i % 5 + 1) + str(i)) for i in range(40)]
+    view.replace(history)
+    view.replace(history[30:])  # a compaction
+    rebuilt = [history[0].with_text("new system prompt"), *history[1:], Message("user", "next")]
+    view.replace(rebuilt)  # the history rebuilt: place by place the list before last
+    assert view.keys == [m.fingerprint for m in rebuilt]
+    assert view.estimated_tokens == view.est_overhead + sum(map(WORDS.count_message, rebuilt))
+    assert view.true_tokens == view.true_overhead + sum(map(CHARS4.count_message, rebuilt))
+
+
+def test_a_run_dropped_from_the_middle_keeps_the_head_and_tail_counts() -> None:
+    view = ContextView(WORDS, CHARS4)
+    messages = [Message("user", "word " * (i + 1)) for i in range(10)]
+    for message in messages:
+        view.append(message)
+    view.replace([*messages[:2], *messages[7:]])
+    assert view.keys == [m.fingerprint for m in [*messages[:2], *messages[7:]]]
+    assert view.true_tokens == view.true_overhead + sum(
+        CHARS4.count_message(m) for m in [*messages[:2], *messages[7:]]
+    )
