@@ -47,7 +47,8 @@ class Naive:
 def edits(draw: st.DrawFn, messages: list[Message]) -> list[Message]:
     """``messages`` with a run dropped, some rewritten, some inserted, or as they are."""
     out = list(messages)
-    if out and draw(st.booleans()):
+    drop: bool = draw(st.booleans())
+    if out and drop:
         i = draw(st.integers(0, len(out) - 1))
         del out[i : draw(st.integers(i, len(out)))]
     for i in range(len(out)):
