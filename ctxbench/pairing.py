@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, count
+from operator import is_not
 
 from ctxbench.memo import ObjectMemo
 from ctxbench.trace import Message, Trace
@@ -138,22 +140,37 @@ def pairing_violations(messages: Sequence[Message]) -> int:
 class PairingMemo:
     """:func:`pairing_violations` for the prompts of one replay: a prompt that extends one of
     the last few checked (a strategy rebuilding a growing history at every call) is read from
-    where that one ended, and a message's signature is taken once."""
+    where that one ended, and a message's signature is taken once. A prompt extends an earlier
+    one when it holds, place by place, the same messages or messages of the same signature
+    (DB-GPT 0.8.2's new system prompt, an observation cut): found in C where the objects are
+    the same, so only the places that differ are compared."""
 
     SLOTS = 4
 
     def __init__(self) -> None:
         self._signatures: ObjectMemo[Message, Signature] = ObjectMemo(signature)
-        self._recent: list[_Scan] = []
+        self._recent: list[tuple[list[Message], _Scan]] = []  # a prompt checked and its scan
 
     def violations(self, messages: Sequence[Message]) -> int:
-        sigs = self._signatures.many(messages)
+        prompt = list(messages)
+        signatures: list[Signature] | None = None  # the prompt's, taken when needed
         best: _Scan | None = None
-        for scan in self._recent:
-            n = len(scan.seen)
-            if n <= len(sigs) and (best is None or n > len(best.seen)) and sigs[:n] == scan.seen:
+        for held, scan in self._recent:
+            n = len(held)
+            if n > len(prompt) or (best is not None and n <= len(best.seen)):
+                continue
+            differ = list(compress(count(), map(is_not, prompt, held)))
+            if len(differ) > 8 + n // 8:  # hardly the same list: compare every signature
+                if signatures is None:
+                    signatures = self._signatures.many(prompt)
+                extends = signatures[:n] == scan.seen
+            else:
+                extends = self._signatures.many(list(map(prompt.__getitem__, differ))) == list(
+                    map(scan.seen.__getitem__, differ)
+                )
+            if extends:
                 best = scan
         scan = best.resumed() if best is not None else _Scan()
-        scan.read(sigs[len(scan.seen) :])
-        self._recent = [scan, *self._recent][: self.SLOTS]
+        scan.read(self._signatures.many(prompt[len(scan.seen) :]))
+        self._recent = [(prompt, scan), *self._recent][: self.SLOTS]
         return scan.total

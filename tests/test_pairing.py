@@ -98,12 +98,13 @@ def test_pairing_violations_count_orphans_missing_results_and_separated_results(
 def growing_prompts(draw: st.DrawFn) -> list[list[Message]]:
     """Prompts a replay checks one after another: each extends an earlier one, or is a new
     list of messages from the same pool (a compaction), with calls and results that may be
-    orphaned, repeated or out of place."""
+    orphaned, repeated or out of place, and messages rewritten with their signature kept."""
     pool: list[Message] = [Message("system", "s"), Message("user", "u")]
     for i in range(6):
         ids = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=2, unique=True))
         pool.append(Message("assistant", f"x{i}", tool_calls=tuple(ToolCall(c, "t") for c in ids)))
     pool += [Message("tool", f"r{c}", tool_call_id=c) for c in ("a", "b", "c", "d", None)]
+    pool += [m.with_text(f"{m.content} cut") for m in pool]  # other messages, same signatures
     picks = st.lists(st.sampled_from(pool), max_size=12)
     prompts = [draw(picks)]
     for _ in range(draw(st.integers(0, 6))):

@@ -463,12 +463,14 @@ def _rewrites_in_place(
     changed = list(_positions_not(map(operator.eq, a, b)))
     if not changed:
         return changed
-    keys_a, keys_b = set(a), set(b)
-    if len(keys_a) != len(a) or len(keys_b) != len(b):
-        return None
-    if not (
-        keys_a.isdisjoint(map(b.__getitem__, changed))
-        and keys_b.isdisjoint(map(a.__getitem__, changed))
+    # ``a`` unique, and the new keys unique and none of ``a``'s: then ``b`` is unique too, and
+    # neither side has the other's changed keys
+    keys_a = set(a)
+    new_keys = list(map(b.__getitem__, changed))
+    if (
+        len(keys_a) != len(a)
+        or len(set(new_keys)) != len(new_keys)
+        or not keys_a.isdisjoint(new_keys)
     ):
         return None
     roles_before = map(_ROLE, map(before.__getitem__, changed))
