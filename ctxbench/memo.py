@@ -86,8 +86,9 @@ class ContentMemo(Generic[K, V]):
     build objects with the same content again (DB-GPT 0.8.2's system prompt with its task
     progress, a snapshot's file), and a value computed from content (a fingerprint, a
     rendered file) is the same each time. Forgetting a value changes nothing but time, so
-    the memo holds at most ``limit`` units of content (each entry's ``size``, the caller's
-    measure: characters, bytes) and then starts again, and a long sweep does not grow it."""
+    the memo holds at most ``limit`` bytes of content (each entry's ``size``: what its key
+    and value hold, by ``sys.getsizeof``) and then starts again: memory stays bounded however
+    long the sweep."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit

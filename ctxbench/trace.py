@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -53,7 +54,7 @@ OBSERVATION_PREFIX = "Observation:"
 
 #: fingerprints of text-only messages by (role, text, tool call id, name), for the process
 _TEXT_FINGERPRINTS: ContentMemo[tuple[str, str, str | None, str | None], str] = ContentMemo(
-    limit=64 * 2**20
+    limit=16 * 2**20
 )
 
 
@@ -232,7 +233,7 @@ class Message:
         if self.parts is not None or self.tool_calls or self.replay:
             return self._digest()
         key = (self.role, self.content, self.tool_call_id, self.name)
-        return _TEXT_FINGERPRINTS.get(key, self._digest, len(self.content))
+        return _TEXT_FINGERPRINTS.get(key, self._digest, sys.getsizeof(self.content))
 
     def _digest(self) -> str:
         payload = json.dumps(

@@ -1,13 +1,15 @@
-"""``ObjectMemo``: one computation per object, by identity, for a single object or a list."""
+"""``ObjectMemo``: one computation per object, by identity, for a single object or a list;
+``ContentMemo``: one per content, for the process, within a limit."""
 
 from __future__ import annotations
 
+import functools
 import gc
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbench.memo import ObjectMemo
+from ctxbench.memo import ContentMemo, ObjectMemo
 
 
 class Box:
@@ -102,3 +104,20 @@ def test_a_value_that_is_its_own_object_does_not_keep_it_alive() -> None:
     del boxes, out
     gc.collect()
     assert len(memo) == 0
+
+
+def test_a_content_memo_computes_once_per_content_and_holds_at_most_its_limit() -> None:
+    calls: list[str] = []
+
+    def upper(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    memo: ContentMemo[str, str] = ContentMemo(limit=100)
+    for text in ("ab", "cd", "ab", "ab"):
+        assert memo.get(text, functools.partial(upper, text), size=10) == text.upper()
+    assert calls == ["ab", "cd"] and len(memo) == 2
+    for i in range(30):  # 300 units of content through a memo of 100
+        assert memo.get(f"k{i}", functools.partial(upper, f"k{i}"), size=10) == f"K{i}"
+    assert len(memo) <= 10
+    assert memo.get("k29", lambda: "not computed again", size=10) == "K29"

@@ -9,6 +9,7 @@ import hashlib
 import json
 import operator
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import compress, count, repeat
 from json.encoder import encode_basestring
@@ -381,7 +382,7 @@ def indented_json(payload: Any) -> str:
 #: the files of flat JSON payloads (every snapshot) and their sha256, for the process: a
 #: sweep's replays of one trace write the same snapshots again
 _JSON_FILES: ContentMemo[tuple[tuple[str, type, Any], ...], tuple[bytes, str]] = ContentMemo(
-    limit=64 * 2**20
+    limit=16 * 2**20
 )
 
 
@@ -396,7 +397,7 @@ def _json_file(payload: Any) -> tuple[bytes, str]:
         return render()
     # the type is part of the key: True == 1, but they are written "true" and "1"
     key = tuple((k, type(v), v) for k, v in payload.items())
-    size = sum(len(v) for v in payload.values() if isinstance(v, str)) + len(payload)
+    size = sum(map(sys.getsizeof, payload.values()))  # what the key holds (the file is smaller)
     return _JSON_FILES.get(key, render, size)
 
 
