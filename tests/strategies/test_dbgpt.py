@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -868,14 +869,23 @@ def test_every_cut_observation_keeps_its_path_on_a_60_round_trace() -> None:
 # -- the layers as rounds define them, whichever way the rounds are found ---------------------------
 
 
+#: the kinds of message :func:`histories` draws from, each as likely as its count here
+KINDS = ("system", "user", "text", "call", "tool", "obs", "obs")
+
+
 @st.composite
-def histories(draw: st.DrawFn) -> tuple[Message, ...]:
+def histories(
+    draw: st.DrawFn,
+    kinds: Sequence[str] = KINDS,
+    bodies: Sequence[int] = (10, 400),
+    most: int = 24,
+) -> tuple[Message, ...]:
     """A manager's input: system messages anywhere, questions, text and tool-calling turns,
     tool results and ``Observation:`` turns, long and short."""
     out: list[Message] = []
-    for i in range(draw(st.integers(0, 24))):
-        kind = draw(st.sampled_from(["system", "user", "text", "call", "tool", "obs", "obs"]))
-        body = "x" * draw(st.sampled_from([10, 400]))
+    for i in range(draw(st.integers(0, most))):
+        kind = draw(st.sampled_from(kinds))
+        body = "x" * draw(st.sampled_from(bodies))
         if kind == "system":
             out.append(Message("system", f"s{i}"))
         elif kind == "user":

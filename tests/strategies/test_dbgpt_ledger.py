@@ -9,39 +9,18 @@ from ctxbench.strategies import build_strategy
 from ctxbench.strategies.dbgpt import DbgptStrategy
 from ctxbench.strategies.dbgpt.ledger import Shape
 from ctxbench.strategies.dbgpt.memory import task_progress, with_progress
-from ctxbench.trace import Message, ToolCall
+from ctxbench.trace import Message
 from tests.factories import replay_context
+from tests.strategies.test_dbgpt import KINDS, histories
 
-
-@st.composite
-def turns(draw: st.DrawFn) -> list[Message]:
-    """A stretch of 0.8.2 memory: questions, text and tool-calling turns, native results and
-    ``Observation:`` turns, long and short, and now and then a system message."""
-    out: list[Message] = []
-    for i in range(draw(st.integers(0, 14))):
-        kinds = ["user", "text", "text", "call", "tool", "tool", "obs", "obs", "obs"]
-        kind = draw(st.sampled_from([*kinds * 3, "system"]))
-        body = "x" * draw(st.sampled_from([10, 200, 900]))
-        name = f"{draw(st.integers(0, 10**6))}-{i}"
-        if kind == "system":
-            out.append(Message("system", f"s{name}"))
-        elif kind == "user":
-            out.append(Message("user", f"q{name}"))
-        elif kind == "text":
-            out.append(Message("assistant", f"Thought: {name}"))
-        elif kind == "call":
-            out.append(Message("assistant", f"t{name}", tool_calls=(ToolCall(f"c{name}", "sh"),)))
-        elif kind == "tool":
-            out.append(Message("tool", f"r{name} {body}", tool_call_id=f"c{name}"))
-        else:
-            out.append(Message("user", f"Observation: {name} {body}"))
-    return out
+#: 0.8.2 memory: now and then a system message, mostly questions, turns and results
+TURNS = histories(kinds=[*KINDS[1:] * 4, "system"], bodies=(10, 200, 900), most=14)
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     st.booleans(),
-    st.lists(turns(), min_size=1, max_size=4),
+    st.lists(TURNS, min_size=1, max_size=4),
     st.sampled_from([0.05, 0.3, 0.6]),
     st.integers(0, 3),
     st.integers(0, 3),
@@ -51,7 +30,7 @@ def turns(draw: st.DrawFn) -> list[Message]:
 )
 def test_ledger_layers_are_the_list_layers_of_each_rebuilt_prompt(
     system_first: bool,
-    stretches: list[list[Message]],
+    stretches: list[tuple[Message, ...]],
     warning: float,
     keep_rounds: int,
     max_age: int,

@@ -49,7 +49,10 @@ the layers that re-ran give exactly the previous call's prompt plus what was app
 record no compaction (the prompt did not change: ``ShippedStrategy._apply`` and
 ``_repeats_last``). Rounds ending at every result let Layer 2 keep a result without its call
 in the native view; the release sends text rounds, so no pairing check applies
-(``sends_tool_roles``).
+(``sends_tool_roles``). Layers 1 and 2 of each rebuilt prompt are worked out from a ledger of
+running sums over the history (``ledger.py``: the counts, the rounds, the cuts made so far),
+so a call costs what arrived since; a prompt it does not answer for (a system message inside
+the history, ages by the view) goes to the message-list layers it is tested against.
 
 Source: eosphoros-ai/DB-GPT, ``packages/dbgpt-core/src/dbgpt/agent/core/context/`` (``budget.py``,
 ``compact.py``, ``manager.py``, ``storage.py``), ``agent/core/base_agent.py`` (Layer 4 retry) and
