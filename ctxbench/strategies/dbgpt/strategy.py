@@ -101,7 +101,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         #: the agent's ``_task_progress``: a line per successful step (step, action, snapshot)
         self._progress_lines: list[str] = []
         # 0.8.2's rebuilt history (the uncompacted messages, with what the manager asks of
-        # them; set at the first rebuild), the prompt last built from it and that prompt's shape
+        # them; set at the first rebuild) and the prompt last built from it
         self._ledger: HistoryLedger | None = None
         self._built: tuple[Message, ...] = ()
         #: the last prompt the manager counted, and its count (asked again of the same prompt)
