@@ -18,9 +18,19 @@ places, checked against each pattern and tested on random text:
 
 Only when a window of ``limit`` characters has neither (5 MB of spaces, a base64 blob) is the
 text cut at the limit, which can move the total by a token or so per cut.
+
+The same places let a counter count a long text in :func:`segments` and remember each
+segment's count: a text that grows (DB-GPT 0.8.2's system prompt gains a line of task progress
+at every step) is then tokenized only where it changed, not again whole at every call.
 """
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from itertools import pairwise
+
+from ctxbench.memo import ContentMemo
 
 #: Longest piece handed to a tokenizer in one call; well under the run length that overflows
 #: tiktoken's regex stack, and long enough that ordinary messages are never cut.
@@ -64,3 +74,43 @@ def chunks(text: str, limit: int = CHUNK_CHARS) -> list[str]:
         start = cut
     pieces.append(text[start:])
     return pieces
+
+
+#: texts longer than this are counted segment by segment (:func:`count_in_segments`)
+SEGMENTED_FROM = 4096
+#: what a counter's memo of segment counts may hold (then it starts again)
+SEGMENT_MEMO_BYTES = 16 * 2**20
+
+
+def segments(text: str, *, least: int = 512, most: int = 8192, one_in: int = 8) -> list[str]:
+    """``text`` cut after lines chosen by their own text, at places :func:`is_safe_cut` allows:
+    a segment of at least ``least`` characters ends after a line whose hash is divisible by
+    ``one_in``, and one of ``most`` at the next safe place. The cuts depend only on the lines
+    around them, so a text that grows in the middle or at the end keeps its segments but the
+    one that changed. (The hash is Python's, salted per process: the segments may differ
+    between processes, their counts' sum never does.)"""
+    lines = text.split("\n")
+    out: list[str] = []
+    start = end = 0
+    for line, following in pairwise(lines):
+        end += len(line) + 1  # just after the newline that ends ``line``
+        if not following or following[0].isspace() or following[0] == "/":
+            continue  # not a safe place: a piece may run on from the newline
+        size = end - start
+        if size >= most or (size >= least and hash(line) % one_in == 0):
+            out.append(text[start:end])
+            start = end
+    out.append(text[start:])
+    return out
+
+
+def count_in_segments(text: str, count: Callable[[str], int], memo: ContentMemo[str, int]) -> int:
+    """``count(text)`` as the sum of its :func:`segments`' counts, each taken from ``memo``
+    when a text before had that segment; a text up to :data:`SEGMENTED_FROM` characters is
+    counted whole. ``count`` must count any text cut at a safe place to the same total."""
+    if len(text) <= SEGMENTED_FROM:
+        return count(text)
+    return sum(
+        memo.get(segment, lambda: count(segment), sys.getsizeof(segment))  # noqa: B023
+        for segment in segments(text)
+    )

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 import tiktoken
 
 from ctxbench.counting.base import Framing, TokenCounter, replay_text, tool_schemas_json
-from ctxbench.counting.chunking import chunks
+from ctxbench.counting.chunking import SEGMENT_MEMO_BYTES, chunks, count_in_segments
 from ctxbench.counting.vendored import read_vendored
+from ctxbench.memo import ContentMemo
 from ctxbench.trace import Message, ToolSpec
 
 _O200K_PATTERN = "|".join(
@@ -112,6 +113,8 @@ class TiktokenCounter(TokenCounter):
         super().__init__(name, source)
         self.encoding = encoding
         self.framing = framing
+        #: the counts of long texts' segments (a growing prompt is tokenized where it grew)
+        self._segments: ContentMemo[str, int] = ContentMemo(limit=SEGMENT_MEMO_BYTES)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` as plain text (special-token strings are not special)."""
@@ -120,6 +123,9 @@ class TiktokenCounter(TokenCounter):
     def count(self, text: str) -> int:
         if not text:
             return 0
+        return count_in_segments(text, self._count_whole, self._segments)
+
+    def _count_whole(self, text: str) -> int:
         return sum(len(self.encoding.encode_ordinary(piece)) for piece in chunks(text))
 
     def message_tokens(self, message: Message) -> int:

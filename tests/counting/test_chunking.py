@@ -1,6 +1,7 @@
 """Cutting huge strings: the pieces rebuild the text and stay under the limit, they are cut
 where tokenization is unaffected, and every exact counter counts a text cut at such a place
-to the same total as the whole."""
+to the same total as the whole. Long texts are counted in segments the text itself chooses:
+the same total, and a text that grows is tokenized again only where it grew."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
-from ctxbench.counting.chunking import CHUNK_CHARS, chunks, is_safe_cut
+from ctxbench.counting.chunking import (
+    CHUNK_CHARS,
+    SEGMENTED_FROM,
+    chunks,
+    count_in_segments,
+    is_safe_cut,
+    segments,
+)
+from ctxbench.memo import ContentMemo
 
 EXACT = [
     "tiktoken:cl100k_base",
@@ -73,3 +82,73 @@ def test_a_cut_at_a_safe_place_does_not_change_the_count(spec: str, text: str) -
     whole = counter.count(text)
     for i in [i for i in range(len(text)) if is_safe_cut(text, i)][:6]:
         assert counter.count(text[:i]) + counter.count(text[i:]) == whole, (text[:i], text[i:])
+
+
+lined = st.lists(st.sampled_from([*_FRAGMENTS, "\n", "\nline", "\n/x", "\n x"]), max_size=160).map(
+    "".join
+)
+
+
+@given(lined, st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=4))
+def test_segments_rebuild_the_text_and_end_at_safe_places(
+    text: str, least: int, one_in: int
+) -> None:
+    parts = segments(text, least=least, most=4 * least, one_in=one_in)
+    assert "".join(parts) == text
+    ends = [sum(map(len, parts[: i + 1])) for i in range(len(parts) - 1)]
+    assert all(is_safe_cut(text, end) for end in ends)
+    assert all(len(p) >= least for p in parts[:-1])
+
+
+def test_a_long_run_of_lines_is_cut_at_most_characters() -> None:
+    text = "".join(f"step {i}\n" for i in range(2000))
+    parts = segments(text, least=100, most=400, one_in=10**9)  # no line is chosen by its hash
+    assert all(400 <= len(p) < 400 + len("step 1999\n") for p in parts[:-1])
+
+
+def test_a_text_grown_in_the_middle_keeps_its_other_segments() -> None:
+    lines = [f"\u2705 Step {i}: Action=search | ref: step_{i:03d}_search.json" for i in range(400)]
+    before = "\n".join(["system prompt", *lines[:300], "Do not repeat."])
+    after = "\n".join(["system prompt", *lines[:301], "Do not repeat."])
+    old, new = segments(before), segments(after)
+    assert len(set(new) - set(old)) == 1  # only the segment holding the new line changed
+
+
+@pytest.mark.parametrize("spec", ["tiktoken:o200k_base", "mistral:tekken"])
+@settings(max_examples=60, deadline=None)
+@given(text=lined)
+def test_counting_in_segments_gives_the_count_of_the_whole(spec: str, text: str) -> None:
+    counter = get_counter(spec)
+    whole = len(counter.encoding.encode_ordinary(text))  # type: ignore[attr-defined]
+    parts = segments(text, least=8, most=64, one_in=2)
+    assert sum(counter.count(p) for p in parts) == whole
+    long = (text + "\nmore text here ") * (SEGMENTED_FROM // max(len(text), 1) + 2)
+    assert counter.count(long) == len(counter.encoding.encode_ordinary(long))  # type: ignore[attr-defined]
+
+
+def test_a_grown_text_is_tokenized_only_where_it_grew() -> None:
+    tokenized: list[str] = []
+
+    def count(text: str) -> int:
+        tokenized.append(text)
+        return len(text.split())
+
+    memo: ContentMemo[str, int] = ContentMemo(limit=2**20)
+    lines = [f"line {i} of the progress" for i in range(1000)]
+    first = count_in_segments("\n".join(lines[:900]), count, memo)
+    tokenized.clear()
+    second = count_in_segments("\n".join(lines[:901]), count, memo)
+    assert second == first + len(lines[900].split())
+    assert sum(map(len, tokenized)) < 10_000 < len("\n".join(lines))
+
+
+def test_a_short_text_is_counted_whole() -> None:
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return 0
+
+    text = "word\n" * (SEGMENTED_FROM // 5)
+    count_in_segments(text, count, ContentMemo(limit=2**20))
+    assert seen == [text]
