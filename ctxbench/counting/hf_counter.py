@@ -30,8 +30,9 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from ctxbench.counting.base import Framing, TokenCounter, replay_text, tool_schemas
-from ctxbench.counting.chunking import chunks
+from ctxbench.counting.chunking import SEGMENT_MEMO_BYTES, chunks, count_in_segments
 from ctxbench.counting.vendored import read_vendored_text
+from ctxbench.memo import ContentMemo
 from ctxbench.trace import Message, ToolCall, ToolSpec
 
 #: Framing for a tokenizer without a known chat format (OpenAI's numbers, as a first guess).
@@ -68,6 +69,8 @@ class HFCounter(TokenCounter):
         super().__init__(name, source)
         self.tokenizer = tokenizer
         self.framing = framing
+        #: the counts of long texts' segments (a growing prompt is tokenized where it grew)
+        self._segments: ContentMemo[str, int] = ContentMemo(limit=SEGMENT_MEMO_BYTES)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without BOS/EOS (special-token strings become special tokens)."""
@@ -81,7 +84,10 @@ class HFCounter(TokenCounter):
     def count(self, text: str) -> int:
         if not text:
             return 0
-        pieces = chunks(well_formed(text))
+        return count_in_segments(well_formed(text), self._count_whole, self._segments)
+
+    def _count_whole(self, text: str) -> int:
+        pieces = chunks(text)
         if len(pieces) == 1:
             return len(self.tokenizer.encode(pieces[0], add_special_tokens=False))
         # encode_batch_fast (tokenizers >= 0.21) skips the character offsets nobody reads here
