@@ -8,6 +8,10 @@
 - ``length_scaling``: milliseconds per round of a cold replay at 10, 100 and 1,000 rounds, for
   the engine alone (``none``) and for ``dbgpt`` at an 8k window (compacting from early on);
   a ``length_scaling_ratio_1000_vs_100_*`` near 1 means linear.
+- ``growing_prompt``: a cold DB-GPT 0.8.2 replay (the default release, o200k, 128k window) of
+  3,000 rounds of 1 KB observations (300 in ``--quick``), whose system prompt gains a line of
+  task progress at every step: counting long texts in segments (the counters' default) against
+  counting every text whole, and ``whole_vs_segments_ratio`` (above 1: segments are faster).
 All figures come from one run, side by side.
 """
 
@@ -119,6 +123,26 @@ def _naive(trace: Trace, counter: TokenCounter) -> float:
     return time.perf_counter() - started
 
 
+def _growing_prompt(spec: str, rounds: int) -> dict[str, Any]:
+    """A cold 0.8.2 replay counting long texts in segments, and counting them whole."""
+    from ctxbench.counting import chunking
+
+    trace = synthetic_trace(rounds, obs_chars=1000)
+    seconds = {}
+    default = chunking.SEGMENTED_FROM
+    for label, limit in (("segments", default), ("whole", 1 << 62)):
+        chunking.SEGMENTED_FROM = limit  # read at each count
+        try:
+            seconds[label] = round(_engine(trace, spec, "dbgpt", 131072), 3)
+        finally:
+            chunking.SEGMENTED_FROM = default
+    return {
+        "rounds": rounds,
+        "seconds": seconds,
+        "whole_vs_segments_ratio": round(seconds["whole"] / seconds["segments"], 2),
+    }
+
+
 def _best(fn: Any, repeats: int) -> float:
     return min(fn() for _ in range(repeats))
 
@@ -160,6 +184,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             per_round[str(n)] = round(seconds / n * 1000, 4)
         scaling[label] = per_round
     out["length_scaling_ms_per_round"] = scaling
+    out["growing_prompt"] = _growing_prompt(spec, 300 if quick else 3000)
     last, prev = str(lengths[-1]), str(lengths[-2])
     for label, per_round in scaling.items():
         out[f"length_scaling_ratio_{last}_vs_{prev}_{label}"] = round(

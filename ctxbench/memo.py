@@ -111,6 +111,10 @@ class ContentMemo(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._values)
 
+    def clear(self) -> None:
+        self._values.clear()
+        self._held = 0
+
 
 def _positions(values: list[object], target: object) -> Iterable[int]:
     """The positions holding ``target`` (by identity), found in C."""

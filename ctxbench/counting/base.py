@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ctxbench.counting.chunking import SEGMENT_MEMO_BYTES
+from ctxbench.memo import ContentMemo
 from ctxbench.trace import Message, ToolSpec
 
 #: ``fitted``: a tokenizer plus framing fitted to provider usage (``profile:``); for models
@@ -42,6 +44,9 @@ class TokenCounter(ABC):
         self.name = name
         self.source = source
         self._message_cache: dict[str, int] = {}
+        #: the counts of long texts' segments, for counters that count in them
+        #: (:func:`~ctxbench.counting.chunking.count_in_segments`)
+        self._segments: ContentMemo[str, int] = ContentMemo(limit=SEGMENT_MEMO_BYTES)
         self.cache_hits = 0
         self.cache_misses = 0
 
@@ -85,6 +90,7 @@ class TokenCounter(ABC):
 
     def clear_cache(self) -> None:
         self._message_cache.clear()
+        self._segments.clear()
         self.cache_hits = self.cache_misses = 0
 
     def describe(self) -> dict[str, Any]:

@@ -30,9 +30,8 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from ctxbench.counting.base import Framing, TokenCounter, replay_text, tool_schemas
-from ctxbench.counting.chunking import SEGMENT_MEMO_BYTES, chunks, count_in_segments
+from ctxbench.counting.chunking import chunks, count_in_segments
 from ctxbench.counting.vendored import read_vendored_text
-from ctxbench.memo import ContentMemo
 from ctxbench.trace import Message, ToolCall, ToolSpec
 
 #: Framing for a tokenizer without a known chat format (OpenAI's numbers, as a first guess).
@@ -69,8 +68,6 @@ class HFCounter(TokenCounter):
         super().__init__(name, source)
         self.tokenizer = tokenizer
         self.framing = framing
-        #: the counts of long texts' segments (a growing prompt is tokenized where it grew)
-        self._segments: ContentMemo[str, int] = ContentMemo(limit=SEGMENT_MEMO_BYTES)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without BOS/EOS (special-token strings become special tokens)."""

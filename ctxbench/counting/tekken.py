@@ -33,10 +33,9 @@ from typing import Any
 import tiktoken
 
 from ctxbench.counting.base import Framing, TokenCounter, replay_text, tool_schemas
-from ctxbench.counting.chunking import SEGMENT_MEMO_BYTES, chunks, count_in_segments
+from ctxbench.counting.chunking import chunks, count_in_segments
 from ctxbench.counting.hf_counter import json_value
 from ctxbench.counting.vendored import read_vendored
-from ctxbench.memo import ContentMemo
 from ctxbench.trace import Message, ToolSpec
 
 TEKKEN_FILE = "mistral/tekken_240718.json.xz"
@@ -75,8 +74,6 @@ class TekkenCounter(TokenCounter):
         self.encoding = encoding
         self.num_special = num_special
         self.framing = Framing()
-        #: the counts of long texts' segments (a growing prompt is tokenized where it grew)
-        self._segments: ContentMemo[str, int] = ContentMemo(limit=SEGMENT_MEMO_BYTES)
 
     def encode(self, text: str) -> list[int]:
         """Token ids as mistral-common numbers them (ranks offset by the special tokens)."""

@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 import tiktoken
 
 from ctxbench.counting.base import Framing, TokenCounter, replay_text, tool_schemas_json
-from ctxbench.counting.chunking import SEGMENT_MEMO_BYTES, chunks, count_in_segments
+from ctxbench.counting.chunking import chunks, count_in_segments
 from ctxbench.counting.vendored import read_vendored
-from ctxbench.memo import ContentMemo
 from ctxbench.trace import Message, ToolSpec
 
 _O200K_PATTERN = "|".join(
@@ -113,8 +112,6 @@ class TiktokenCounter(TokenCounter):
         super().__init__(name, source)
         self.encoding = encoding
         self.framing = framing
-        #: the counts of long texts' segments (a growing prompt is tokenized where it grew)
-        self._segments: ContentMemo[str, int] = ContentMemo(limit=SEGMENT_MEMO_BYTES)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` as plain text (special-token strings are not special)."""
