@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from itertools import pairwise
 
 from ctxbench.memo import ContentMemo
 
@@ -89,17 +88,21 @@ def segments(text: str, *, least: int = 512, most: int = 8192, one_in: int = 8) 
     around them, so a text that grows in the middle or at the end keeps its segments but the
     one that changed. (The hash is Python's, salted per process: the segments may differ
     between processes, their counts' sum never does.)"""
-    lines = text.split("\n")
+    if not 0 < least <= most:
+        raise ValueError(f"segments need 0 < least <= most, got least={least}, most={most}")
     out: list[str] = []
-    start = end = 0
-    for line, following in pairwise(lines):
-        end += len(line) + 1  # just after the newline that ends ``line``
-        if not following or following[0].isspace() or following[0] == "/":
-            continue  # not a safe place: a piece may run on from the newline
-        size = end - start
-        if size >= most or (size >= least and hash(line) % one_in == 0):
-            out.append(text[start:end])
-            start = end
+    start = 0
+    end = text.find("\n", start + least - 1) + 1  # the first place a segment may end
+    while 0 < end < len(text):
+        following = text[end]
+        if not (following.isspace() or following == "/"):  # a safe place
+            line = text[text.rfind("\n", 0, end - 1) + 1 : end - 1]
+            if end - start >= most or hash(line) % one_in == 0:
+                out.append(text[start:end])
+                start = end
+                end = text.find("\n", start + least - 1) + 1
+                continue
+        end = text.find("\n", end) + 1
     out.append(text[start:])
     return out
 
