@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ctxbench.counting.chunking import SEGMENT_MEMO_BYTES
 from ctxbench.memo import ContentMemo
 from ctxbench.trace import Message, ToolSpec
 
@@ -33,6 +32,8 @@ CounterKind = Literal["exact", "estimator", "fitted"]
 
 #: Messages whose count is cached per counter; past this the cache is cleared (bounded memory).
 MESSAGE_CACHE_LIMIT = 1_000_000
+#: What a counter's memo of long texts' segment counts may hold (then it starts again).
+SEGMENT_MEMO_BYTES = 16 * 2**20
 
 
 class TokenCounter(ABC):

@@ -77,8 +77,6 @@ def chunks(text: str, limit: int = CHUNK_CHARS) -> list[str]:
 
 #: texts longer than this are counted segment by segment (:func:`count_in_segments`)
 SEGMENTED_FROM = 4096
-#: what a counter's memo of segment counts may hold (then it starts again)
-SEGMENT_MEMO_BYTES = 16 * 2**20
 
 
 def segments(text: str, *, least: int = 512, most: int = 8192, one_in: int = 8) -> list[str]:

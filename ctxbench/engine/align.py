@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from itertools import compress, count
 from typing import Literal
 
 Tag = Literal["replace", "delete", "insert", "equal"]
@@ -51,9 +52,8 @@ def _one_change(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int]
     are the common head and tail, found in C. None otherwise."""
     if len(set(a)) != len(a) or len(set(b)) != len(b):
         return None
-    n = min(len(a), len(b))
-    head = _common_run(a, b, n)
-    tail = _common_run(a[::-1], b[::-1], n - head)
+    head = equal_head(a, b)
+    tail = equal_head(a[::-1], b[::-1], min(len(a), len(b)) - head)
     middle_a, middle_b = a[head : len(a) - tail], b[head : len(b) - tail]
     if not set(middle_a).isdisjoint(middle_b):
         return None
@@ -63,10 +63,11 @@ def _one_change(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int]
     return blocks
 
 
-def _common_run(a: Sequence[str], b: Sequence[str], limit: int) -> int:
-    """How many leading keys ``a`` and ``b`` share, at most ``limit``."""
-    same = list(map(operator.eq, a[:limit], b[:limit]))
-    return same.index(False) if False in same else len(same)
+def equal_head(a: Sequence[str], b: Sequence[str], limit: int | None = None) -> int:
+    """How many leading keys ``a`` and ``b`` share, at most ``limit`` (read in C up to the
+    first difference)."""
+    most = min(len(a), len(b)) if limit is None else min(limit, len(a), len(b))
+    return min(next(compress(count(), map(operator.ne, a, b)), most), most)
 
 
 def _monotone_blocks(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int]] | None:

@@ -20,6 +20,7 @@ from itertools import compress, count
 from typing import NamedTuple
 
 from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.align import equal_head
 from ctxbench.memo import ObjectMemo
 from ctxbench.pairing import Round, rounds
 from ctxbench.trace import Message, ToolSpec
@@ -43,11 +44,6 @@ def _same_tail(a: Sequence[object], b: Sequence[object], limit: int) -> int:
         return 0
     ends = map(operator.is_not, reversed(a), reversed(b))
     return min(next(compress(count(), ends), limit), limit)
-
-
-def _equal_head(a: Sequence[str], b: Sequence[str]) -> int:
-    """How many leading keys ``a`` and ``b`` share."""
-    return next(compress(count(), map(operator.ne, a, b)), min(len(a), len(b)))
 
 
 class _Held(NamedTuple):
@@ -120,6 +116,11 @@ class ContextView:
         """The whole prompt by the provider's true counter (overhead included)."""
         return self.true_overhead + self._true_sum
 
+    def shows(self, messages: Sequence[Message]) -> bool:
+        """Whether the view is ``messages`` already, message for message: a prompt that did
+        not change, which a strategy does not record again."""
+        return list(messages) == self._messages
+
     def rounds(self) -> list[Round]:
         return rounds(self._messages)
 
@@ -149,7 +150,7 @@ class ContextView:
             (h for h in (self._aligned(new, c) for c in (current, *self._recent)) if h), None
         ) or self._around(new, current)
         # a message with the same fingerprint is the same prompt to the provider's cache
-        self._dirty_from = min(self._dirty_from, _equal_head(self._keys, held.keys))
+        self._dirty_from = min(self._dirty_from, equal_head(self._keys, held.keys))
         self._recent = [current, *self._recent[: _RECENT - 1]]
         self._messages, self._est, self._true, self._keys = new, held.est, held.true, held.keys
         self._est_sum, self._true_sum = held.est_sum, held.true_sum

@@ -173,9 +173,9 @@ class ShippedStrategy(Strategy):
                     _sources(s["messages"], history), str(s.get("note", ""))) for s in steps]  # fmt: skip
         base = decode_prompt(reply["base"], history) if reply.get("base") is not None else None
         final = decoded[-1][1] if decoded else base
-        if final is None or final == list(ctx.view.messages):
+        if final is None or ctx.view.shows(final):
             return
-        if base is not None and base != list(ctx.view.messages):
+        if base is not None and not ctx.view.shows(base):
             ctx.reassemble(base, _sources(reply["base"], history))
         for layer, messages, sources, note in decoded:
             ctx.apply(layer, messages, note=note, sources=sources)

@@ -318,7 +318,7 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
                 self.config.microcompact_tools,
                 self.config.microcompact_keep_recent,
             )
-            if cleared != list(ctx.view.messages):
+            if not ctx.view.shows(cleared):
                 ctx.apply("microcompact", cleared)
         tokens, threshold = self.context_tokens(ctx), self.threshold(ctx)
         active = self.config.enabled and not self.breaker_tripped

@@ -164,7 +164,7 @@ class Hierarchical(Strategy[HierarchicalConfig]):
         retrieved = [m for cold in chosen for m in cold.messages]
         self._retrieved = {id(m) for m in retrieved}
         out = [*system, *pinned, *retrieved, *rest]
-        if out != list(ctx.view.messages):
+        if not ctx.view.shows(out):
             note = f"evicted={evicted} retrieved={len(chosen)} cold={len(self.cold)}"
             ctx.apply("hierarchical", out, note=note)
 

@@ -184,7 +184,7 @@ class RebuiltFromHistory(Strategy[C]):
 
     def before_call(self, ctx: ReplayContext) -> None:
         out, note = self.rebuild(self.history.sync(ctx.view.messages), ctx)
-        if out != list(ctx.view.messages):
+        if not ctx.view.shows(out):
             ctx.apply(self.layer, out, note=note)
         self.history.sent(ctx.view.messages)
 

@@ -102,3 +102,12 @@ def test_the_head_and_tail_path_takes_one_changed_run_and_refuses_the_rest() -> 
     assert align._one_change(keys, ["s", "x", "d"]) == [(0, 0, 1), (4, 2, 1)]  # replaced
     assert align._one_change(keys, ["s", "b", "x", "d"]) is None  # b kept inside the change
     assert align._one_change(["a", "a"], ["a"]) is None  # a repeated key
+
+
+@given(st.lists(st.sampled_from("abc"), max_size=8), st.lists(st.sampled_from("abc"), max_size=8))
+def test_equal_head_counts_the_leading_keys_both_share(a: list[str], b: list[str]) -> None:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    assert align.equal_head(a, b) == n
+    assert align.equal_head(a, b, 2) == min(n, 2)

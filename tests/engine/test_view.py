@@ -132,3 +132,13 @@ def test_a_run_dropped_from_the_middle_keeps_the_head_and_tail_counts() -> None:
     assert view.true_tokens == view.true_overhead + sum(
         CHARS4.count_message(m) for m in [*messages[:2], *messages[7:]]
     )
+
+
+def test_the_view_shows_a_list_of_its_messages_in_order_and_no_other() -> None:
+    view = ContextView(WORDS, CHARS4)
+    first, second = Message("user", "one"), Message("assistant", "two")
+    view.replace([first, second])
+    assert view.shows([first, second])
+    assert view.shows((Message("user", "one"), second))  # equal messages are the same prompt
+    assert not view.shows([second, first])
+    assert not view.shows([first])

@@ -239,7 +239,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         arrived since), and no summary is due: nothing changed for the model, so nothing is
         recorded (the rule the shipped adaptor applies to the release's own prompt)."""
         final = steps[-1][1] if steps else prompt
-        return final == list(ctx.view.messages) and not self._summary_due(final, ctx)
+        return ctx.view.shows(final) and not self._summary_due(final, ctx)
 
     def _track_reply(self, ctx: ReplayContext) -> None:
         """A real user message since the last call starts a new reply (retry counter 0)."""
