@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import compress, count
 from operator import is_not
 
-from ctxbench.memo import ObjectMemo
+from ctxbench.memo import ObjectMemo, shared_memo
 from ctxbench.trace import Message, Trace
 
 
@@ -148,7 +148,9 @@ class PairingMemo:
     SLOTS = 4
 
     def __init__(self) -> None:
-        self._signatures: ObjectMemo[Message, Signature] = ObjectMemo(signature)
+        self._signatures: ObjectMemo[Message, Signature] = shared_memo(
+            ("pairing.signature",), signature
+        )
         self._recent: list[tuple[list[Message], _Scan]] = []  # a prompt checked and its scan
 
     def violations(self, messages: Sequence[Message]) -> int:

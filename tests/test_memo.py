@@ -1,5 +1,6 @@
 """``ObjectMemo``: one computation per object, by identity, for a single object or a list;
-``ContentMemo``: one per content, for the process, within a limit."""
+``ContentMemo``: one per content, for the process, within a limit; ``shared_memo``: one
+``ObjectMemo`` per question for the process."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import gc
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbench.memo import ContentMemo, ObjectMemo
+from ctxbench import memo as memo_module
+from ctxbench.memo import ContentMemo, ObjectMemo, shared_memo
 
 
 class Box:
@@ -121,3 +123,21 @@ def test_a_content_memo_computes_once_per_content_and_holds_at_most_its_limit() 
         assert memo.get(f"k{i}", functools.partial(upper, f"k{i}"), size=10) == f"K{i}"
     assert len(memo) <= 10
     assert memo.get("k29", lambda: "not computed again", size=10) == "K29"
+
+
+def test_a_shared_memo_is_one_per_key_for_the_process() -> None:
+    first: ObjectMemo[Box, int] = shared_memo(("test.shared", 1), lambda box: box.value)
+    again: ObjectMemo[Box, int] = shared_memo(("test.shared", 1), lambda box: -1)
+    other: ObjectMemo[Box, int] = shared_memo(("test.shared", 2), lambda box: -1)
+    box = Box(3)
+    assert first is again and first(box) == again(box) == 3  # the first compute stays
+    assert other is not first and other(box) == -1
+
+
+def test_the_shared_memos_start_again_past_their_limit_and_those_in_use_still_answer() -> None:
+    held: ObjectMemo[Box, int] = shared_memo(("test.limit", -1), lambda box: box.value)
+    for i in range(memo_module._SHARED_LIMIT):
+        shared_memo(("test.limit", i), lambda box: 0)
+    assert len(memo_module._SHARED) < memo_module._SHARED_LIMIT
+    assert held(Box(5)) == 5
+    assert shared_memo(("test.limit", -1), lambda box: 7)(Box(5)) == 7  # made anew

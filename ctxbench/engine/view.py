@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Sequence
+from functools import partial
 from itertools import compress, count
 from typing import NamedTuple
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.align import equal_head
-from ctxbench.memo import ObjectMemo
+from ctxbench.memo import ObjectMemo, shared_memo
 from ctxbench.pairing import Round, rounds
 from ctxbench.trace import Message, ToolSpec
 
@@ -61,6 +62,12 @@ class _Held(NamedTuple):
 _RECENT = 3
 
 
+def _count(
+    estimator: TokenCounter, true_counter: TokenCounter, message: Message
+) -> tuple[int, int]:
+    return estimator.count_message(message), true_counter.count_message(message)
+
+
 class ContextView:
     """An ordered list of messages with incremental estimated and true token totals."""
 
@@ -81,8 +88,11 @@ class ContextView:
         self._mark_len = 0
         self._mark_true_sum = 0
         self._dirty_from = 0
-        #: (est, true) of every message object the view has held, while it lives
-        self._counts: ObjectMemo[Message, tuple[int, int]] = ObjectMemo(self._count)
+        #: (est, true) of every message object held by a view with these counters, while it
+        #: lives (the process's: a sweep's replays hold the same messages)
+        self._counts: ObjectMemo[Message, tuple[int, int]] = shared_memo(
+            ("view.counts", estimator, true_counter), partial(_count, estimator, true_counter)
+        )
         #: the last lists the view held before the current one, newest first
         self._recent: list[_Held] = []
 
@@ -125,9 +135,6 @@ class ContextView:
         return rounds(self._messages)
 
     # -- changing -----------------------------------------------------------------------------
-    def _count(self, message: Message) -> tuple[int, int]:
-        return self.estimator.count_message(message), self.true_counter.count_message(message)
-
     def append(self, message: Message) -> None:
         est, true = self._counts(message)
         self._messages.append(message)

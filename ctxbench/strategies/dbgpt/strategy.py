@@ -7,14 +7,20 @@ import operator
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from itertools import compress, count, repeat
 from typing import ClassVar
 
 from ctxbench.engine.context import ReplayContext, safe_component
 from ctxbench.errors import ProviderOverflowError, SummarizerError
-from ctxbench.memo import ObjectMemo
+from ctxbench.memo import ObjectMemo, shared_memo
 from ctxbench.strategies.base import ReplyAborted, Strategy
-from ctxbench.strategies.dbgpt.config import DEFAULT_MAX_CONTEXT_TOKENS, RELEASES, DbgptConfig
+from ctxbench.strategies.dbgpt.config import (
+    DEFAULT_MAX_CONTEXT_TOKENS,
+    RELEASES,
+    DbgptConfig,
+    DbgptRelease,
+)
 from ctxbench.strategies.dbgpt.ledger import ENDS_ROUND as _ENDS_ROUND
 from ctxbench.strategies.dbgpt.ledger import OTHER as _OTHER
 from ctxbench.strategies.dbgpt.ledger import SYSTEM as _SYSTEM
@@ -94,10 +100,17 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         self.layer4_retries = 0
         #: the manager's count of a message (set at the first count, from the estimator)
         self._count: ObjectMemo[Message, int] | None = None
-        #: Layer 1's cut of a message of an old round (0.8.2 cuts the same history at every call)
-        self._cuts: ObjectMemo[Message, Message] = ObjectMemo(self._cut_of)
-        #: what a message is to the manager's rounds: system, a round's end, or neither
-        self._kinds: ObjectMemo[Message, int] = ObjectMemo(self._kind_of)
+        #: Layer 1's cut of a message of an old round (0.8.2 cuts the same history at every
+        #: call), and what a message is to the manager's rounds (system, a round's end, or
+        #: neither): the process's, as a sweep's replays ask them of the same messages
+        max_chars = self.cfg.observation_max_chars
+        self._cuts: ObjectMemo[Message, Message] = shared_memo(
+            ("dbgpt.cut", self.rules, max_chars),
+            partial(_cut, rules=self.rules, max_chars=max_chars),
+        )
+        self._kinds: ObjectMemo[Message, int] = shared_memo(
+            ("dbgpt.kind", self.rules), partial(_kind, rules=self.rules)
+        )
         #: the agent's ``_task_progress``: a line per successful step (step, action, snapshot)
         self._progress_lines: list[str] = []
         # 0.8.2's rebuilt history (the uncompacted messages, with what the manager asks of
@@ -167,17 +180,14 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         """``count_messages([msg])`` of each message: 0.8.2 counts the stored form (the ReAct
         text)."""
         if self._count is None:
-            estimator = ctx.estimator
-            if self.rules.react_memory:
-                self._count = ObjectMemo(lambda m: estimator.count_message(stored(m)))
-            else:
-                self._count = ObjectMemo(estimator.count_message)
+            estimator, react = ctx.estimator, self.rules.react_memory
+            self._count = shared_memo(
+                ("dbgpt.count", estimator, react),
+                (lambda m: estimator.count_message(stored(m)))
+                if react
+                else estimator.count_message,
+            )
         return self._count.many(messages)
-
-    def _kind_of(self, message: Message) -> int:
-        if message.role == "system":
-            return _SYSTEM
-        return _ENDS_ROUND if is_observation(message, self.rules) else _OTHER
 
     def _round_ends(self, messages: Sequence[Message], kinds: list[int] | None = None) -> list[int]:
         """The index of each of the manager's rounds' last message (an unfinished last round
@@ -194,9 +204,6 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         if _OTHER in kinds[last + 1 :]:
             ends.append(len(kinds) - 1 - kinds[::-1].index(_OTHER))
         return ends
-
-    def _text(self, message: Message) -> str:
-        return stored(message).content if self.rules.react_memory else message.content
 
     def _managed(self, messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
         """(what the manager sees, the current question). 0.8.2: ``_load_thinking_messages``
@@ -418,22 +425,6 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         stop = ends[cutoff - 1] + 1 if cutoff <= len(ends) else len(messages)
         return [*self._cuts.many(messages[:stop]), *messages[stop:]]
 
-    def _cut_of(self, msg: Message) -> Message:
-        """Layer 1 on one message of an old round: the message itself when it is no
-        observation, already persisted, or short enough."""
-        content = self._text(msg)
-        max_chars = self.cfg.observation_max_chars
-        cut = msg
-        if (
-            is_observation(msg, self.rules)
-            and PERSISTED_OUTPUT_TAG not in content
-            and len(content) > max_chars + 30
-        ):
-            path = snapshot_path(msg)
-            suffix = f"... [truncated, full detail at: {path}]" if path else "... [truncated]"
-            cut = replace(from_stored(msg, content[:max_chars] + suffix), meta=with_path(msg, path))
-        return cut
-
     def layer2(self, messages: tuple[Message, ...], ctx: ReplayContext) -> list[Message]:
         """Drop whole old rounds; keep ``min_keep_recent_rounds`` and ``min_keep_tokens``.
 
@@ -618,12 +609,50 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             # name (ctxbench keeps the later content under ``~2``: a written file stays)
             path = relative
         self._progress_lines.append(progress_line(step, action, path))
+        return _citing(message, path, design=self.rules.design_snapshots)
+
+
+def _cut(msg: Message, *, rules: DbgptRelease, max_chars: int) -> Message:
+    """Layer 1 on one message of an old round: the message itself when it is no observation,
+    already persisted, or short enough."""
+    content = stored(msg).content if rules.react_memory else msg.content
+    if (
+        not is_observation(msg, rules)
+        or PERSISTED_OUTPUT_TAG in content
+        or len(content) <= max_chars + 30
+    ):
+        return msg
+    path = snapshot_path(msg)
+    suffix = f"... [truncated, full detail at: {path}]" if path else "... [truncated]"
+    return replace(from_stored(msg, content[:max_chars] + suffix), meta=with_path(msg, path))
+
+
+def _citing(message: Message, path: str, *, design: bool) -> Message:
+    """``message`` citing its snapshot ``path`` (the pointer of react_agent.py:335-350; 0.8.2
+    adds none to a persisted result), the same object for the same message and path in the
+    whole process: what the shared memos know of it serves every replay of a sweep."""
+    made: dict[tuple[str, bool], Message] = shared_memo(("dbgpt.citing",), _nothing_made)(message)
+    found = made.get((path, design))
+    if found is None:
         meta = with_path(message, path)
-        if not self.rules.design_snapshots and PERSISTED_OUTPUT_TAG in message.content:
-            return replace(message, meta=meta)
-        return replace(
-            message.with_text(f"{message.content}\n[Full detail available at: {path}]"), meta=meta
-        )
+        if not design and PERSISTED_OUTPUT_TAG in message.content:
+            found = replace(message, meta=meta)
+        else:
+            text = f"{message.content}\n[Full detail available at: {path}]"
+            found = replace(message.with_text(text), meta=meta)
+        made[(path, design)] = found
+    return found
+
+
+def _nothing_made(_: Message) -> dict[tuple[str, bool], Message]:
+    return {}
+
+
+def _kind(message: Message, *, rules: DbgptRelease) -> int:
+    """What ``message`` is to the manager's rounds: system, a round's end, or neither."""
+    if message.role == "system":
+        return _SYSTEM
+    return _ENDS_ROUND if is_observation(message, rules) else _OTHER
 
 
 _ORDER = ("normal", "warning", "error", "critical", "overflow")
