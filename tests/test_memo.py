@@ -135,9 +135,15 @@ def test_a_shared_memo_is_one_per_key_for_the_process() -> None:
 
 
 def test_the_shared_memos_start_again_past_their_limit_and_those_in_use_still_answer() -> None:
-    held: ObjectMemo[Box, int] = shared_memo(("test.limit", -1), lambda box: box.value)
+    def value(box: Box) -> int:
+        return box.value
+
+    def seven(box: Box) -> int:
+        return 7
+
+    held = shared_memo(("test.limit", -1), value)
     for i in range(memo_module._SHARED_LIMIT):
-        shared_memo(("test.limit", i), lambda box: 0)
+        shared_memo(("test.limit", i), seven)
     assert len(memo_module._SHARED) < memo_module._SHARED_LIMIT
     assert held(Box(5)) == 5
-    assert shared_memo(("test.limit", -1), lambda box: 7)(Box(5)) == 7  # made anew
+    assert shared_memo(("test.limit", -1), seven)(Box(5)) == 7  # made anew

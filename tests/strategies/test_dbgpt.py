@@ -23,6 +23,7 @@ from ctxbench.formats.canonical import write_traces
 from ctxbench.pairing import pairing_violations, rounds
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.dbgpt import DbgptStrategy, generate_preview, manager_rounds
+from ctxbench.strategies.dbgpt.memory import stored
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.trace import Message, ToolCall, Trace
@@ -781,7 +782,7 @@ def test_0_8_2_counts_the_stored_form_with_the_task_progress_and_not_the_questio
     managed, tail = strategy._managed(view)
     assert tail == [question] and question not in managed
     tool = next(m for m in view if m.role == "tool")
-    assert strategy._text(tool).startswith("Observation: x")
+    assert stored(tool).content.startswith("Observation: x")  # what 0.8.2 counts and cuts
 
 
 def test_0_8_2_an_overflow_fails_with_the_value_error_of_thinking() -> None:
