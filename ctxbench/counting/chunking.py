@@ -79,7 +79,7 @@ def chunks(text: str, limit: int = CHUNK_CHARS) -> list[str]:
 SEGMENTED_FROM = 4096
 
 
-def segments(text: str, *, least: int = 512, most: int = 8192, one_in: int = 8) -> list[str]:
+def segments(text: str, *, least: int = 2048, most: int = 8192, one_in: int = 8) -> list[str]:
     """``text`` cut after lines chosen by their own text, at places :func:`is_safe_cut` allows:
     a segment of at least ``least`` characters ends after a line whose hash is divisible by
     ``one_in``, and one of ``most`` at the next safe place. The cuts depend only on the lines
