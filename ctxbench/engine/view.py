@@ -3,9 +3,10 @@
 The view holds per-message counts for two counters, the strategy's estimator and the
 provider's true counter, and keeps their sums up to date as messages are appended or the view
 is replaced. Counting goes through each counter's fingerprint cache, so a message that
-survives a compaction is never tokenized again, and the view remembers the counts of every
-message object it has held while that object lives (:class:`ctxbench.memo.ObjectMemo`), so
-a replace costs a lookup per message, done in C: a strategy that rebuilds its whole prompt
+survives a compaction is never tokenized again, and the views with the same counters
+remember the counts of every message object they have held while that object lives (one
+:func:`ctxbench.memo.shared_memo` for the process: a sweep's replays hold the same messages),
+so a replace costs a lookup per message, done in C: a strategy that rebuilds its whole prompt
 at every call (DB-GPT 0.8.2) replaces hundreds of messages per call. A replace keeping the
 view's head and tail (a run dropped, a message rewritten) looks up only the messages between,
 and the view keeps its messages' fingerprints (``keys``), which a compaction's accounting
