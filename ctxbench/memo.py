@@ -102,12 +102,20 @@ class ContentMemo(Generic[K, V]):
         if found is not _MISSING:
             return found  # type: ignore[return-value]
         value = compute()
+        self.put(key, value, size)
+        return value
+
+    def peek(self, key: K) -> V | None:
+        """The value of ``key`` when the memo holds one, else None."""
+        return self._values.get(key)
+
+    def put(self, key: K, value: V, size: int) -> None:
+        """Hold ``value`` for ``key`` (``size``: what it holds)."""
         if self._held + size > self.limit:
             self._values.clear()
             self._held = 0
         self._values[key] = value
         self._held += size
-        return value
 
     def __len__(self) -> int:
         return len(self._values)

@@ -105,13 +105,20 @@ def segments(text: str, *, least: int = 2048, most: int = 8192, one_in: int = 8)
     return out
 
 
-def count_in_segments(text: str, count: Callable[[str], int], memo: ContentMemo[str, int]) -> int:
-    """``count(text)`` as the sum of its :func:`segments`' counts, each taken from ``memo``
-    when a text before had that segment; a text up to :data:`SEGMENTED_FROM` characters is
-    counted whole. ``count`` must count any text cut at a safe place to the same total."""
+def count_in_segments(
+    text: str, count_each: Callable[[list[str]], list[int]], memo: ContentMemo[str, int]
+) -> int:
+    """The count of ``text`` as the sum of its :func:`segments`' counts, each taken from
+    ``memo`` when a text before had that segment; the others are counted in one
+    ``count_each`` call (a tokenizer that batches runs them in parallel). A text up to
+    :data:`SEGMENTED_FROM` characters is counted whole. ``count_each`` must count any text
+    cut at a safe place to the same total."""
     if len(text) <= SEGMENTED_FROM:
-        return count(text)
-    return sum(
-        memo.get(segment, lambda: count(segment), sys.getsizeof(segment))  # noqa: B023
-        for segment in segments(text)
-    )
+        return count_each([text])[0]
+    parts = segments(text)
+    known = list(map(memo.peek, parts))
+    new = list(dict.fromkeys(p for p, n in zip(parts, known) if n is None))
+    counted = dict(zip(new, count_each(new))) if new else {}
+    for part, n in counted.items():
+        memo.put(part, n, sys.getsizeof(part))
+    return sum(counted[p] if n is None else n for p, n in zip(parts, known))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 from tokenizers import Tokenizer
@@ -81,15 +82,18 @@ class HFCounter(TokenCounter):
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return count_in_segments(well_formed(text), self._count_whole, self._segments)
+        return count_in_segments(well_formed(text), self._count_each, self._segments)
 
-    def _count_whole(self, text: str) -> int:
-        pieces = chunks(text)
-        if len(pieces) == 1:
-            return len(self.tokenizer.encode(pieces[0], add_special_tokens=False))
+    def _count_each(self, texts: list[str]) -> list[int]:
+        """Each text's count, whole: every piece of every text in one batch (run in parallel)."""
+        pieces = [chunks(text) for text in texts]
+        flat = [piece for parts in pieces for piece in parts]
+        if len(flat) == 1:
+            return [len(self.tokenizer.encode(flat[0], add_special_tokens=False))]
         # encode_batch_fast (tokenizers >= 0.21) skips the character offsets nobody reads here
         encode_batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
-        return sum(len(e) for e in encode_batch(pieces, add_special_tokens=False))
+        lengths = iter([len(e) for e in encode_batch(flat, add_special_tokens=False)])
+        return [sum(islice(lengths, len(parts))) for parts in pieces]
 
     def message_tokens(self, message: Message) -> int:
         """Without a known chat format: the text a message carries plus the default framing."""

@@ -120,10 +120,12 @@ class TiktokenCounter(TokenCounter):
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return count_in_segments(text, self._count_whole, self._segments)
+        return count_in_segments(text, self._count_each, self._segments)
 
-    def _count_whole(self, text: str) -> int:
-        return sum(len(self.encoding.encode_ordinary(piece)) for piece in chunks(text))
+    def _count_each(self, texts: list[str]) -> list[int]:
+        """Each text's count, whole."""
+        encode = self.encoding.encode_ordinary
+        return [sum(len(encode(piece)) for piece in chunks(text)) for text in texts]
 
     def message_tokens(self, message: Message) -> int:
         f = self.framing
