@@ -11,7 +11,7 @@ from ctxbench.strategies.dbgpt.ledger import Shape
 from ctxbench.strategies.dbgpt.memory import task_progress, with_progress
 from ctxbench.trace import Message
 from tests.factories import replay_context
-from tests.strategies.test_dbgpt import KINDS, histories
+from tests.strategies.dbgpt_cases import KINDS, histories
 
 #: 0.8.2 memory: now and then a system message, mostly questions, turns and results
 TURNS = histories(kinds=[*KINDS[1:] * 4, "system"], bodies=(10, 200, 900), most=14)
