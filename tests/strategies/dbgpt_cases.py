@@ -9,15 +9,14 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
-from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.dbgpt import DbgptStrategy
-from ctxbench.summarizers.base import Summarizer
 from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.trace import Message, ToolCall, Trace
+from tests import replaying
 
 CHARS4 = get_counter("chars4")
 
@@ -55,26 +54,10 @@ def dbgpt(params: dict[str, Any]) -> DbgptStrategy:
     return strategy
 
 
-def run(
-    trace: Trace,
-    window: int,
-    *,
-    reserved: int = 0,
-    summarizer: Summarizer | None = None,
-    counter: TokenCounter = CHARS4,
-    estimator: TokenCounter = CHARS4,
-    style: str = "openai",
-    **params: Any,
-) -> ReplayOutput:
-    strategy = build_strategy("dbgpt", {"release": "design", **params})
-    return replay(
-        trace,
-        strategy,
-        SimulatedProvider(window, reserved, style),
-        true_counter=counter,
-        estimator=estimator,
-        summarizer=summarizer,
-    )
+def run(trace: Trace, window: int, **kwargs: Any) -> ReplayOutput:
+    """:func:`tests.replaying.run` of DB-GPT, as designed unless ``release`` says otherwise
+    (``kwargs``: its options and knobs)."""
+    return replaying.run(trace, "dbgpt", window, **{"release": "design", **kwargs})
 
 
 def statuses(out: ReplayOutput, call: int | None = None) -> list[dict[str, Any]]:
@@ -85,8 +68,7 @@ def statuses(out: ReplayOutput, call: int | None = None) -> list[dict[str, Any]]
     ]
 
 
-def compactions(out: ReplayOutput) -> list[dict[str, Any]]:
-    return [e.to_dict() for e in out.events if e.type == ev.COMPACTION]
+compactions = replaying.compactions
 
 
 def final_view(out: ReplayOutput) -> list[Message]:
