@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from ctxbench.cli import cli
 from ctxbench.formats.canonical import write_traces
@@ -24,6 +24,11 @@ from tests.strategies.dbgpt_cases import (
 # -- configuration -------------------------------------------------------------------------------------
 
 
+def _run_dbgpt(trace: Path, *args: str) -> Result:
+    """``ctxbench run TRACE -s dbgpt --counter chars4 ARGS...`` through the CLI."""
+    return CliRunner().invoke(cli, ["run", str(trace), "-s", "dbgpt", "--counter", "chars4", *args])
+
+
 def test_the_agent_context_toml_section_is_accepted_by_run_config(tmp_path: Path) -> None:
     (tmp_path / "dbgpt.toml").write_text(
         "[service.web.agent_context]\nmax_context_tokens = 120000\nreserved_tokens = 4096\nwarning_threshold = 0.70\n"
@@ -32,25 +37,17 @@ def test_the_agent_context_toml_section_is_accepted_by_run_config(tmp_path: Path
         "utf-8",
     )
     write_traces(tmp_path / "t.jsonl", [react(3)])
-    result = CliRunner().invoke(
-        cli,
-        [
-            "run",
-            str(tmp_path / "t.jsonl"),
-            "-s",
-            "dbgpt",
-            "--config",
-            str(tmp_path / "dbgpt.toml"),
-            "-w",
-            "32000",
-            "--counter",
-            "chars4",
-            "--estimator",
-            "chars4",
-            "--json",
-            "--files-dir",
-            str(tmp_path / "files"),
-        ],
+    result = _run_dbgpt(
+        tmp_path / "t.jsonl",
+        "--config",
+        str(tmp_path / "dbgpt.toml"),
+        "-w",
+        "32000",
+        "--estimator",
+        "chars4",
+        "--json",
+        "--files-dir",
+        str(tmp_path / "files"),
     )
     assert result.exit_code == 0, result.output
     row = json.loads(result.output.splitlines()[0])
@@ -61,21 +58,7 @@ def test_the_agent_context_toml_section_is_accepted_by_run_config(tmp_path: Path
 
 def test_unknown_set_key_lists_valid_keys_with_types_and_defaults(tmp_path: Path) -> None:
     write_traces(tmp_path / "t.jsonl", [react(1)])
-    result = CliRunner().invoke(
-        cli,
-        [
-            "run",
-            str(tmp_path / "t.jsonl"),
-            "-s",
-            "dbgpt",
-            "-w",
-            "8000",
-            "--counter",
-            "chars4",
-            "--set",
-            "warn_threshold=0.5",
-        ],
-    )
+    result = _run_dbgpt(tmp_path / "t.jsonl", "-w", "8000", "--set", "warn_threshold=0.5")
     assert result.exit_code != 0
     text = str(result.exception) + result.output
     assert "warn_threshold" in text and "warning_threshold (float, default 0.7)" in text
