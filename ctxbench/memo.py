@@ -73,6 +73,8 @@ class ObjectMemo(Generic[K, V]):
 
     def many(self, objs: Sequence[K]) -> list[V]:
         """``[self(o) for o in objs]``, in C for the objects already seen."""
+        if len(objs) < 3:  # a call or two cost less than the passes below
+            return [self(o) for o in objs]
         out: list[object] = list(map(self._values.get, map(id, objs), repeat(_MISSING)))
         for i in _positions(out, _MISSING):
             out[i] = self(objs[i])

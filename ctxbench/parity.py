@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.context import ReplayContext, _ranges
+from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.prompt import index_runs
 from ctxbench.engine.strategy import ProviderCall, Strategy
 from ctxbench.trace import Message, Trace
 
@@ -89,7 +90,7 @@ class CallState:
 
     def describe(self) -> dict[str, Any]:
         out = asdict(self)
-        out["kept"] = _ranges(self.kept)
+        out["kept"] = index_runs(self.kept)
         return out
 
 
@@ -209,8 +210,8 @@ def compare(
                 "differs": [k for k, ok in same.items() if not ok],
                 "reproduction": x.describe(),
                 "shipped": y.describe(),
-                "only_reproduction_kept": _ranges(sorted(set(x.kept) - set(y.kept))),
-                "only_shipped_kept": _ranges(sorted(set(y.kept) - set(x.kept))),
+                "only_reproduction_kept": index_runs(sorted(set(x.kept) - set(y.kept))),
+                "only_shipped_kept": index_runs(sorted(set(y.kept) - set(x.kept))),
             }
     return TraceParity(
         trace_id=trace_id,

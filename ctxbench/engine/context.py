@@ -10,7 +10,7 @@ import json
 import operator
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import compress, count, repeat
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine.align import opcodes
+from ctxbench.engine.prompt import Change, Prompt, Step
 from ctxbench.engine.view import ContextView
 from ctxbench.errors import SummarizerError
 from ctxbench.memo import ContentMemo
@@ -77,6 +78,8 @@ class ReplayContext:
         self._system: tuple[str, ...] = ()
         self._recorded: dict[str, int] = {}  # fingerprint -> trace index of recorded messages
         self._pairing = PairingMemo()
+        #: the rewrites' keys a compaction settled last, every one of them recorded
+        self._settled: tuple[str, ...] = ()
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, type_: str, **data: Any) -> ev.Event:
@@ -116,35 +119,60 @@ class ReplayContext:
         the message ``messages[i]`` stands for (a part of a message the layer cut in two);
         None leaves it to the alignment (a rewrite in place stands for what it replaced).
         """
-        before, keys_before = self.view.messages, self.view.keys
-        est_before, true_before = self.view.estimated_tokens, self.view.true_tokens
-        changed_flag = _differs(before, messages)
+        view = self.view
+        before, keys_before, known_before = view.messages, view.keys, view.prompt
+        est_before, true_before = view.estimated_tokens, view.true_tokens
+        after = messages if isinstance(messages, Prompt) else None
+        known = None
+        if known_before is not None and after is not None:
+            known = known_before.change_to(after)
+        changed_flag, change = known if known is not None else (_differs(before, messages), None)
         if changed_flag:
             if sources is not None:
                 self._inherit_all(messages, sources)
-            self.view.replace(messages)
-            dropped, rewritten, added, gone = self._account(
-                before, messages, keys_before, self.view.keys
-            )
+            view.replace(messages)
+            if change is None:
+                change = _change(before, messages, keys_before, view.keys)
+            runs = change.runs_of(self._settle(change))
             self.emit(
                 ev.COMPACTION,
                 layer=layer,
                 est_before=est_before,
-                est_after=self.view.estimated_tokens,
+                est_after=view.estimated_tokens,
                 true_before=true_before,
-                true_after=self.view.true_tokens,
+                true_after=view.true_tokens,
                 messages_before=len(before),
                 messages_after=len(messages),
-                dropped=dropped,
-                changed=rewritten,
-                added=added,
-                dropped_messages=_ranges(gone),
-                pairing_violations=self._pairing.violations(messages),
-                system_kept=self.system_kept(),
+                dropped=change.dropped,
+                changed=change.rewritten,
+                added=change.added,
+                dropped_messages=runs,
+                pairing_violations=self._violations(messages, after),
+                system_kept=self._system_kept(after),
                 note=note,
             )
+        if known is None and known_before is not None and after is not None:
+            known_before.remember(after, changed_flag, change)
         self.status(layer)
         return changed_flag
+
+    def _violations(self, messages: Sequence[Message], prompt: Prompt | None) -> int:
+        """The pairing violations of ``messages`` (a prompt's, once)."""
+        if prompt is None:
+            return self._pairing.violations(messages)
+        if prompt.violations is None:
+            prompt.violations = self._pairing.violations(prompt)
+        return prompt.violations
+
+    def _system_kept(self, prompt: Prompt | None) -> bool:
+        """:meth:`system_kept` of the view (which shows ``prompt``, if given: once per prompt
+        and system texts)."""
+        if prompt is None:
+            return self.system_kept()
+        found = prompt.system_kept.get(self._system)
+        if found is None:
+            found = prompt.system_kept[self._system] = self.system_kept()
+        return found
 
     def reassemble(self, messages: Sequence[Message], sources: Sequence[Message | None]) -> None:
         """Replace the view without a compaction event: the system rebuilt its prompt from its
@@ -216,12 +244,17 @@ class ReplayContext:
             self._recorded.setdefault(message.fingerprint, index)
 
     def _inherit_all(self, messages: Sequence[Message], sources: Sequence[Message | None]) -> None:
-        """:meth:`_inherit` for each pair; a message standing for itself is skipped in C."""
+        """:meth:`_inherit` for each pair; a message standing for itself is skipped in C (a
+        prompt standing for another prompt knows its places)."""
         if len(messages) != len(sources):
             raise ValueError(
                 f"{len(sources)} sources for {len(messages)} messages: one source per message"
             )
-        for i in _positions_not(map(operator.is_, messages, sources)):
+        if isinstance(messages, Prompt) and isinstance(sources, Prompt):
+            places: Iterable[int] = messages.standing_in(sources)
+        else:
+            places = _positions_not(map(operator.is_, messages, sources))
+        for i in places:
             source = sources[i]
             if source is not None:
                 self._inherit(messages[i], source)
@@ -232,42 +265,35 @@ class ReplayContext:
             self._recorded.setdefault(message.fingerprint, index)
         self.view.append(message)
 
-    def _account(
-        self, before: Sequence[Message], after: Sequence[Message], a: list[str], b: list[str]
-    ) -> tuple[int, int, int, list[int]]:
-        """(dropped, rewritten, added, trace indices of dropped recorded messages).
-
-        The two lists are aligned on their fingerprints ``a`` and ``b``; a run of messages
-        replaced by as many messages of the same roles counts as rewritten in place (a
-        truncation, a mask), and the rewrite inherits the original's trace index, so later
-        drops still name it.
-        """
-        rewrites = _rewrites_in_place(before, after, a, b)
-        if rewrites is not None:  # the same length, and only rewrites in place of one role
-            new_keys = map(self._recorded.__contains__, map(b.__getitem__, rewrites))
-            for i in compress(rewrites, map(operator.not_, new_keys)):
-                self._inherit(after[i], before[i])
-            return 0, len(rewrites), 0, []
-        dropped = rewritten = added = 0
-        gone: list[int] = []
-        for tag, i1, i2, j1, j2 in opcodes(a, b):
-            if tag == "equal":
-                continue
-            olds, news = before[i1:i2], after[j1:j2]
-            if (
-                tag == "replace"
-                and len(olds) == len(news)
-                and all(o.role == n.role for o, n in zip(olds, news))
+    def _settle(self, change: Change) -> list[list[int | None]]:
+        """Carry out ``change`` on this replay's trace indices, step by step in the alignment's
+        order: a rewrite inherits its source's index (:meth:`_inherit`: when the source has one
+        and the rewrite none yet); returns the dropped messages' trace indices as ``[first,
+        last]`` runs (worked out once for the indices found)."""
+        recorded = self._recorded
+        found: list[list[int | None]] = []
+        for new, source, messages, dropped in change.steps:
+            # the keys settled last are known recorded (recorded keys stay): a layer that
+            # rewrites the same messages again, and a few more, reads only the few more
+            start = len(self._settled) if new[: len(self._settled)] == self._settled else 0
+            absent = False
+            # the membership is read as the loop reaches each place (two rewrites may share a key)
+            for i in compress(
+                count(start), map(operator.not_, map(recorded.__contains__, new[start:]))
             ):
-                rewritten += len(news)
-                for old, new in zip(olds, news):
-                    self._inherit(new, old)
-                continue
-            dropped += len(olds)
-            added += len(news)
-            recorded = self._recorded
-            gone += map(recorded.__getitem__, filter(recorded.__contains__, a[i1:i2]))
-        return dropped, rewritten, added, sorted(set(gone))
+                index, key = recorded.get(source[i]), new[i]
+                if (
+                    index is not None
+                    and key not in recorded
+                    and (key == source[i] or _carries_something(messages[i]))
+                ):
+                    recorded[key] = index
+                absent = absent or key not in recorded
+            if new and not absent:
+                self._settled = new
+            if dropped:
+                found.append(list(map(recorded.get, dropped)))
+        return found
 
     def remember_system(self, message: Message) -> None:
         if message.role == "system" and message.content:
@@ -347,16 +373,19 @@ class ReplayContext:
         return f"{self.trace_id}:{self.call}:{layer}:{self.seed}"
 
     # -- files at the edge ---------------------------------------------------------------------------
-    def write_file(self, relative_path: str, content: bytes) -> str:
+    def write_file(self, relative_path: str, content: bytes, *, sha256: str | None = None) -> str:
         """Record a file (snapshot, offload) to be written under the run's output directory.
 
         ``relative_path`` components are sanitised; the returned path is what the prompt cites.
+        ``sha256``: the content's, when the caller has it (:func:`json_file` gives it).
         """
-        return self._record(relative_path, content, hashlib.sha256(content).hexdigest())
+        if sha256 is None:
+            sha256 = hashlib.sha256(content).hexdigest()
+        return self._record(relative_path, content, sha256)
 
     def write_json(self, relative_path: str, payload: Any) -> str:
         """:meth:`write_file` of ``payload`` as indented JSON."""
-        return self._record(relative_path, *_json_file(payload))
+        return self._record(relative_path, *json_file(payload))
 
     def _record(self, relative_path: str, content: bytes, sha256: str) -> str:
         parts = [safe_component(p) for p in relative_path.split("/") if p not in ("", ".", "..")]
@@ -386,7 +415,7 @@ _JSON_FILES: ContentMemo[tuple[tuple[str, type, Any], ...], tuple[bytes, str]] =
 )
 
 
-def _json_file(payload: Any) -> tuple[bytes, str]:
+def json_file(payload: Any) -> tuple[bytes, str]:
     """``payload`` as an indented JSON file, and the file's sha256."""
 
     def render() -> tuple[bytes, str]:
@@ -480,19 +509,41 @@ def _rewrites_in_place(
     return changed
 
 
+def _change(
+    before: Sequence[Message], after: Sequence[Message], a: list[str], b: list[str]
+) -> Change:
+    """The accounting of a compaction from ``before`` to ``after`` (keys ``a`` and ``b``).
+
+    The two lists are aligned on their keys; a run of messages replaced by as many messages of
+    the same roles counts as rewritten in place (a truncation, a mask), and each rewrite
+    stands for the message it replaced (it inherits its trace index, so later drops still
+    name it); any other run counts as dropped and added."""
+    rewrites = _rewrites_in_place(before, after, a, b)
+    if rewrites is not None:  # the same length, and only rewrites in place of one role
+        new = tuple(map(b.__getitem__, rewrites))
+        sources = tuple(map(a.__getitem__, rewrites))
+        messages = tuple(map(after.__getitem__, rewrites))
+        return Change(0, len(rewrites), 0, ((new, sources, messages, ()),))
+    dropped = rewritten = added = 0
+    steps: list[Step] = []
+    for tag, i1, i2, j1, j2 in opcodes(a, b):
+        if tag == "equal":
+            continue
+        olds, news = before[i1:i2], after[j1:j2]
+        if (
+            tag == "replace"
+            and len(olds) == len(news)
+            and all(o.role == n.role for o, n in zip(olds, news))
+        ):
+            rewritten += len(news)
+            steps.append((tuple(b[j1:j2]), tuple(a[i1:i2]), tuple(news), ()))
+            continue
+        dropped += len(olds)
+        added += len(news)
+        steps.append(((), (), (), tuple(a[i1:i2])))
+    return Change(dropped, rewritten, added, tuple(steps))
+
+
 def _carries_something(message: Message) -> bool:
     """Whether a message holds anything a model reads: text, parts, tool calls, replay fields."""
     return bool(message.content or message.parts or message.tool_calls or message.replay)
-
-
-def _ranges(indices: Sequence[int]) -> list[list[int]]:
-    """Sorted indices as [first, last] runs: [1, 2, 3, 7] -> [[1, 3], [7, 7]]."""
-    if not indices:
-        return []
-    # where a run breaks: the next index is not one more (found in C)
-    breaks = list(compress(count(1), map(operator.ne, indices[1:], map(_NEXT, indices))))
-    starts, ends = [0, *breaks], [*breaks, len(indices)]
-    return [[indices[i], indices[j - 1]] for i, j in zip(starts, ends)]
-
-
-_NEXT = (1).__add__

@@ -159,10 +159,12 @@ def result_from_events(
     outcomes: Counter[str] = Counter()
     by_kind: dict[str, Counter[str]] = {}
     for raw in events:
-        e = raw.to_dict() if isinstance(raw, ev.Event) else dict(raw)
-        kind = e["type"]
+        if isinstance(raw, ev.Event):  # its fields, without building its dict
+            kind, e = raw.type, raw.data
+        else:
+            kind, e = raw["type"], raw
         if kind == ev.PROVIDER_CALL:
-            calls.add(int(e["call"]))
+            calls.add(raw.call if isinstance(raw, ev.Event) else int(raw["call"]))
             if e["limit"] > 0:
                 peak = max(peak, e["true_tokens"] / e["limit"])
             if e["attempt"] > 0:

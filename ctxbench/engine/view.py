@@ -10,7 +10,8 @@ so a replace costs a lookup per message, done in C: a strategy that rebuilds its
 at every call (DB-GPT 0.8.2) replaces hundreds of messages per call. A replace keeping the
 view's head and tail (a run dropped, a message rewritten) looks up only the messages between,
 and the view keeps its messages' fingerprints (``keys``), which a compaction's accounting
-aligns on.
+aligns on. A :class:`~ctxbench.engine.prompt.Prompt` keeps its counts and keys for every view
+that shows it (the view shares them until it appends), so a sweep's replays work them out once.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import operator
 from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import compress, count
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.align import equal_head
+from ctxbench.engine.prompt import Prompt
 from ctxbench.memo import ObjectMemo, shared_memo
 from ctxbench.pairing import Round, rounds
 from ctxbench.trace import Message, ToolSpec
@@ -51,7 +53,7 @@ def _same_tail(a: Sequence[object], b: Sequence[object], limit: int) -> int:
 class _Held(NamedTuple):
     """A list of messages the view held, with their counts and keys."""
 
-    messages: list[Message]
+    messages: Sequence[Message]
     est: list[int]
     true: list[int]
     keys: list[str]
@@ -77,7 +79,7 @@ class ContextView:
     ) -> None:
         self.estimator = estimator
         self.true_counter = true_counter
-        self._messages: list[Message] = []
+        self._messages: Sequence[Message] = []  # a list, or a prompt's tuple while shared
         self._est: list[int] = []
         self._true: list[int] = []
         self._keys: list[str] = []  # the messages' fingerprints
@@ -96,6 +98,12 @@ class ContextView:
         )
         #: the last lists the view held before the current one, newest first
         self._recent: list[_Held] = []
+        #: the prompt the view shows, when it shows one (no append since)
+        self._prompt: Prompt | None = None
+        #: the key of the prompts' counts: what they depend on besides the messages
+        self._counts_key = ("view", estimator, true_counter, self.est_overhead, self.true_overhead)
+        #: whether the lists are a prompt's (copied before the view appends)
+        self._shared = False
 
     # -- reading ------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -109,7 +117,15 @@ class ContextView:
 
     @property
     def messages(self) -> tuple[Message, ...]:
+        """The messages (the :class:`Prompt` itself when the view shows one)."""
+        if self._prompt is not None:
+            return self._prompt
         return tuple(self._messages)
+
+    @property
+    def prompt(self) -> Prompt | None:
+        """The prompt the view shows, when it was set to one and nothing was appended since."""
+        return self._prompt
 
     @property
     def keys(self) -> list[str]:
@@ -130,15 +146,21 @@ class ContextView:
     def shows(self, messages: Sequence[Message]) -> bool:
         """Whether the view is ``messages`` already, message for message: a prompt that did
         not change, which a strategy does not record again."""
-        return list(messages) == self._messages
+        mine = self._messages
+        return len(messages) == len(mine) and list(messages) == list(mine)
 
     def rounds(self) -> list[Round]:
         return rounds(self._messages)
 
     # -- changing -----------------------------------------------------------------------------
     def append(self, message: Message) -> None:
+        if self._shared:  # the lists are a prompt's: the view's own from now on
+            self._messages, self._est = list(self._messages), list(self._est)
+            self._true, self._keys = list(self._true), list(self._keys)
+            self._shared = False
+        self._prompt = None
         est, true = self._counts(message)
-        self._messages.append(message)
+        cast(list[Message], self._messages).append(message)
         self._est.append(est)
         self._true.append(true)
         self._keys.append(message.fingerprint)
@@ -146,21 +168,35 @@ class ContextView:
         self._true_sum += true
 
     def replace(self, messages: Sequence[Message]) -> None:
-        """Replace the whole view. A list that repeats, place by place, the view or one of the
-        last it held (:meth:`_aligned`) takes their counts and keys but where it differs; any
-        other keeps those of the messages at the view's head and tail, and looks up the others
-        (from what the view held, else the counters' caches)."""
-        new = list(messages)
+        """Replace the whole view. A :class:`Prompt` brings the counts and keys a view with
+        these counters worked out for it before. A list that repeats, place by place, the
+        view or one of the last it held (:meth:`_aligned`) takes their counts and keys but
+        where it differs; any other keeps those of the messages at the view's head and tail,
+        and looks up the others (from what the view held, else the counters' caches)."""
+        prompt = messages if isinstance(messages, Prompt) else None
         current = _Held(
             self._messages, self._est, self._true, self._keys, self._est_sum, self._true_sum
         )
-        held = next(
-            (h for h in (self._aligned(new, c) for c in (current, *self._recent)) if h), None
-        ) or self._around(new, current)
+        held: _Held | None = None
+        if prompt is not None:
+            held = prompt.counts.get(self._counts_key)
+        if held is None:
+            new = list(messages)
+            held = next(
+                (h for h in (self._aligned(new, c) for c in (current, *self._recent)) if h), None
+            ) or self._around(new, current)
+            if prompt is not None:
+                held = prompt.counts[self._counts_key] = held._replace(messages=prompt)
+        self._prompt, self._shared = prompt, prompt is not None
         # a message with the same fingerprint is the same prompt to the provider's cache
         self._dirty_from = min(self._dirty_from, equal_head(self._keys, held.keys))
         self._recent = [current, *self._recent[: _RECENT - 1]]
-        self._messages, self._est, self._true, self._keys = new, held.est, held.true, held.keys
+        self._messages, self._est, self._true, self._keys = (
+            held.messages,
+            held.est,
+            held.true,
+            held.keys,
+        )
         self._est_sum, self._true_sum = held.est_sum, held.true_sum
 
     def _aligned(self, new: list[Message], old: _Held) -> _Held | None:

@@ -157,6 +157,35 @@ def _collect_strings(value: Any, out: list[str]) -> None:
             _collect_strings(item, out)
 
 
+#: past this many places where the paths' common start stands, each path is looked for whole
+_MOST_STARTS = 64
+
+
+def held_paths(paths: Sequence[str], text: str) -> list[str]:
+    """The ``paths`` that ``text`` holds (``path in text``), in their order. A run writes
+    hundreds of files under one folder and a prompt cites a few: the paths' common start is
+    found in ``text`` once, and each path is compared only where it stands."""
+    prefix = _common_start(paths)
+    starts: list[int] = []
+    at = text.find(prefix) if len(prefix) >= 4 else -1
+    while at >= 0 and len(starts) < _MOST_STARTS:
+        starts.append(at)
+        at = text.find(prefix, at + 1)
+    if len(prefix) < 4 or at >= 0:  # no common start to go by, or too common
+        return [path for path in paths if path in text]
+    return [path for path in paths if any(text.startswith(path, s) for s in starts)]
+
+
+def _common_start(texts: Sequence[str]) -> str:
+    """The longest text every one of ``texts`` starts with (that of the first and the last in
+    sorted order)."""
+    if not texts:
+        return ""
+    first, last = min(texts), max(texts)
+    size = next((i for i, (a, b) in enumerate(zip(first, last)) if a != b), len(first))
+    return first[: min(size, len(last))]
+
+
 class PromptScorer:
     """Scores probes against one prompt (and the files the run wrote so far)."""
 
@@ -173,9 +202,8 @@ class PromptScorer:
         answers are in context, and a DB-GPT prompt cites every snapshot it kept)."""
         if self._cited is None:
             self._cited = [
-                (path, TextIndex.of(file_text(path, content)))
-                for path, content in sorted(self._files.items())
-                if path in self._raw
+                (path, TextIndex.of(file_text(path, self._files[path])))
+                for path in held_paths(sorted(self._files), self._raw)
             ]
         return self._cited
 

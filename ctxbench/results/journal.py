@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ctxbench import limits
-from ctxbench.engine.events import event_problem
+from ctxbench.engine.events import Event, event_problem
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import CtxbenchError, ResultsError
 from ctxbench.results.table import column_types
@@ -27,11 +27,21 @@ from ctxbench.results.table import column_types
 RUN_ID = re.compile(rb'^\{"run_id":"([^"]+)"')
 
 
-def record_line(result: RunResult, events: Sequence[Mapping[str, object]]) -> str:
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: what stands before each event of a record: JSON white space no other text of the line holds
+#: (the encoder writes no white space between tokens, and a tab in a string as ``\t``)
+EVENT_MARK = "\t"
+
+
+def record_line(result: RunResult, events: Sequence[Mapping[str, object] | Event]) -> str:
     """The journal record of a cell: ``{"run_id", "row", "events"}`` as one JSON line; over
-    the line limit, the record of a failed cell that says so (no events, the same metrics)."""
-    payload = {"run_id": result.run_id, "row": result.to_row(), "events": list(events)}
-    line = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    the line limit, the record of a failed cell that says so (no events, the same metrics).
+
+    Each event stands after a tab (:data:`EVENT_MARK`, white space to a JSON reader), so the
+    events file is written from the line without decoding the events (:func:`split_record`)."""
+    head = f'{{"run_id":{_ENCODE(result.run_id)},"row":{_ENCODE(result.to_row())},"events":['
+    texts = (e.to_json() if isinstance(e, Event) else _ENCODE(e) for e in events)
+    line = head + ",".join(EVENT_MARK + text for text in texts) + "]}"
     size = len(line.encode("utf-8", "backslashreplace"))
     if size <= limits.MAX_LINE_CHARS:
         return line
@@ -126,6 +136,29 @@ def parse_line(line: bytes) -> tuple[Any, str]:
         if match is None or match.group(1).decode("utf-8", "replace") != record.get("run_id"):
             problem = "its run_id is damaged"
     return record, problem
+
+
+def split_record(line: str) -> tuple[dict[str, Any], list[str]] | None:
+    """(the row, each event's JSON text) of a journal line :func:`record_line` wrote (its
+    newline included), the events left undecoded; None for a record with no events, or one
+    written without the marks (then decode it whole)."""
+    start = line.find(EVENT_MARK)
+    body = line[:-1] if line.endswith("\n") else line
+    if start < 0 or not body.endswith("]}"):
+        return None
+    row: dict[str, Any] = json.loads(line[:start] + "]}")["row"]
+    return row, body[start + 1 : -2].split("," + EVENT_MARK)
+
+
+def read_line(journal: Path, where: tuple[int, int], written: bytes) -> str | None:
+    """The journal line at ``where`` as text when its bytes are the line this process wrote
+    (``written``: its :func:`line_digest`), else None (then :func:`read_record` checks it)."""
+    if where[1] > limits.MAX_LINE_CHARS:
+        return None
+    with journal.open("rb") as fh:
+        fh.seek(where[0])
+        line = fh.read(where[1])
+    return line.decode("utf-8") if line_digest(line) == written else None
 
 
 def line_digest(line: bytes) -> bytes:

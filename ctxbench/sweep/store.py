@@ -46,7 +46,9 @@ from ctxbench.results.journal import (
     journal_lines,
     line_digest,
     parse_line,
+    read_line,
     read_record,
+    split_record,
     too_long_problem,
 )
 from ctxbench.results.layout import (
@@ -210,11 +212,28 @@ class ResultsWriter:
             ) as table,
         ):
             for rid in wanted:
-                record = read_record(journal, index[rid], written=self._written.get(rid))
-                events_out.write("".join(_event_lines(rid, record["events"])))
-                table.add(record["row"])
-                failed += record["row"]["error"] is not None
+                row = self._copy_events(journal, rid, index[rid], events_out)
+                table.add(row)
+                failed += row["error"] is not None
         return failed
+
+    def _copy_events(
+        self, journal: Path, run_id: str, where: tuple[int, int], out: AtomicFile
+    ) -> dict[str, Any]:
+        """Write a cell's events to the events file and return its row. A line this process
+        wrote is split where its events start (the events copied as text, with the run id put
+        first); any other is read and checked whole."""
+        written = self._written.get(run_id)
+        line = None if written is None else read_line(journal, where, written)
+        parts = None if line is None else split_record(line)
+        if parts is not None:
+            prefix = '{"run_id":' + _ENCODE(run_id) + ","
+            row, events = parts
+            out.write("".join([prefix + event[1:] + "\n" for event in events]))
+            return row
+        record = read_record(journal, where, written=written)
+        out.write("".join(_event_lines(run_id, record["events"])))
+        return dict(record["row"])
 
     def close(self) -> None:
         if self._fd is not None:

@@ -57,11 +57,10 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
         except Exception as exc:  # a strategy or plug-in raised: the row carries the error
             out.append(_failed(error_result(spec, exc)))
             continue
-        events = [e.to_dict() for e in output.events]
         out.append(
             CellOutcome(
                 spec.run_id,
-                record_line(output.result, events),
+                record_line(output.result, output.events),
                 kept_files(output, task.keep_files),
                 False,
             )

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.context import ReplayContext, _rewrites_in_place
+from ctxbench.engine.context import ReplayContext, _change, _rewrites_in_place
 from ctxbench.trace import Message, ToolCall
 from tests.factories import replay_context
 
@@ -101,6 +101,17 @@ def _difflib_account(
     return dropped, rewritten, added, sorted(set(gone))
 
 
+def _account(
+    ctx: ReplayContext, before: list[Message], after: list[Message]
+) -> tuple[int, int, int, list[int]]:
+    """A compaction's change, carried out on ``ctx``: (dropped, rewritten, added, the trace
+    indices of the dropped messages)."""
+    change = _change(before, after, _keys(before), _keys(after))
+    found = ctx._settle(change)
+    gone = sorted({i for indices in found for i in indices if i is not None})
+    return change.dropped, change.rewritten, change.added, gone
+
+
 def recorded_pool(messages: list[Message]) -> ReplayContext:
     ctx = replay_context()
     for index, message in enumerate(messages):
@@ -138,9 +149,7 @@ def test_a_compactions_counts_are_those_of_difflibs_alignment(
 ) -> None:
     before, after = pair
     ctx = recorded_pool(before)
-    assert ctx._account(before, after, _keys(before), _keys(after)) == _difflib_account(
-        before, after
-    )
+    assert _account(ctx, before, after) == _difflib_account(before, after)
 
 
 def test_rewrites_in_place_of_a_long_prompt_are_counted_without_the_opcodes() -> None:
@@ -150,7 +159,7 @@ def test_rewrites_in_place_of_a_long_prompt_are_counted_without_the_opcodes() ->
     retyped = [*after[:-1], Message("tool", "other")]
     assert _rewrites_in_place(before, retyped, _keys(before), _keys(retyped)) is None
     ctx = recorded_pool(before)
-    assert ctx._account(before, after, _keys(before), _keys(after)) == (0, 150, 0, [])
+    assert _account(ctx, before, after) == (0, 150, 0, [])
     assert [ctx.trace_index(m) for m in after] == list(range(400))  # the cuts keep their index
 
 

@@ -76,7 +76,8 @@ def test_ledger_layers_are_the_list_layers_of_each_rebuilt_prompt(
             continue
         answered += 1
         strat._last_count = ((), 0)  # the list layers count for themselves
-        assert from_ledger == strat._list_layers(prompt, ctx)
+        # the ledger's prompts are the process's Prompt tuples: compared message for message
+        assert [(layer, list(p)) for layer, p in from_ledger] == strat._list_layers(prompt, ctx)
     assert answered or any(m.role == "system" for s in stretches for m in s) or len(history) < 3
 
 

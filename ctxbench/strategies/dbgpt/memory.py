@@ -68,12 +68,20 @@ def with_progress(messages: Sequence[Message], progress: str | None) -> list[Mes
     out = list(messages)
     if not progress:
         return out
-    block = f"{progress}\n{PROGRESS_TAIL}"
     for i, msg in enumerate(out):
         if msg.role == "system":
-            out[i] = msg.with_text(f"{msg.content}\n{block}")
+            out[i] = progress_head(msg, progress)
             return out
-    return [Message("system", block), *out]
+    return [progress_head(None, progress), *out]
+
+
+def progress_head(system: Message | None, progress: str) -> Message:
+    """The system prompt with the ``task_progress`` block: ``system`` (the first of the memory)
+    with the block appended, or the block alone when there is none."""
+    block = f"{progress}\n{PROGRESS_TAIL}"
+    if system is None:
+        return Message("system", block)
+    return system.with_text(f"{system.content}\n{block}")
 
 
 def is_observation(message: Message, rules: DbgptRelease) -> bool:

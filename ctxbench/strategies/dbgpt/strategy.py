@@ -11,9 +11,10 @@ from functools import partial
 from itertools import compress, count, repeat
 from typing import ClassVar
 
-from ctxbench.engine.context import ReplayContext, safe_component
+from ctxbench.engine.context import ReplayContext, json_file, safe_component
+from ctxbench.engine.prompt import PROMPTS
 from ctxbench.errors import ProviderOverflowError, SummarizerError
-from ctxbench.memo import ObjectMemo, shared_memo
+from ctxbench.memo import ContentMemo, ObjectMemo, shared_memo
 from ctxbench.strategies.base import ReplyAborted, Strategy
 from ctxbench.strategies.dbgpt.config import (
     DEFAULT_MAX_CONTEXT_TOKENS,
@@ -34,12 +35,12 @@ from ctxbench.strategies.dbgpt.memory import (
     is_observation,
     manager_rounds,
     persisted_block,
+    progress_head,
     progress_line,
     snapshot_path,
     stored,
     task_progress,
     with_path,
-    with_progress,
 )
 from ctxbench.strategies.releases import release_summaries
 from ctxbench.summarizers.base import SummaryRequest
@@ -111,8 +112,10 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         self._kinds: ObjectMemo[Message, int] = shared_memo(
             ("dbgpt.kind", self.rules), partial(_kind, rules=self.rules)
         )
-        #: the agent's ``_task_progress``: a line per successful step (step, action, snapshot)
+        #: the agent's ``_task_progress``: a line per successful step (step, action, snapshot),
+        #: and the token naming those lines (:func:`_progressed`)
         self._progress_lines: list[str] = []
+        self._progress_token = 0
         # 0.8.2's rebuilt history (the uncompacted messages, with what the manager asks of
         # them; set at the first rebuild) and the prompt last built from it
         self._ledger: HistoryLedger | None = None
@@ -225,7 +228,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     # -- manager flow -----------------------------------------------------------------------------
     def before_call(self, ctx: ReplayContext) -> None:
         self.layer4_retries = 0
-        steps: list[tuple[str, list[Message]]] | None = None
+        steps: list[tuple[str, Sequence[Message]]] | None = None
         if not self.rules.persistent:
             self._track_reply(ctx)
             prompt, sources, shape = self._rebuild(ctx)
@@ -240,7 +243,10 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             self._built = ctx.view.messages
 
     def _repeats_last(
-        self, prompt: list[Message], steps: list[tuple[str, list[Message]]], ctx: ReplayContext
+        self,
+        prompt: Sequence[Message],
+        steps: list[tuple[str, Sequence[Message]]],
+        ctx: ReplayContext,
     ) -> bool:
         """The rebuilt memory, managed, gives again the prompt the model saw last (plus what
         arrived since), and no summary is due: nothing changed for the model, so nothing is
@@ -261,7 +267,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
     def _rebuild(
         self, ctx: ReplayContext
-    ) -> tuple[list[Message], list[Message | None], Shape | None]:
+    ) -> tuple[Sequence[Message], Sequence[Message | None], Shape | None]:
         """0.8.2: the agent builds the prompt from memory (the uncompacted history plus what
         arrived since the last call), so last call's compaction is gone. The view is set to that
         history without a compaction event (``ctx.reassemble``): nothing was compacted, the
@@ -273,35 +279,69 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             ledger.extend(ctx.view.messages[len(self._built) :])
         else:
             ledger.reset(ctx.view.messages)
-        history = ledger.messages
-        prompt, sources = list(history), list[Message | None](history)
-        if self.rules.react_memory:
-            prompt = with_progress(history, task_progress(self._progress_lines))
-            sources = sources if len(prompt) == len(sources) else [None, *sources]
-        return prompt, sources, self._shape_of(prompt, history)
+        head = self._progress_head(ledger) if self.rules.react_memory else None
+        n, first = len(ledger), ledger.first_system
+        # the history is what each rebuilt message stands for (but a new system prompt)
+        remembered = PROMPTS.get(("dbgpt.history", ledger.token), lambda: ledger.messages)
+        if head is None:
+            return remembered, remembered, self._shape(remembered, n, first == 0)
+        if first is None:
+            prompt = PROMPTS.get(
+                ("dbgpt.rebuilt", ledger.token, id(head)), lambda: [head, *ledger.messages]
+            )
+            return prompt, [None, *remembered], self._shape(prompt, n, False)
+        prompt = PROMPTS.get(
+            ("dbgpt.rebuilt", ledger.token, id(head)),
+            lambda: [*remembered[:first], head, *remembered[first + 1 :]],
+        )
+        return prompt, remembered, self._shape(prompt, n, first == 0)
+
+    def _progress_head(self, ledger: HistoryLedger) -> Message | None:
+        """The memory's first system prompt with the task progress so far (None without
+        progress): one object for the same system prompt and lines in the whole process, so a
+        sweep's replays rebuild the same prompt."""
+        if not self._progress_lines:
+            return None
+        at = ledger.first_system
+        system = None if at is None else ledger[at]
+        key = (id(system), self._progress_token)
+        found = _HEADS.peek(key)
+        if found is None or found[0] is not system:
+            found = (system, progress_head(system, task_progress(self._progress_lines) or ""))
+            _HEADS.put(key, found, len(found[1].content))
+        return found[1]
 
     def _ledger_of(self, ctx: ReplayContext) -> HistoryLedger:
         if self._ledger is None:
             self._ledger = HistoryLedger(
-                lambda messages: self._counts(messages, ctx), self._kinds.many, self._cuts.many
+                lambda messages: self._counts(messages, ctx),
+                self._kinds.many,
+                self._cuts.many,
+                key=(self.rules, self.cfg.observation_max_chars, ctx.estimator),
             )
         return self._ledger
 
     def _shape_of(self, prompt: Sequence[Message], history: Sequence[Message]) -> Shape | None:
         """``prompt`` (built from ``history``) as the ledger sees it: 0.8.2's progress block
         is in a system prompt prepended or standing for the history's first message."""
+        return self._shape(prompt, len(history), bool(history) and history[0].role == "system")
+
+    def _shape(self, prompt: Sequence[Message], n: int, system_first: bool) -> Shape | None:
+        """:meth:`_shape_of` from the history's length and whether it opens with a system
+        message."""
         if not (self.rules.react_memory and prompt):
             return None
-        question = int(self._managed(prompt)[1] != [])
-        if len(prompt) == len(history) + 1:
+        last = prompt[-1]  # the current question, when the agent appended one (_managed)
+        question = int(last.role == "user" and not last.is_observation)
+        if len(prompt) == n + 1:
             return Shape((prompt[0],), 0, question)
-        if history and history[0].role == "system":
+        if system_first:
             return Shape((prompt[0],), 1, question)
         return Shape((), 0, question)
 
     def _cheap_layers(
         self, messages: Sequence[Message], ctx: ReplayContext, shape: Shape | None = None
-    ) -> list[tuple[str, list[Message]]]:
+    ) -> list[tuple[str, Sequence[Message]]]:
         """The layers ``manage_context`` runs before a summary (1 and 2) on ``messages``, with
         the prompt after each: pure, so the rebuilt memory can be managed before it is shown.
         A prompt just rebuilt (of ``shape``) is managed from the ledger's running sums when it
@@ -316,7 +356,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
     def _ledger_layers(
         self, prompt: Sequence[Message], shape: Shape, ctx: ReplayContext
-    ) -> list[tuple[str, list[Message]]] | None:
+    ) -> list[tuple[str, Sequence[Message]]] | None:
         """:meth:`_list_layers` of the prompt just rebuilt (of ``shape``), from the ledger."""
         if self.cfg.age_from != "loop_counter" or self._ledger is None:
             return None
@@ -337,9 +377,9 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
     def _list_layers(
         self, messages: Sequence[Message], ctx: ReplayContext
-    ) -> list[tuple[str, list[Message]]]:
+    ) -> list[tuple[str, Sequence[Message]]]:
         """The layers 1 and 2 of :meth:`_cheap_layers`, worked out on the message lists."""
-        steps: list[tuple[str, list[Message]]] = []
+        steps: list[tuple[str, Sequence[Message]]] = []
         state = self._state(messages, ctx)
         if state == "normal":
             return steps
@@ -365,7 +405,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         )
 
     def _manage(
-        self, ctx: ReplayContext, steps: list[tuple[str, list[Message]]] | None = None
+        self, ctx: ReplayContext, steps: list[tuple[str, Sequence[Message]]] | None = None
     ) -> None:
         """``ContextManager.manage_context`` (manager.py:97-168); ``steps``: layers 1 and 2
         already worked out on the view (:meth:`_cheap_layers`)."""
@@ -535,31 +575,17 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
     def _tool_name(self, message: Message, ctx: ReplayContext) -> tuple[str, str, str]:
         """(action, action_input, thought) of the call a result answers."""
-        assistant = next((m for m in reversed(ctx.view.messages) if m.role == "assistant"), None)
-        if assistant is None:
-            return message.name or "tool", "", ""
-        if message.role == "tool":
-            call = next((c for c in assistant.tool_calls if c.id == message.tool_call_id), None)
-            action = call.name if call else (message.name or "tool")
-            return action, call.arguments if call else "", assistant.content
-        action_m = _ACTION_RE.search(assistant.content)
-        input_m = _ACTION_INPUT_RE.search(assistant.content)
-        thought_m = _THOUGHT_RE.search(assistant.content)
-        return (
-            action_m.group(1).strip() if action_m else "action",
-            input_m.group(1).strip() if input_m else "",
-            thought_m.group(1).strip() if thought_m else assistant.content,
-        )
+        return _tool_name(message, _last_assistant(ctx))
 
     def _persist(self, message: Message, ctx: ReplayContext, threshold: float | None) -> Message:
         if not self.cfg.persist_tool_results or failed(message):
             return message
-        action, _, _ = self._tool_name(message, ctx)
-        if action in PINNED_TOOLS:
-            return message
         limit = self._limits(ctx)[0] if threshold is None else threshold
         content = message.content
         if len(content) <= limit or PERSISTED_OUTPUT_TAG in content:
+            return message
+        action, _, _ = self._tool_name(message, ctx)
+        if action in PINNED_TOOLS:
             return message
         stem = safe_component(
             message.tool_call_id or f"{action}_{len(self._progress_lines) + 1:03d}"
@@ -578,38 +604,116 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         """``Role._write_op_snapshot`` (role.py:408-470) and the pointer of react_agent.py:335-350."""
         if not self.cfg.snapshots or failed(message):
             return message
-        action, action_input, thought = self._tool_name(message, ctx)
-        conv_id = safe_component(ctx.trace_id)
-        observation = message.content
-        if message.is_observation:
-            observation = observation.lstrip()[len("Observation:") :].lstrip()
-        if self.rules.design_snapshots:
-            step, missing = len(self._progress_lines) + 1, None
-            relative = f"op_snapshots/{conv_id}/step_{step:03d}_{safe_component(action)}.json"
-        else:
-            # the ReAct retry counter + 1; failed steps write nothing, so numbers skip
-            step, missing = ctx.call - self._reply_start, ""
-            safe_action = "".join(c if c.isalnum() or c in "-_" else "_" for c in action)
-            relative = f"{conv_id}/step_{step:03d}_{safe_action}.json"
-        payload = {
-            "step": step,
-            "action": action,
-            "phase": missing,
-            "action_intention": missing,
-            "action_reason": missing,
-            "thought": thought,
-            "action_input": action_input,
-            "observation": observation,
-            "timestamp": None,
-            "conv_id": ctx.trace_id,
-        }
-        path = ctx.write_json(relative, payload)
+        design = self.rules.design_snapshots
+        step = len(self._progress_lines) + 1 if design else ctx.call - self._reply_start
+        assistant = _last_assistant(ctx)
+        # what the step's file holds depends on these alone: worked out once in the process
+        key = (id(message), id(assistant), step, ctx.trace_id, design)
+        found = _SNAPSHOTS.peek(key)
+        if found is None or found[0] is not message or found[1] is not assistant:
+            found = (
+                message,
+                assistant,
+                *_snapshot_file(message, assistant, step, ctx.trace_id, design),
+            )
+            _SNAPSHOTS.put(key, found, len(found[4]))
+        action, relative, content, sha256 = found[2:]
+        path = ctx.write_file(relative, content, sha256=sha256)
         if not self.rules.design_snapshots:
             # 0.8.2 overwrites a step file a later reply names again; the prompt cites that
             # name (ctxbench keeps the later content under ``~2``: a written file stays)
             path = relative
-        self._progress_lines.append(progress_line(step, action, path))
+        line = progress_line(step, action, path)
+        self._progress_lines.append(line)
+        self._progress_token = _progressed(self._progress_token, line)
         return _citing(message, path, design=self.rules.design_snapshots)
+
+
+def _last_assistant(ctx: ReplayContext) -> Message | None:
+    """The view's last assistant message (the call the results being added answer)."""
+    view = ctx.view
+    for i in range(len(view) - 1, -1, -1):  # read from the end, without copying the view
+        if view[i].role == "assistant":
+            return view[i]
+    return None
+
+
+def _tool_name(message: Message, assistant: Message | None) -> tuple[str, str, str]:
+    """(action, action_input, thought) of the call of ``assistant`` the result answers."""
+    if assistant is None:
+        return message.name or "tool", "", ""
+    if message.role == "tool":
+        call = next((c for c in assistant.tool_calls if c.id == message.tool_call_id), None)
+        action = call.name if call else (message.name or "tool")
+        return action, call.arguments if call else "", assistant.content
+    action_m = _ACTION_RE.search(assistant.content)
+    input_m = _ACTION_INPUT_RE.search(assistant.content)
+    thought_m = _THOUGHT_RE.search(assistant.content)
+    return (
+        action_m.group(1).strip() if action_m else "action",
+        input_m.group(1).strip() if input_m else "",
+        thought_m.group(1).strip() if thought_m else assistant.content,
+    )
+
+
+def _snapshot_file(
+    message: Message, assistant: Message | None, step: int, trace_id: str, design: bool
+) -> tuple[str, str, bytes, str]:
+    """(action, relative path, content, sha256) of the snapshot of result ``message`` at
+    ``step`` (``Role._write_op_snapshot``, role.py:408-470)."""
+    action, action_input, thought = _tool_name(message, assistant)
+    conv_id = safe_component(trace_id)
+    observation = message.content
+    if message.is_observation:
+        observation = observation.lstrip()[len("Observation:") :].lstrip()
+    if design:
+        missing = None
+        relative = f"op_snapshots/{conv_id}/step_{step:03d}_{safe_component(action)}.json"
+    else:
+        # the ReAct retry counter + 1; failed steps write nothing, so numbers skip
+        missing = ""
+        safe_action = "".join(c if c.isalnum() or c in "-_" else "_" for c in action)
+        relative = f"{conv_id}/step_{step:03d}_{safe_action}.json"
+    payload = {
+        "step": step,
+        "action": action,
+        "phase": missing,
+        "action_intention": missing,
+        "action_reason": missing,
+        "thought": thought,
+        "action_input": action_input,
+        "observation": observation,
+        "timestamp": None,
+        "conv_id": trace_id,
+    }
+    return (action, relative, *json_file(payload))
+
+
+#: the snapshot files of the process: (ids of the result and of its call, step, trace, design)
+#: -> (that result and call, held so their ids stay their own; action, relative path,
+#: content, sha256), bounded by the files' bytes
+_SNAPSHOTS: ContentMemo[
+    tuple[int, int, int, str, bool], tuple[Message, Message | None, str, str, bytes, str]
+] = ContentMemo(limit=64 * 2**20)
+
+#: the progress heads of the process: (id of the system prompt, progress token) -> (that
+#: system prompt, held so its id stays its own; the head), bounded by the heads' text
+_HEADS: ContentMemo[tuple[int, int], tuple[Message | None, Message]] = ContentMemo(limit=64 * 2**20)
+#: the task progress of the process: (a token, a line) -> the token of its lines and that line
+_PROGRESS: dict[tuple[int, str], int] = {}
+_PROGRESS_LIMIT = 1_000_000
+_progress_tokens = count(1)
+
+
+def _progressed(token: int, line: str) -> int:
+    """The token of the progress lines ``token`` names with ``line`` appended: equal lines give
+    equal tokens in every replay of the process."""
+    found = _PROGRESS.get((token, line))
+    if found is None:
+        if len(_PROGRESS) >= _PROGRESS_LIMIT:
+            _PROGRESS.clear()  # tokens are never given twice: old ones just stop matching
+        found = _PROGRESS[(token, line)] = next(_progress_tokens)
+    return found
 
 
 def _cut(msg: Message, *, rules: DbgptRelease, max_chars: int) -> Message:
