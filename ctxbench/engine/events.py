@@ -26,10 +26,11 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ctxbench.jsontext import compact_json
 
 CONTEXT_STATUS = "context.status"
 COMPACTION = "compaction"
@@ -129,7 +130,7 @@ class Event:
         return self.data[key]
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_ENCODE = compact_json
 #: each event type as JSON (a handful of types, a hundred thousand events a sweep)
 _KINDS: dict[str, str] = {}
 
@@ -138,7 +139,7 @@ def event_line(event: Event, **extra: Any) -> str:
     """One event as a JSON line (deterministic), with extra leading keys such as ``run_id``."""
     payload = dict(extra)
     payload.update(event.to_dict())
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(payload)
 
 
 def event_problem(data: Any) -> tuple[str, str] | None:

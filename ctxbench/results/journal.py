@@ -22,12 +22,13 @@ from ctxbench import limits
 from ctxbench.engine.events import Event, event_problem
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import CtxbenchError, ResultsError
+from ctxbench.jsontext import compact_json
 from ctxbench.results.table import column_types
 
 RUN_ID = re.compile(rb'^\{"run_id":"([^"]+)"')
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_ENCODE = compact_json
 #: what stands before each event of a record: JSON white space no other text of the line holds
 #: (the encoder writes no white space between tokens, and a tab in a string as ``\t``)
 EVENT_MARK = "\t"

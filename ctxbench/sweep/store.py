@@ -40,6 +40,7 @@ from typing import IO, Any
 from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
 from ctxbench.engine.events import Event, event_line
 from ctxbench.errors import OutputError
+from ctxbench.jsontext import compact_json
 from ctxbench.results.files import refuse_links, write_files
 from ctxbench.results.journal import (
     journal_index,
@@ -251,7 +252,7 @@ class ResultsWriter:
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_ENCODE = compact_json
 
 
 def _event_lines(run_id: str, events: Sequence[Mapping[str, Any]]) -> Iterator[str]:

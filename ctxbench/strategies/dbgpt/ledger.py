@@ -242,10 +242,16 @@ class HistoryLedger:
         if rounds <= keep_rounds:
             return Layers((used, used_cut, used_cut), cut_to, skip)
         # Layer 2: walk back over the rounds, keeping the last ``keep_rounds`` and then until
-        # ``keep_tokens`` are kept (the round where the walk stops is counted, not kept)
-        r = rounds - keep_rounds - 1
-        while r >= 0 and self._mixed(cut_to, start(r), stop) < keep_tokens:
-            r -= 1
+        # ``keep_tokens`` are kept (the round where the walk stops is counted, not kept). What
+        # is kept from round ``r`` on only shrinks as ``r`` grows, so the round the walk stops
+        # at is found by bisection: the last ``r`` (at most the walk's first) keeping enough
+        last_walked = rounds - keep_rounds - 1
+        short = bisect_left(
+            range(last_walked + 1),
+            True,
+            key=lambda r: self._mixed(cut_to, start(r), stop) < keep_tokens,
+        )
+        r = short - 1
         if r < 0:
             return Layers((used, used_cut, used_cut), cut_to, skip)
         keep_from = start(r + 1)

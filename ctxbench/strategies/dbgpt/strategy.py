@@ -553,11 +553,11 @@ class DbgptStrategy(Strategy[DbgptConfig]):
                 total += len(out[i].content) - before
         result = []
         for original, kept in zip(messages, out):
+            # ``_persist`` returns the message itself or its persisted block (which the
+            # snapshot's pointer keeps): only a result it replaced was persisted here
+            persisted = kept is not original
             kept = self._snapshot(kept, ctx)
-            if (
-                PERSISTED_OUTPUT_TAG in kept.content
-                and PERSISTED_OUTPUT_TAG not in original.content
-            ):
+            if persisted:
                 ctx.tool_result_changed("persist", original, kept, note="tool result persisted")
             result.append(kept)
         return result
