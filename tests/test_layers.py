@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.sizes",
             "ctxbench.limits",
             "ctxbench.memo",
+            "ctxbench.collector",
             "ctxbench.escaping",
             "ctxbench.bootstrap",
         ),

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from ctxbench import config as configuration
 from ctxbench.cell.spec import RunSpec, canonical_json
+from ctxbench.collector import paced
 from ctxbench.counting import counter_under
 from ctxbench.counting.auto import rule_for, trace_model
 from ctxbench.counting.base import TokenCounter
@@ -101,19 +102,20 @@ def run_spec(
     if spec.mine_probes and not trace.probes:
         probes = (mined or (lambda: mined_probes(trace)))()
     started = time.perf_counter()
-    output = replay(
-        trace,
-        parts.strategy,
-        parts.provider,
-        true_counter=parts.true_counter,
-        estimator=parts.estimator,
-        summarizer=parts.summarizer,
-        probes=probes,
-        seed=spec.seed,
-        identity=identity_of(spec),
-        prices=prices,
-        on_call=on_call,
-    )
+    with paced():
+        output = replay(
+            trace,
+            parts.strategy,
+            parts.provider,
+            true_counter=parts.true_counter,
+            estimator=parts.estimator,
+            summarizer=parts.summarizer,
+            probes=probes,
+            seed=spec.seed,
+            identity=identity_of(spec),
+            prices=prices,
+            on_call=on_call,
+        )
     return replace(output, replay_seconds=round(time.perf_counter() - started, 6))
 
 

@@ -5,6 +5,7 @@ Pure: it records events and files in memory; nothing here touches the disk or th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import operator
@@ -42,6 +43,15 @@ def safe_component(text: str, *, limit: int = 64) -> str:
         return text
     digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return cleaned[: limit - 9] + "_" + digest
+
+
+@functools.lru_cache(maxsize=65536)
+def safe_path(relative_path: str) -> str:
+    """A relative path of :func:`safe_component` parts (``""``, ``.`` and ``..`` left out),
+    ``file`` when none is left. Memoised: a sweep's replays of one trace write the same
+    paths again."""
+    parts = [safe_component(p) for p in relative_path.split("/") if p not in ("", ".", "..")]
+    return "/".join(parts) or "file"
 
 
 class ReplayContext:
@@ -388,8 +398,7 @@ class ReplayContext:
         return self._record(relative_path, *json_file(payload))
 
     def _record(self, relative_path: str, content: bytes, sha256: str) -> str:
-        parts = [safe_component(p) for p in relative_path.split("/") if p not in ("", ".", "..")]
-        path = _unused("/".join(parts) or "file", content, self.files)
+        path = _unused(safe_path(relative_path), content, self.files)
         self.files[path] = content
         self.emit(ev.SNAPSHOT, path=path, bytes=len(content), sha256=sha256)
         return path

@@ -138,6 +138,10 @@ def _version() -> str:
     return __version__
 
 
+#: the event types the row does not read
+_UNCOUNTED = frozenset({ev.CONTEXT_STATUS, ev.SNAPSHOT, ev.RECORDED})
+
+
 def result_from_events(
     events: Iterable[ev.Event | Mapping[str, Any]],
     identity: Identity,
@@ -163,6 +167,8 @@ def result_from_events(
             kind, e = raw.type, raw.data
         else:
             kind, e = raw["type"], raw
+        if kind in _UNCOUNTED:  # most events: a status at every step, a snapshot per result
+            continue
         if kind == ev.PROVIDER_CALL:
             calls.add(raw.call if isinstance(raw, ev.Event) else int(raw["call"]))
             if e["limit"] > 0:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
+from ctxbench.collector import paced
 from ctxbench.engine.result import Prices
 from ctxbench.sweep.executors import Executor, InlineExecutor
 from ctxbench.sweep.sources import TraceEntry, catalogue
@@ -169,7 +170,8 @@ def run_sweep(
     executor = executor or InlineExecutor()
     dropped = 0
     try:
-        with ResultsWriter(out, resume=resume, retry_failed=retry_failed) as writer:
+        # the collector paced for the whole sweep: its caches grow from cell to cell
+        with paced(), ResultsWriter(out, resume=resume, retry_failed=retry_failed) as writer:
             planned = plan(spec)
             record = sweep_record(spec, planned)
             wanted = set(planned.run_ids())

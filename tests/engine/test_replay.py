@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
 from ctxbench.engine import events as ev
-from ctxbench.engine.context import ReplayContext, safe_component
+from ctxbench.engine.context import ReplayContext, safe_component, safe_path
 from ctxbench.engine.provider import ERROR_STYLES, SimulatedProvider, is_overflow_error
 from ctxbench.engine.replay import MAX_ATTEMPTS, ReplayOutput, replay
 from ctxbench.engine.result import Identity, Prices, result_from_events
@@ -314,6 +314,27 @@ def test_file_names_from_untrusted_text_cannot_escape(raw: str) -> None:
         and not name.startswith(".")
         and len(name) <= 64
     )
+
+
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        ("snapshots/t/001_bash.json", "snapshots/t/001_bash.json"),
+        ("../../etc/passwd", "etc/passwd"),
+        ("/abs//./path", "abs/path"),
+        ("..", "file"),
+        ("", "file"),
+    ],
+)
+def test_a_files_path_keeps_only_safe_components(raw: str, path: str) -> None:
+    assert safe_path(raw) == path
+
+
+def test_a_files_path_is_each_component_made_safe() -> None:
+    raw = "persisted/a b:c/" + "x" * 100 + ".txt"
+    parts = safe_path(raw).split("/")
+    assert parts == [safe_component(p) for p in raw.split("/")]
+    assert safe_path(raw) is safe_path(raw)  # worked out once
 
 
 def test_a_summarizer_that_crashes_counts_as_a_failed_summary_not_a_crashed_replay() -> None:

@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.probes.model import Probe
-from ctxbench.probes.scoring import OUTCOMES, PromptScorer, TextIndex, normalise, score_probes
+from ctxbench.probes.scoring import (
+    OUTCOMES,
+    PromptScorer,
+    TextIndex,
+    held_paths,
+    normalise,
+    score_probes,
+)
 from ctxbench.trace import Message, ToolCall
 
 
@@ -182,3 +189,28 @@ def test_normalise_folds_quotes_and_whitespace() -> None:
 @given(st.lists(st.text(st.sampled_from(list("ab Σσ\n\t\"'“xİ.\u2028\x1c\u00a01")), max_size=8)))
 def test_an_index_of_lines_is_the_index_of_their_joined_text(lines: list[str]) -> None:
     assert TextIndex.of_lines(lines) == TextIndex.of("\n".join(lines))
+
+
+PATHS = st.lists(
+    st.builds(
+        lambda folder, name: f"{folder}/{name}.json",
+        st.sampled_from(["snapshots/t", "snapshots/u", "s"]),
+        st.text("ab1_", min_size=1, max_size=4),
+    ),
+    max_size=8,
+    unique=True,
+)
+
+
+@given(PATHS, st.lists(st.sampled_from(["snapshots/t/", "a.json", "b", "x ", "1_"]), max_size=30))
+def test_the_paths_a_text_holds_are_the_ones_found_in_it(
+    paths: list[str], pieces: list[str]
+) -> None:
+    text = "".join(pieces) + " ".join(paths[::2])
+    assert held_paths(paths, text) == [p for p in paths if p in text]
+
+
+def test_a_text_citing_the_common_start_everywhere_is_searched_path_by_path() -> None:
+    paths = [f"snapshots/t/{i:03d}.json" for i in range(100)]
+    text = " ".join(["snapshots/t/"] * 70) + " snapshots/t/042.json"  # over 64 starts
+    assert held_paths(paths, text) == ["snapshots/t/042.json"]

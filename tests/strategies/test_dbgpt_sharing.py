@@ -47,3 +47,21 @@ def test_what_a_replay_records_does_not_depend_on_the_replays_before_it() -> Non
     memo._SHARED.clear()
     alone = _events(_replay(min_keep_recent_rounds=3))
     assert after_another == alone
+
+
+def test_two_configurations_share_the_ledgers_history() -> None:
+    """The counts, round ends and cuts of the history are worked out by the first replay that
+    reaches a message; a replay under other thresholds reads them."""
+    strategies = [build_strategy("dbgpt", {"warning_threshold": w}) for w in (0.5, 0.7)]
+    counter = get_counter("tiktoken:o200k_base")
+    for strategy in strategies:
+        replay(
+            TRACE,
+            strategy,
+            SimulatedProvider(8192, 0),
+            true_counter=counter,
+            estimator=get_counter("dbgpt"),
+        )
+    first, second = (s._ledger for s in strategies)  # type: ignore[attr-defined]
+    assert first is not None and second is not None
+    assert first._h is second._h and len(first) == len(second) > 0

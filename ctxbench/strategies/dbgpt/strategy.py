@@ -182,6 +182,10 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     def _counts(self, messages: Sequence[Message], ctx: ReplayContext) -> list[int]:
         """``count_messages([msg])`` of each message: 0.8.2 counts the stored form (the ReAct
         text)."""
+        return self._count_memo(ctx).many(messages)
+
+    def _count_memo(self, ctx: ReplayContext) -> ObjectMemo[Message, int]:
+        """The memo of :meth:`_counts` (the process's, for this estimator and memory form)."""
         if self._count is None:
             estimator, react = ctx.estimator, self.rules.react_memory
             self._count = shared_memo(
@@ -190,7 +194,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
                 if react
                 else estimator.count_message,
             )
-        return self._count.many(messages)
+        return self._count
 
     def _round_ends(self, messages: Sequence[Message], kinds: list[int] | None = None) -> list[int]:
         """The index of each of the manager's rounds' last message (an unfinished last round
@@ -313,8 +317,10 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
     def _ledger_of(self, ctx: ReplayContext) -> HistoryLedger:
         if self._ledger is None:
+            # the memos' own methods: a closure over the strategy and the context would make
+            # a cycle that keeps a finished replay (and its events) alive until a collection
             self._ledger = HistoryLedger(
-                lambda messages: self._counts(messages, ctx),
+                self._count_memo(ctx).many,
                 self._kinds.many,
                 self._cuts.many,
                 key=(self.rules, self.cfg.observation_max_chars, ctx.estimator),
