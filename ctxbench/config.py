@@ -82,8 +82,9 @@ def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
     args = typing.get_args(tp)
 
     def fail(expected: str) -> ConfigError:
+        got = json.dumps(value) if isinstance(value, bool) else repr(value)  # as the file has it
         return ConfigError(
-            f"expected {expected}, got {value!r}",
+            f"expected {expected}, got {got}",
             path=source,
             key=key,
             hint=f"give {key} as {expected}",

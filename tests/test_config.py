@@ -63,6 +63,12 @@ def test_bad_values_are_errors_naming_the_key(key: str, value: object) -> None:
     assert info.value.key == key
 
 
+def test_a_boolean_given_for_a_choice_is_shown_as_the_file_wrote_it() -> None:
+    with pytest.raises(ConfigError) as info:
+        build(Knobs, {"mode": False}, source="sweep.toml")
+    assert info.value.message == "expected one of 'a', 'b', got false"
+
+
 def test_set_requires_key_equals_value() -> None:
     with pytest.raises(ConfigError, match="KEY=VALUE"):
         parse_set(["novalue"])
