@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from bisect import bisect_right
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,15 +47,21 @@ def _data(viewer: Path, key: str) -> tuple[Any, int]:
 def call_load_kb(viewer: Path, run_id: str, call: int) -> float:
     """Kilobytes the page loads to show ``call`` of ``run_id`` (as ``viewer.js`` does: the
     index, the run's summary, the chunks of this call and the one before, and the message
-    chunks of the messages shown: a long prompt shows its first 3 and last 300)."""
+    chunks of the messages shown, and the files of the long ones shown: a long prompt shows its
+    first 3 and last 300)."""
     index, index_size = _data(viewer, "index")
-    _, run_size = _data(viewer, f"{run_id}/run")
-    per_call = index["calls_per_chunk"]
-    names = {f"calls-{k // per_call}" for k in (call, max(call - 1, 0))}
-    chunk, _ = _data(viewer, f"{run_id}/calls-{call // per_call}")
-    ids = [i for a, b in chunk[call % per_call]["ranges"] for i in range(a, b + 1)]
+    run, run_size = _data(viewer, f"{run_id}/run")
+    starts = run["call_chunks"]
+
+    def chunk_of(k: int) -> int:
+        return bisect_right(starts, k) - 1
+
+    names = {f"calls-{chunk_of(k)}" for k in (call, max(call - 1, 0))}
+    chunk, _ = _data(viewer, f"{run_id}/calls-{chunk_of(call)}")
+    ids = [i for a, b in chunk[call - starts[chunk_of(call)]]["ranges"] for i in range(a, b + 1)]
     shown = ids[:SHOWN_HEAD] + ids[-SHOWN_TAIL:] if len(ids) > SHOWN_HEAD + SHOWN_TAIL else ids
     names |= {f"msgs-{i // index['messages_per_chunk']}" for i in shown}
+    names |= {f"msg-{i}" for i in shown if (viewer / "data" / run_id / f"msg-{i}.js").exists()}
     sizes = sum((viewer / "data" / run_id / f"{name}.js").stat().st_size for name in names)
     return (index_size + run_size + sizes) / 1024
 

@@ -2,8 +2,12 @@
 
 The page loads only what it shows. ``data/index.js`` lists the runs; ``data/RUN/run.js`` holds
 one number per call (tokens, limit, verdict, a digest of the call's events) and the probes;
-``data/RUN/calls-N.js`` holds :data:`CALLS_PER_CHUNK` calls (their prompts as runs of message
-ids, and their events); ``data/RUN/msgs-N.js`` holds :data:`MESSAGES_PER_CHUNK` messages.
+``data/RUN/calls-N.js`` holds up to :data:`CALLS_PER_CHUNK` calls, fewer past
+:data:`CALL_CHUNK_CHARS` (the run's ``call_chunks`` lists each chunk's first call), with their
+prompts as runs of message
+ids, and their events); ``data/RUN/msgs-N.js`` holds :data:`MESSAGES_PER_CHUNK` messages, but
+a message whose shown text is over :data:`APART_TEXT` characters is in ``data/RUN/msg-ID.js``
+and its chunk holds ``{"apart": true}`` in its place.
 Files are JavaScript that call ``ctxbenchLoad(key, data)``: a page opened from ``file://`` may
 add scripts but may not ``fetch`` its own directory. Snapshot and offload files go under
 ``files/RUN/``, where the prompt's citations link to them.
@@ -24,9 +28,17 @@ from ctxbench.results import write_files
 from ctxbench.view.capture import Capture, probe_json
 
 CALLS_PER_CHUNK = 50
+#: A chunk of calls ends early past this many characters: a long run's prompt names thousands
+#: of runs of message ids a call, and the page loads two chunks to show one call
+CALL_CHUNK_CHARS = 256 * 1024
 MESSAGES_PER_CHUNK = 200
 #: Longer message texts are cut for display (the full text is in the trace).
 MAX_TEXT = 50_000
+#: A message whose shown text is longer is written to a file of its own: a prompt that grows at
+#: every call (DB-GPT 0.8.2's system prompt gains a line of task progress at each step) makes a
+#: new long message a call, so the chunks holding one call's last messages would hold those of
+#: every call around it (27 MB loaded to show one call of a 10,000-round run, measured)
+APART_TEXT = 4_096
 ASSETS = ("index.html", "viewer.js", "viewer.css")
 
 
@@ -117,6 +129,23 @@ def _message_json(capture: Capture, index: int) -> dict[str, Any]:
     return out
 
 
+def _call_chunks(
+    capture: Capture, by_call: Mapping[int, list[dict[str, Any]]]
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """The calls in chunks, each with its first call: :data:`CALLS_PER_CHUNK` calls at most,
+    and a chunk ends once it holds :data:`CALL_CHUNK_CHARS` characters of JSON."""
+    chunks: list[tuple[int, list[dict[str, Any]]]] = []
+    size = 0
+    for k, call in enumerate(capture.calls):
+        entry = {"ranges": [list(r) for r in call.ranges], "events": by_call.get(k, [])}
+        if not chunks or len(chunks[-1][1]) >= CALLS_PER_CHUNK or size >= CALL_CHUNK_CHARS:
+            chunks.append((k, []))
+            size = 0
+        chunks[-1][1].append(entry)
+        size += len(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+    return chunks
+
+
 def write_run(
     root: Path,
     capture: Capture,
@@ -152,6 +181,7 @@ def write_run(
         from ctxbench.divergence import first_divergence
 
         mismatch = first_divergence(recorded, [Event.from_dict(e) for e in capture.events]).call
+    call_chunks = _call_chunks(capture, by_call)
     run = {
         "id": key,
         "run_id": run_id,
@@ -173,23 +203,21 @@ def write_run(
         "thresholds": _thresholds(spec.params),
         "probes": [probe_json(t) for t in capture.probes],
         "files": files,
+        "call_chunks": [start for start, _ in call_chunks],
         "recorded_mismatch": mismatch,
         "row": {k: v for k, v in capture.row.items() if k not in ("spec",)},
     }
     _write(root, f"{key}/run", run)
-    for start in range(0, n, CALLS_PER_CHUNK):
-        chunk = [
-            {"ranges": [list(r) for r in capture.calls[k].ranges], "events": by_call.get(k, [])}
-            for k in range(start, min(n, start + CALLS_PER_CHUNK))
-        ]
-        _write(root, f"{key}/calls-{start // CALLS_PER_CHUNK}", chunk)
+    for number, (_, chunk) in enumerate(call_chunks):
+        _write(root, f"{key}/calls-{number}", chunk)
     for start in range(0, len(capture.messages), MESSAGES_PER_CHUNK):
         stop = min(len(capture.messages), start + MESSAGES_PER_CHUNK)
-        _write(
-            root,
-            f"{key}/msgs-{start // MESSAGES_PER_CHUNK}",
-            [_message_json(capture, i) for i in range(start, stop)],
-        )
+        records = [_message_json(capture, i) for i in range(start, stop)]
+        for i, record in enumerate(records, start=start):
+            if len(record["content"]) > APART_TEXT:
+                _write(root, f"{key}/msg-{i}", record)
+                records[i - start] = {"apart": True}
+        _write(root, f"{key}/msgs-{start // MESSAGES_PER_CHUNK}", records)
     row = capture.row
     return {
         "id": key,

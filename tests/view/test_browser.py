@@ -14,17 +14,24 @@ import pytest
 from ctxbench.divergence import first_divergence
 from ctxbench.report.screenshot import only_local
 from ctxbench.trace import Message
-from ctxbench.view import build
+from ctxbench.view import build, write
 from ctxbench.view.serve import HOST, make_server
 from tests.viewing import two_runs
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def viewer() -> Path:
+@pytest.fixture(scope="module", params=["default", "small"])
+def viewer(request: pytest.FixtureRequest) -> Path:
+    """The viewer as written, and written with every message over 200 characters in a file of
+    its own and chunks of calls ending past 2,000 characters (the layout of a long run's)."""
     runs = two_runs()
-    return build(runs.rows_file, runs.root / "viewer")
+    if request.param == "default":
+        return build(runs.rows_file, runs.root / "viewer")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(write, "APART_TEXT", 200)
+        patch.setattr(write, "CALL_CHUNK_CHARS", 2_000)
+        return build(runs.rows_file, runs.root / "viewer-small")
 
 
 class Page:

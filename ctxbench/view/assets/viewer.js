@@ -58,9 +58,15 @@
   }
 
   async function callData(run, k) {
-    const per = state.index.calls_per_chunk;
-    const chunk = await load(run.id + "/calls-" + Math.floor(k / per));
-    return chunk[k % per];
+    // the last chunk starting at or before call k (chunks end early past a size)
+    const starts = run.call_chunks;
+    let lo = 0, hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid] <= k) lo = mid; else hi = mid - 1;
+    }
+    const chunk = await load(run.id + "/calls-" + lo);
+    return chunk[k - starts[lo]];
   }
 
   function idsOf(ranges) {
@@ -74,7 +80,9 @@
     const chunks = [...new Set(ids.map((i) => Math.floor(i / per)))];
     const loaded = await Promise.all(chunks.map((c) => load(run.id + "/msgs-" + c)));
     const byChunk = new Map(chunks.map((c, i) => [c, loaded[i]]));
-    return ids.map((i) => byChunk.get(Math.floor(i / per))[i % per]);
+    const found = ids.map((i) => byChunk.get(Math.floor(i / per))[i % per]);
+    // a long message is in a file of its own (its chunk holds a stub)
+    return Promise.all(found.map((m, j) => (m.apart ? load(run.id + "/msg-" + ids[j]) : m)));
   }
 
   // ---- navigation ----------------------------------------------------------------------------
