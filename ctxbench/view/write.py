@@ -2,12 +2,11 @@
 
 The page loads only what it shows. ``data/index.js`` lists the runs; ``data/RUN/run.js`` holds
 one number per call (tokens, limit, verdict, a digest of the call's events) and the probes;
-``data/RUN/calls-N.js`` holds up to :data:`CALLS_PER_CHUNK` calls, fewer past
-:data:`CALL_CHUNK_CHARS` (the run's ``call_chunks`` lists each chunk's first call), with their
-prompts as runs of message
-ids, and their events); ``data/RUN/msgs-N.js`` holds :data:`MESSAGES_PER_CHUNK` messages, but
-a message whose shown text is over :data:`APART_TEXT` characters is in ``data/RUN/msg-ID.js``
-and its chunk holds ``{"apart": true}`` in its place.
+``data/RUN/calls-N.js`` holds up to :data:`CALLS_PER_CHUNK` calls (their prompts as runs of
+message ids, and their events), fewer past :data:`CALL_CHUNK_CHARS` (the run's
+``call_chunks`` lists each chunk's first call); ``data/RUN/msgs-N.js`` holds
+:data:`MESSAGES_PER_CHUNK` messages, but a message whose shown text is over :data:`APART_TEXT`
+characters is in ``data/RUN/msg-ID.js`` and its chunk holds ``{"apart": true}`` in its place.
 Files are JavaScript that call ``ctxbenchLoad(key, data)``: a page opened from ``file://`` may
 add scripts but may not ``fetch`` its own directory. Snapshot and offload files go under
 ``files/RUN/``, where the prompt's citations link to them.
@@ -271,7 +270,6 @@ def write_viewer(
             "title": title,
             "sources": list(sources) if named else [],
             "runs": entries,
-            "calls_per_chunk": CALLS_PER_CHUNK,
             "messages_per_chunk": MESSAGES_PER_CHUNK,
         },
     )
