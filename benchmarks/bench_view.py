@@ -29,7 +29,7 @@ T = TypeVar("T")
 SHOWN_HEAD, SHOWN_TAIL = 3, 300
 
 
-def _timed(fn: Callable[[], T]) -> tuple[T, float, float]:
+def timed(fn: Callable[[], T]) -> tuple[T, float, float]:
     """``fn()`` and its wall and CPU seconds."""
     wall, cpu = time.perf_counter(), time.process_time()
     value = fn()
@@ -87,14 +87,14 @@ def run(quick: bool) -> dict[str, Any]:
             keep_files="none",
         )
         out = folder / "results"
-        _, sweep_s, sweep_cpu = _timed(lambda: run_sweep(spec, out))
-        _, report_s, report_cpu = _timed(
+        _, sweep_s, sweep_cpu = timed(lambda: run_sweep(spec, out))
+        _, report_s, report_cpu = timed(
             lambda: write_report(out, out / "report.html", lead=verdict_section)
         )
         row = next(r for r in ResultsDir(out).rows() if r["strategy"] == "dbgpt")
         run_id = str(row["run_id"])
         viewer = folder / "viewer"
-        _, view_s, view_cpu = _timed(lambda: build(out, viewer, run_ids=[run_id]))
+        _, view_s, view_cpu = timed(lambda: build(out, viewer, run_ids=[run_id]))
         calls = int(row["calls"])
         loads = [call_load_kb(viewer, run_id, k) for k in range(0, calls, 250)]
         files = [p for p in viewer.rglob("*") if p.is_file()]

@@ -7,7 +7,7 @@ the objects that survived grow by a quarter a full collection traverses every ca
 a 50-configuration DB-GPT sweep of a 300-round trace ran 509 young, 46 middle and 4 full
 collections, 0.41 s of its 3.5 s (the one replay before it: 0.05 s of 1.2 s). A replay makes
 next to no cyclic garbage (a finished replay is freed by reference counting; a test holds
-DB-GPT to it), so young objects are collected every :data:`YOUNG_THRESHOLD` allocations
+every registered strategy to it), so young objects are collected every :data:`YOUNG_THRESHOLD` allocations
 instead: the memory that can wait for a collection is a few MB, and the full traversals of a
 sweep's caches all but end. The thresholds are the process's: :func:`paced` sets them for the
 outermost block and puts back what it found.

@@ -41,8 +41,16 @@ APART_TEXT = 4_096
 ASSETS = ("index.html", "viewer.js", "viewer.css")
 
 
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
 def _script(key: str, data: Any) -> str:
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return _script_of_json(key, _json(data))
+
+
+def _script_of_json(key: str, payload: str) -> str:
+    """The data file of ``payload``, JSON text already encoded."""
     # "</" and U+2028/9 cannot end or break the script: the text stays data
     payload = (
         payload.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
@@ -51,9 +59,13 @@ def _script(key: str, data: Any) -> str:
 
 
 def _write(root: Path, key: str, data: Any) -> None:
+    _write_json(root, key, _json(data))
+
+
+def _write_json(root: Path, key: str, payload: str) -> None:
     target = root / "data" / f"{key}.js"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(_script(key, data), "utf-8")
+    target.write_text(_script_of_json(key, payload), "utf-8")
 
 
 def run_labels(entries: Sequence[dict[str, Any]]) -> None:
@@ -130,18 +142,19 @@ def _message_json(capture: Capture, index: int) -> dict[str, Any]:
 
 def _call_chunks(
     capture: Capture, by_call: Mapping[int, list[dict[str, Any]]]
-) -> list[tuple[int, list[dict[str, Any]]]]:
-    """The calls in chunks, each with its first call: :data:`CALLS_PER_CHUNK` calls at most,
-    and a chunk ends once it holds :data:`CALL_CHUNK_CHARS` characters of JSON."""
-    chunks: list[tuple[int, list[dict[str, Any]]]] = []
+) -> list[tuple[int, list[str]]]:
+    """The calls' entries as JSON, in chunks, each with its first call:
+    :data:`CALLS_PER_CHUNK` calls at most, and a chunk ends once it holds
+    :data:`CALL_CHUNK_CHARS` characters (each entry is encoded once, for both)."""
+    chunks: list[tuple[int, list[str]]] = []
     size = 0
     for k, call in enumerate(capture.calls):
-        entry = {"ranges": [list(r) for r in call.ranges], "events": by_call.get(k, [])}
+        entry = _json({"ranges": [list(r) for r in call.ranges], "events": by_call.get(k, [])})
         if not chunks or len(chunks[-1][1]) >= CALLS_PER_CHUNK or size >= CALL_CHUNK_CHARS:
             chunks.append((k, []))
             size = 0
         chunks[-1][1].append(entry)
-        size += len(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+        size += len(entry)
     return chunks
 
 
@@ -207,8 +220,8 @@ def write_run(
         "row": {k: v for k, v in capture.row.items() if k not in ("spec",)},
     }
     _write(root, f"{key}/run", run)
-    for number, (_, chunk) in enumerate(call_chunks):
-        _write(root, f"{key}/calls-{number}", chunk)
+    for number, (_, entries) in enumerate(call_chunks):
+        _write_json(root, f"{key}/calls-{number}", "[" + ",".join(entries) + "]")
     for start in range(0, len(capture.messages), MESSAGES_PER_CHUNK):
         stop = min(len(capture.messages), start + MESSAGES_PER_CHUNK)
         records = [_message_json(capture, i) for i in range(start, stop)]

@@ -54,7 +54,10 @@ class Page:
     def wait(self, call: int | None = None) -> None:
         expected = "" if call is None else f":{call}:"
         self.page.wait_for_function(
-            "e => (document.body.dataset.ready || '').includes(e)", arg=expected, timeout=15_000
+            # the page clears the mark when it starts showing another call: never a stale one
+            "e => !!document.body.dataset.ready && document.body.dataset.ready.includes(e)",
+            arg=expected,
+            timeout=15_000,
         )
 
     @property

@@ -102,6 +102,7 @@
 
   async function go(call) {
     if (!state.run) return;
+    delete document.body.dataset.ready; // set again once this call is shown
     const n = state.run.calls;
     state.call = Math.max(0, Math.min(n - 1, Math.trunc(call) || 0));
     writeHash();
@@ -407,6 +408,7 @@
 
   // compareId: a run's id, null for none, undefined for the counterpart (if any)
   async function selectRun(id, compareId, call) {
+    delete document.body.dataset.ready; // set again once the run is shown
     const entry = state.index.runs.find((r) => r.id === id) || state.index.runs[0];
     if (compareId === undefined) compareId = counterpart(entry);
     state.run = await loadRun(entry.id);
