@@ -459,6 +459,13 @@ class Trace:
             recorded_compactions=tuple(RecordedCompaction.from_dict(c) for c in compactions),
         )
 
+    @property
+    def continues_after_failure(self) -> bool:
+        """Whether the recorded agent went on with a new user task after a failed call
+        (``meta.continues_after_failure``, set by importers of interactive sessions: Claude
+        Code, Codex). Otherwise a failed call ends the trace's one task."""
+        return self.meta.get("continues_after_failure") is True
+
     @cached_property
     def content_hash(self) -> str:
         """sha256 of the canonical JSON: the trace's identity in run ids."""

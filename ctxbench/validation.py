@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ctxbench.probes.scoring import TextIndex
 from ctxbench.trace import ROLES, Trace, message_search_text
 
 
@@ -185,12 +186,14 @@ def validate(trace: Trace) -> list[Problem]:
         good = [e for e in probe.evidence if 0 <= e < len(msgs)]
         if good and not bad:
             text = "\n".join(message_search_text(msgs[e]) for e in good)
-            if not any(a in text for a in probe.answers):
+            if not TextIndex.of(text).has_any(probe.answers):
                 problems.append(
                     Problem(
                         "probe_answer_not_in_evidence",
                         good[0],
-                        f"none of probe {probe.id!r}'s answers appears verbatim in its evidence messages {good}",
+                        f"none of probe {probe.id!r}'s answers appears in its evidence messages {good}"
+                        " (as the scorer matches: case, quotes and whitespace aside, as a whole"
+                        " token, a path as absolute or relative)",
                         "fix the evidence indices or the answers",
                     )
                 )

@@ -38,6 +38,13 @@ def probes() -> None:
     help="At most this many probes per trace, spread over its early, middle and late thirds.",
 )
 @click.option(
+    "--max-others",
+    type=click.IntRange(min=0),
+    default=None,
+    help="At most this many probes of the other kinds (default: as many as the needed probes"
+    " took, so at least half of what is asked is what the agent used).",
+)
+@click.option(
     "--format",
     "fmt",
     default=AUTO,
@@ -66,17 +73,21 @@ def mine(
     traces: tuple[str, ...],
     output: str,
     max_per_trace: int,
+    max_others: int | None,
     fmt: str,
     replace_existing: bool,
     probes_only: bool,
     as_json: bool,
     why: bool,
 ) -> None:
-    """Mine canary probes (paths, commands, ids, numbers with units, error lines, URLs,
-    tool-call arguments) from TRACES, recorded in any importable format.
+    """Mine probes from TRACES, recorded in any importable format.
 
-    Each probe's answer appears verbatim in its evidence message and in no unrelated message;
-    probes are asked at the end of the trace.
+    First the facts the agent needed (kind ``needed``): a value the agent wrote in a later
+    action (a tool call's arguments, its answer) after learning it from the user or a tool
+    result, asked at the call that uses it. Then, in at most as many places, canaries of the
+    other kinds (paths, commands, ids, numbers with units, error lines, tool-call arguments),
+    each local to its evidence and asked at the end of the trace; trivia is skipped (--why
+    says why).
 
     \b
     Examples:
@@ -91,7 +102,7 @@ def mine(
         for done, path in enumerate(traces, start=1):
             tally: Counter[str] = counts.setdefault(path, Counter())
             for trace in open_traces(path, fmt, strict=True).traces():
-                result = mine_trace(trace, max_per_trace)
+                result = mine_trace(trace, max_per_trace, max_others=max_others)
                 found = result.probes
                 for skipped in result.skipped if why else ():
                     click.echo(

@@ -53,6 +53,8 @@ ROW_COLUMNS = (
     "pairing_violations",
     "retention",
     "recoverability",
+    "first_failed_call",
+    "open_loop_breaks",
 )
 
 

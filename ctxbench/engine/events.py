@@ -18,7 +18,14 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
   ``aborted``: the system ended the reply before calling, with its ``error``).
 - ``summary``: ``layer``, ``ok``, ``input_tokens``, ``output_tokens``, ``error``.
 - ``snapshot``: ``path``, ``bytes``, ``sha256`` (file contents travel beside the events).
-- ``probe``: ``probe_id``, ``kind``, ``outcome`` (in_context / via_reference / stale / lost).
+- ``probe``: ``probe_id``, ``kind``, ``outcome`` (in_context / via_reference / stale / lost);
+  ``bare`` (true, only when set) when the answer stands only as a bare list item with no words
+  around it; ``reason`` (only when set): ``after_failure``, lost because the agent's task had
+  already failed at an earlier (or this) call: the real agent crashed there.
+- ``open_loop.break``: the recorded assistant message of this call writes a value it learned
+  earlier (a needed value, :mod:`ctxbench.probes.needed`) that the prompt no longer shows, in
+  context or through a cited file: from here the recorded run could not have happened as
+  recorded. ``value``, ``source_message`` (where it was learned), ``message`` (the use).
 - ``recorded.compaction``: a compaction the recorded agent made before this call (ground truth,
   not the strategy's): ``trigger``, ``pre_tokens``, ``source``, ``note`` (the replay keeps the
   uncompacted history). Emitted only for traces that hold recorded compactions.
@@ -40,6 +47,9 @@ SUMMARY = "summary"
 SNAPSHOT = "snapshot"
 PROBE = "probe"
 RECORDED = "recorded.compaction"
+OPEN_LOOP_BREAK = "open_loop.break"
+#: ``reason`` of a probe scored lost because the task had failed before it was asked
+AFTER_FAILURE = "after_failure"
 #: a released framework ran the replay (shipped strategies): its release and environment hash
 SHIPPED = "shipped"
 #: Event a strategy emits before each call with the count it decides with:
@@ -67,6 +77,7 @@ EVENT_TYPES = (
     SNAPSHOT,
     PROBE,
     RECORDED,
+    OPEN_LOOP_BREAK,
 )
 
 #: The fields every event of a type carries, with their JSON type: what readers of events files
@@ -87,6 +98,7 @@ FIELDS: dict[str, dict[str, type]] = {
     SNAPSHOT: {"path": str, "bytes": int},
     PROBE: {"probe_id": str, "kind": str, "outcome": str},
     RECORDED: {"trigger": str, "source": str},
+    OPEN_LOOP_BREAK: {"value": str, "source_message": int, "message": int},
 }
 _TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string"}
 

@@ -11,8 +11,13 @@ events, byte for byte. For every recorded assistant message (a model call ``k``)
    compact and ask for a retry; a call still over the window is a failed call (the real agent
    would have crashed here); a :class:`ReplyAborted` from ``before_call`` or ``on_overflow``
    fails the call with the system's own text, before (another) provider attempt;
-4. probes asked at call ``k`` are scored against the prompt;
-5. the recorded assistant message is appended (the replay is open loop: the recorded turns do
+4. probes asked at call ``k`` are scored against the prompt; once a call of the agent's task
+   has failed (the real agent crashed there), every probe asked at or after it is lost
+   (``after_failure``), until a new user task where the trace says the agent went on;
+5. each value the recorded assistant message writes after learning it earlier (a needed value)
+   is looked for in the prompt: where it is gone, an ``open_loop.break`` says the recorded run
+   could not have gone on as recorded;
+6. the recorded assistant message is appended (the replay is open loop: the recorded turns do
    not change with compaction).
 
 Probes asked at the end are scored after a last ``before_call`` (the prompt a next call would
@@ -34,6 +39,7 @@ from ctxbench.engine.result import Identity, Prices, RunResult, result_from_even
 from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
 from ctxbench.errors import ProviderOverflowError
 from ctxbench.probes.model import Probe
+from ctxbench.probes.needed import Use, needed_uses
 from ctxbench.probes.scoring import PromptScorer
 from ctxbench.summarizers.base import Summarizer
 from ctxbench.trace import Message, RecordedCompaction, Trace, Usage
@@ -106,19 +112,25 @@ def replay(
     for probe in probe_list:
         at = n_calls if probe.ask_at is None or probe.ask_at >= n_calls else max(probe.ask_at, 0)
         asked.setdefault(at, []).append(probe)
+    used: dict[int, list[Use]] = {}
+    for use in needed_uses(trace):
+        used.setdefault(use.call, []).append(use)
 
     strategy.on_start(ctx)
     pairing = PairingCheck(provider.error_style)
     cited: set[str] = set()
     position = 0
     recorded = {c.call: c for c in trace.recorded_compactions}
+    task = _Task(trace.continues_after_failure)
     for k, index in enumerate(calls):
         ctx.call = k
         if k in recorded:
             _recorded_event(ctx, recorded[k])
+        task.hear(messages[position:index])
         _ingest(ctx, strategy, messages[position:index], position)
-        _model_call(ctx, strategy, provider, pairing, messages[index].usage)
-        _score(ctx, asked.get(k, ()), cited)
+        if not _model_call(ctx, strategy, provider, pairing, messages[index].usage):
+            task.fail()
+        _ask(ctx, asked.get(k, ()), () if task.failed else used.get(k, ()), cited, task.failed)
         ctx.append_recorded(messages[index], index)
         position = index + 1
         if on_call is not None:
@@ -126,12 +138,13 @@ def replay(
     ctx.call = n_calls
     if n_calls in recorded:
         _recorded_event(ctx, recorded[n_calls])
+    task.hear(messages[position:])
     _ingest(ctx, strategy, messages[position:], position)
     if asked.get(n_calls):
         ctx.status(None)
         with contextlib.suppress(ReplyAborted):  # probes still read the prompt as it stands
             strategy.before_call(ctx)
-        _score(ctx, asked[n_calls], cited)
+        _ask(ctx, asked[n_calls], (), cited, task.failed)
 
     return ReplayOutput(
         tuple(ctx.events),
@@ -141,6 +154,27 @@ def replay(
         prices,
         cited=frozenset(cited),
     )
+
+
+class _Task:
+    """Whether the agent's current task has failed: a failed call ends it (the real agent
+    crashed there); a new user message starts another only where the trace says the agent
+    went on after a failure (an interactive session: the user typed again)."""
+
+    def __init__(self, continues: bool) -> None:
+        self.continues = continues
+        self.failed = False
+
+    def fail(self) -> None:
+        self.failed = True
+
+    def hear(self, new: Sequence[Message]) -> None:
+        if (
+            self.failed
+            and self.continues
+            and any(m.role == "user" and not m.is_observation for m in new)
+        ):
+            self.failed = False
 
 
 def _recorded_event(ctx: ReplayContext, compaction: RecordedCompaction) -> None:
@@ -185,13 +219,14 @@ def _model_call(
     provider: SimulatedProvider,
     pairing: PairingCheck,
     usage: Usage | None,
-) -> None:
+) -> bool:
+    """One model call with its retries; False when it failed."""
     ctx.status(None)
     try:
         strategy.before_call(ctx)
     except ReplyAborted as stop:
         _call_failed(ctx, provider, 0, ev.ABORTED, str(stop))
-        return
+        return False
     for attempt in range(MAX_ATTEMPTS):
         true_tokens = ctx.view.true_tokens
         rejected = pairing.rejection(ctx.view.messages) if strategy.sends_tool_roles() else None
@@ -200,7 +235,7 @@ def _model_call(
                 _provider_call(ctx, provider, attempt, None, usage, rejected=rejected), ctx
             )
             _call_failed(ctx, provider, attempt + 1, ev.PAIRING_REJECTED, true_tokens=true_tokens)
-            return
+            return False
         try:
             provider.check(true_tokens)
         except ProviderOverflowError as error:
@@ -210,13 +245,14 @@ def _model_call(
                     continue
             except ReplyAborted as stop:  # the framework raised while reacting: no retry
                 _call_failed(ctx, provider, attempt + 1, ev.OVERFLOW, str(stop), true_tokens)
-                return
+                return False
             _call_failed(ctx, provider, attempt + 1, ev.OVERFLOW, true_tokens=true_tokens)
-            return
+            return False
         call = _provider_call(ctx, provider, attempt, None, usage)
         ctx.view.mark_sent()
         strategy.after_call(call, ctx)
-        return
+        return True
+    return False  # unreachable: the last attempt fails or returns above
 
 
 def _call_failed(
@@ -282,13 +318,41 @@ def _provider_call(
     return call
 
 
-def _score(ctx: ReplayContext, probes: Sequence[Probe], cited: set[str]) -> None:
-    """Score the probes asked now; the files their evidence was found in join ``cited``."""
-    if not probes:
+def _ask(
+    ctx: ReplayContext,
+    probes: Sequence[Probe],
+    uses: Sequence[Use],
+    cited: set[str],
+    failed: bool,
+) -> None:
+    """Score the probes asked now (lost, ``after_failure``, once the task failed) and look for
+    the values this call's recorded message uses; the files a probe's evidence was found in
+    join ``cited``."""
+    if not probes and not uses:
         return
     scorer = PromptScorer(ctx.view.messages, ctx.files)
     for probe in probes:
+        if failed:
+            ctx.emit(
+                ev.PROBE,
+                probe_id=probe.id,
+                kind=probe.kind,
+                outcome="lost",
+                reason=ev.AFTER_FAILURE,
+            )
+            continue
         outcome, evidence = scorer.verdict(probe)
         if evidence is not None:
             cited.add(evidence)
-        ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome)
+        if outcome == "in_context" and scorer.is_bare(probe):
+            ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome, bare=True)
+        else:
+            ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome)
+    for use in uses:
+        if scorer.find((use.value,))[0] == "lost":
+            ctx.emit(
+                ev.OPEN_LOOP_BREAK,
+                value=use.value,
+                source_message=use.source,
+                message=use.message,
+            )

@@ -83,6 +83,15 @@ class RunResult:
     #: what the ``shipped:`` driver changed in how the trace reaches the framework (e.g. native
     #: tool calls given to DB-GPT's ReAct agent as text rounds), "; "-joined; empty otherwise
     driver_notes: str = ""
+    #: the first model call that failed (the real agent crashed there), None when none did
+    first_failed_call: int | None = None
+    #: probes scored lost because the task had failed at or before their ask point
+    after_failure: int = 0
+    #: in-context verdicts whose answer stands only as a bare list item (no words around it)
+    bare: int = 0
+    #: recorded actions that wrote a value the prompt no longer showed (``open_loop.break``)
+    open_loop_breaks: int = 0
+    first_open_loop_break: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -162,6 +171,9 @@ def result_from_events(
     release = env_hash = driver_notes = ""
     outcomes: Counter[str] = Counter()
     by_kind: dict[str, Counter[str]] = {}
+    first_failed: int | None = None
+    first_break: int | None = None
+    after_failure = bare = breaks = 0
     for raw in events:
         if isinstance(raw, ev.Event):  # its fields, without building its dict
             kind, e = raw.type, raw.data
@@ -182,6 +194,8 @@ def result_from_events(
                 overflow += 1
         elif kind == ev.CALL_FAILED:
             failed += 1
+            if first_failed is None:
+                first_failed = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
         elif kind == ev.COMPACTION:
             layers[e["layer"]] += 1
             pairing += int(e["pairing_violations"])
@@ -196,6 +210,14 @@ def result_from_events(
         elif kind == ev.PROBE:
             outcomes[e["outcome"]] += 1
             by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
+            if e.get("reason") == ev.AFTER_FAILURE:
+                after_failure += 1
+            if e.get("bare"):
+                bare += 1
+        elif kind == ev.OPEN_LOOP_BREAK:
+            breaks += 1
+            if first_break is None:
+                first_break = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
     n_probes = sum(outcomes.values())
     retention = outcomes["in_context"] / n_probes if n_probes else None
     recoverability = (
@@ -237,4 +259,9 @@ def result_from_events(
         release=release,
         env_hash=env_hash,
         driver_notes=driver_notes,
+        first_failed_call=first_failed,
+        after_failure=after_failure,
+        bare=bare,
+        open_loop_breaks=breaks,
+        first_open_loop_break=first_break,
     )

@@ -401,6 +401,8 @@ def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
     meta["hidden_prefix"] = (
         "the file holds no system prompt and no tool schemas; the first call's usage counts them"
     )
+    if agent is None:  # an interactive session: after a failed call the user types again
+        meta["continues_after_failure"] = True
     stem = doc.path.name.split(".")[0]
     session_id = meta.get("sessionId")
     trace_id = str(session_id) if isinstance(session_id, str) and session_id else stem

@@ -243,6 +243,7 @@ def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
         meta["model"] = models[0]
     if rollout.turns:
         meta["turn_contexts"] = rollout.turns
+    meta["continues_after_failure"] = True  # an interactive session: the user types again
     trace_id = meta.get("id")
     yield rollout.trace(
         str(trace_id) if isinstance(trace_id, str) and trace_id else doc.path.name.split(".")[0],

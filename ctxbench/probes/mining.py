@@ -1,24 +1,28 @@
-"""Probe mining: canary facts found in a recorded trace, turned into artifact and recall probes.
+"""Probe mining: the facts of a recorded trace worth asking about, turned into probes.
 
-Recorded traces carry no planted facts, but they are full of exact, checkable details that
-compaction is known to lose first (REFERENCE.md C: file paths, executed commands and measured
-numbers survive summaries far worse than decisions). The miner extracts such canaries -- file
-paths, URLs, shell commands, identifiers, e-mail addresses, dates, numbers with units, error lines
-and tool-call arguments -- and keeps only the ones that say something specific:
+Recorded traces carry no planted facts. The miner asks first about what the agent itself
+needed: **needed** probes (:mod:`ctxbench.probes.needed`) are values the agent wrote in a later
+action after learning them from the user or a tool, asked at the call that uses them. They
+come first in the cap; the other kinds fill at most as many places as the needed ones took
+(``max_others`` sets another cap), so most of what is asked is what the agent used.
 
-- the answer appears verbatim in its evidence message (``ctxbench validate`` checks it);
+The other kinds are canaries compaction is known to lose first (REFERENCE.md C: file paths,
+executed commands and measured numbers survive summaries far worse than decisions) -- file
+paths, URLs, shell commands, identifiers, e-mail addresses, numbers with units, error lines and
+tool-call arguments -- kept only when they say something specific:
+
+- the answer appears in its evidence message (``ctxbench validate`` checks it);
 - it is *local*: it appears in at most ``max_evidence`` messages, all within two adjacent
   rounds, and never in a system message (a value repeated everywhere, or always in the
   prompt, tests nothing);
-- it is not generic: long enough, not a plain word, not a small number;
-- it is not trivia a model needs no context for, or that says nothing about the task: dates
-  and times, hashes (commit ids, UUIDs), durations (timings differ run to run), regex
-  fragments, and numbers in boilerplate (a line whose shape, digits aside, repeats across
-  messages, like "(342 lines total)", or that the tool definitions hold).
+- it is not generic and not trivia (:mod:`ctxbench.probes.trivia`: dates, hashes, durations,
+  regex fragments, boilerplate numbers, library frames, diff headers, download sizes, branch
+  names, free-text arguments, e-mails and URLs in tool output, generic HTTP statuses).
 
 Every candidate left out gets a reason (:func:`mine` returns them; ``ctxbench probes mine
---why`` prints them), so a trace with few probes says why. Probes are deduplicated (no answer contained in another), capped per trace and spread over the
-trace's early, middle and late thirds, then asked at the end of the trace. Pure: no I/O.
+--why`` prints them), so a trace with few probes says why. Probes are deduplicated (no answer
+contained in another), capped per trace and spread over the trace's early, middle and late
+thirds; the other kinds are asked at the end of the trace. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -30,11 +34,15 @@ from dataclasses import dataclass
 
 from ctxbench.pairing import rounds
 from ctxbench.probes.model import Probe
+from ctxbench.probes.needed import needed_probes
 from ctxbench.probes.scoring import TextIndex
+from ctxbench.probes.trivia import Boilerplate, skip_reason
 from ctxbench.trace import Message, Trace, message_search_text
 
 DEFAULT_MAX_PER_TRACE = 12
-MIN_LENGTH = 5
+#: the other kinds may fill this many places even where no needed fact was found (none: a
+#: trace where the agent reused nothing it learned has nothing to ask)
+MIN_OTHERS = 0
 #: at most this many probes cite the same first message (one JSON record holds many values)
 MAX_PER_MESSAGE = 2
 
@@ -49,10 +57,6 @@ CATEGORIES: dict[str, tuple[str, str, int]] = {
     "url": ("artifact", "URL", 5),
     "email": ("recall", "e-mail address", 5),
 }
-#: extracted only to be skipped with a reason (dates and times are trivia)
-_TRIVIA_CATEGORIES = ("date",)
-#: a line shape (digits aside) in this many messages is boilerplate
-BOILERPLATE_MESSAGES = 3
 
 _UNITS = (
     r"ms|us|µs|ns|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|"
@@ -159,18 +163,16 @@ _PROGRAMS = frozenset(
 _COMMAND_KEYS = ("command", "cmd", "script", "shell", "code")
 _SPLIT_COMMAND = re.compile(r"&&|\|\||;|\|")  # segments are stripped: no \s* (quadratic on blanks)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_STRUCTURED = re.compile(r"[\d/._@:-]| \w")
-_WORD = re.compile(r"\w")
-_BAD_CHARS = re.compile(r"[\"\\\n\r\t\x00-\x1f]")
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A canary found in one message."""
+    """A canary found in one message (``key``: the tool-call argument it came from, if any)."""
 
     answer: str
     category: str
     index: int
+    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -192,19 +194,42 @@ class Mined:
 
 
 def mine_probes(
-    trace: Trace, max_per_trace: int = DEFAULT_MAX_PER_TRACE, *, max_evidence: int = 3
+    trace: Trace,
+    max_per_trace: int = DEFAULT_MAX_PER_TRACE,
+    *,
+    max_evidence: int = 3,
+    max_others: int | None = None,
 ) -> tuple[Probe, ...]:
-    """Probes mined from ``trace`` (see the module docstring), ordered by evidence position."""
-    return mine(trace, max_per_trace, max_evidence=max_evidence).probes
+    """Probes mined from ``trace`` (see the module docstring): the needed ones by the call
+    that asks them, then the others by evidence position."""
+    return mine(trace, max_per_trace, max_evidence=max_evidence, max_others=max_others).probes
 
 
 def mine(
-    trace: Trace, max_per_trace: int = DEFAULT_MAX_PER_TRACE, *, max_evidence: int = 3
+    trace: Trace,
+    max_per_trace: int = DEFAULT_MAX_PER_TRACE,
+    *,
+    max_evidence: int = 3,
+    max_others: int | None = None,
 ) -> Mined:
-    """:func:`mine_probes` with the reason each other candidate was left out."""
-    messages = trace.messages
-    if max_per_trace <= 0 or not messages:
+    """:func:`mine_probes` with the reason each other candidate was left out. ``max_others``
+    caps the other kinds (default: as many as the needed probes took, at least
+    :data:`MIN_OTHERS`)."""
+    if max_per_trace <= 0 or not trace.messages:
         return Mined((), ())
+    needed = needed_probes(trace, max_per_trace)
+    room = max_per_trace - len(needed)
+    room = min(room, max(len(needed), MIN_OTHERS) if max_others is None else max_others)
+    others = _mine_others(trace, room, max_evidence, tuple(p.answers[0] for p in needed))
+    return Mined(needed + others.probes, others.skipped)
+
+
+def _mine_others(
+    trace: Trace, max_per_trace: int, max_evidence: int, needed: tuple[str, ...]
+) -> Mined:
+    """The kinds other than ``needed``: at most ``max_per_trace`` probes, none on an answer
+    that overlaps a ``needed`` one."""
+    messages = trace.messages
     texts = [message_search_text(m) for m in messages]
     first_seen: dict[str, Candidate] = {}
     extracted_in: dict[str, set[int]] = {}
@@ -219,7 +244,7 @@ def mine(
     def skip(cand: Candidate, reason: str) -> None:
         skipped.append(Skipped(cand.answer, cand.category, cand.index, reason))
 
-    boiler = _Boilerplate(texts, trace)
+    boiler = Boilerplate(texts, trace)
     pool = []
     for c in first_seen.values():
         # cheap filter first: what was extracted in too many messages is not local
@@ -227,14 +252,21 @@ def mine(
         reason = (
             f"not local: in {where} messages (max {max_evidence})"
             if where > max_evidence
-            else _skip_reason(c, boiler)
+            else skip_reason(c, boiler)
         )
         if reason:
             skip(c, reason)
         else:
             pool.append(c)
     pool = _longest(pool, skip)
-    if not pool:
+    for c in list(pool):
+        same = next((a for a in needed if _overlaps(c.answer, a)), None)
+        if same is not None:
+            skip(c, f"the same fact as the needed probe on {same!r}")
+            pool.remove(c)
+    if not pool or max_per_trace <= 0:
+        for c in pool:
+            skip(c, "over the cap: the needed probes took every place")
         return Mined((), _sorted(skipped))
     indexes = [TextIndex.of(t) for t in texts]
     round_of = _round_index(messages)
@@ -327,7 +359,7 @@ def _call_candidates(arguments: str, index: int) -> Iterator[Candidate]:
         if key.lower() in _COMMAND_KEYS:
             yield from _commands(value, index)
         elif 5 <= len(value) <= 120:
-            yield Candidate(value.strip(), "argument", index)
+            yield Candidate(value.strip(), "argument", index, key.lower())
 
 
 def _commands(text: str, index: int) -> Iterator[Candidate]:
@@ -337,104 +369,6 @@ def _commands(text: str, index: int) -> Iterator[Candidate]:
             segment = segment.strip()
             if 8 <= len(segment) <= 160 and " " in segment and segment[0].isalnum():
                 yield Candidate(segment, "command", index)
-
-
-# -- filters ------------------------------------------------------------------------------------
-
-#: commands that set up a shell rather than touch anything (cd /testbed, export X=1, sleep 5)
-_GENERIC_COMMANDS = re.compile(
-    r"^(?:cd|pwd|clear|exit|true|source|export|sleep|set|unset|echo)\b|^git status\b"
-)
-
-
-_HASH = re.compile(
-    r"(?=[0-9]*[a-f])[0-9a-f]{7,64}"
-    r"|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-)
-_DURATION = re.compile(
-    r"\d[\d,]*(?:\.\d+)?\s?(?:ms|us|µs|ns|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|ms/op)"
-)
-#: pieces of regular expressions: character classes, quantified wildcards, groups, escapes
-_REGEX = re.compile(
-    r"\.\*|\.\+|\[\^|\(\?|\][*+?]|\\[dwsbDWSB]|\{\d+,\d*\}|\[[a-zA-Z0-9]-[a-zA-Z0-9]\]"
-)
-_DIGITS = re.compile(r"\d+")
-
-
-def _shape(line: str) -> str:
-    """A line with its variable parts blanked: words with digits become #, paths ~."""
-    return " ".join("#" if _DIGITS.search(w) else "~" if "/" in w else w for w in line.split())
-
-
-class _Boilerplate:
-    """Line shapes (numbers and paths blanked) that repeat across messages, and the tools'
-    own text: the numbers in them come from a template, not from the task."""
-
-    def __init__(self, texts: Sequence[str], trace: Trace) -> None:
-        seen: dict[str, set[int]] = {}
-        for i, text in enumerate(texts):
-            for line in text.splitlines():
-                shape = _shape(line)
-                if "#" in shape:
-                    seen.setdefault(shape, set()).add(i)
-        self.shapes = {shape for shape, where in seen.items() if len(where) >= BOILERPLATE_MESSAGES}
-        self.texts = texts
-        self.tools = " ".join(
-            f"{t.name} {t.description} {json.dumps(t.parameters)}" for t in trace.tools
-        )
-
-    def line_of(self, cand: Candidate) -> str | None:
-        """The repeated line shape a number candidate sits in (None: not boilerplate)."""
-        if cand.answer in self.tools:
-            return "the tool definitions"
-        for line in self.texts[cand.index].splitlines():
-            if cand.answer in line:
-                shape = _shape(line)
-                if shape in self.shapes:
-                    return f"the line {shape[:60]!r}, repeated in {BOILERPLATE_MESSAGES}+ messages"
-        return None
-
-
-def _skip_reason(cand: Candidate, boiler: _Boilerplate) -> str | None:
-    """Why a candidate makes a poor probe (None: keep it). See the module docstring."""
-    answer = cand.answer
-    if len(answer) < MIN_LENGTH:
-        return f"too short (< {MIN_LENGTH} characters)"
-    if _BAD_CHARS.search(answer):
-        return "holds quotes, backslashes or control characters (not JSON-safe verbatim)"
-    if cand.category in _TRIVIA_CATEGORIES:
-        return "a date or time: trivia"
-    if _HASH.fullmatch(answer):
-        return "a hash: trivia"
-    if cand.category == "number" and _DURATION.fullmatch(answer.lstrip("$")):
-        return "a duration: timings differ from run to run"
-    if _REGEX.search(answer):
-        return "a regex fragment"
-    if cand.category == "argument" and (
-        not _STRUCTURED.search(answer) or answer.lower() in ("true", "false", "none", "null")
-    ):
-        return "a plain word or flag"
-    if cand.category == "identifier" and sum(ch.isdigit() for ch in answer) < 2:
-        return "a name, not a value (fewer than 2 digits)"  # param_1, py3
-    if cand.category == "path" and any(not _WORD.search(part) for part in answer.split("/")[1:-1]):
-        return "an elided path"  # .../pkg.deb: not one the agent can use
-    if cand.category == "number":
-        digits = sum(ch.isdigit() for ch in answer)
-        if digits < 3 and "." not in answer:
-            return "a small number"
-        where = boiler.line_of(cand)
-        if where:
-            return f"a number in boilerplate ({where})"
-    if cand.category == "command" and _GENERIC_COMMANDS.match(answer):
-        return "a generic shell command"
-    if (
-        cand.category == "path"
-        and answer.count("/") == 1
-        and answer.startswith("/")
-        and "." not in answer
-    ):
-        return "a directory, not a file"  # /tmp, /workspace
-    return None
 
 
 def _round_index(messages: Sequence[Message]) -> dict[int, int]:

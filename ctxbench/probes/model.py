@@ -17,6 +17,7 @@ PROBE_KINDS: tuple[str, ...] = (
     "superseded",
     "finished_task",
     "task",
+    "needed",
 )
 
 _PROBE_KEYS = ("id", "kind", "question", "answers", "evidence", "ask_at", "stale_answers", "meta")

@@ -12,12 +12,24 @@ match case-sensitively. Every answer matches only as a whole token: ``12`` does 
 ``123``, nor ``ORD-4821`` inside ``ORD-48213``. Chinese and Japanese text has no spaces between
 words, so ideographs and kana never count as part of a neighbouring token. A cited file that is
 JSON (a DB-GPT snapshot) is searched in its decoded strings too, so escaping cannot hide a value.
+
+An answer also counts in the forms a person reading the prompt would accept as the same fact
+(:func:`answer_forms`): a file path as absolute, cwd-relative or repo-relative (any tail of two
+or more components: ``lib/x/annotation.ex`` for ``/home/u/repo/lib/x/annotation.ex``, and the
+file name alone when it names one file: ``pane_view_live.ex``, ``.dialyzerignore``); a shell
+command's core without a leading ``cd X &&`` and without the redirections ``2>&1``,
+``>/dev/null``, ``2>/dev/null``; an error line with or without its exception-class prefix
+(``unsupported operand ...`` for ``TypeError: unsupported operand ...``). Still whole tokens,
+still deterministic. An answer kept only as a bare list item (``- lib/x.py`` with no words
+around it, as a summary may list it) is in context, and :meth:`PromptScorer.is_bare` says so:
+the ``probe`` event carries ``bare`` so the report can show it apart.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,12 +50,18 @@ def normalise(text: str, *, keep_case: bool = False) -> str:
     return text if keep_case else text.lower()
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _is_exact(answer: str) -> bool:
-    return any(ch.isdigit() for ch in answer)
+    return _DIGIT.search(answer) is not None
 
 
 def _is_word_char(ch: str) -> bool:
-    """Letters and digits continue a token, except CJK ideographs, kana and hangul (unspaced scripts)."""
+    """Letters, digits and ``_`` continue a token (``session_registry.ex`` is not inside
+    ``active_session_registry.ex``), except CJK ideographs, kana and hangul (unspaced scripts)."""
+    if ch == "_":
+        return True
     if not ch.isalnum():
         return False
     code = ord(ch)
@@ -103,12 +121,80 @@ class TextIndex:
         return cls(kept.lower(), kept)
 
     def has(self, answer: str) -> bool:
+        """Whether the text holds ``answer`` in any of its :func:`answer_forms`."""
+        return any(self.has_exactly(form) for form in answer_forms(answer))
+
+    def has_exactly(self, answer: str) -> bool:
+        """Whether the text holds ``answer`` itself (normalised, as a whole token)."""
         if _is_exact(answer):
             return _contains(self.kept, normalise(answer, keep_case=True))
         return _contains(self.folded, normalise(answer))
 
     def has_any(self, answers: Sequence[str]) -> bool:
         return any(self.has(a) for a in answers)
+
+
+_PATH = re.compile(r"(?:\.{0,2}/)?(?:[\w.@+-]+/)+[\w.@+-]+")
+#: a leading ``cd DIR &&`` (or ``;``): where the command ran, not what it did
+_CD_PREFIX = re.compile(r"^cd\s+\S+\s*(?:&&|;)\s*")
+#: redirections that only route a command's output: its core is the same command
+_REDIRECTIONS = re.compile(r"\s*(?:2>&1|[12]?>\s*/dev/null|&>\s*/dev/null)")
+#: an error line's exception-class prefix: ``TypeError:``, ``Error:``, ``django.db.utils.X:``
+_ERROR_PREFIX = re.compile(r"^(?:[\w.]*(?:Error|Exception|Warning)|ERROR|FAILED|fatal|error):\s*")
+#: the shortest message an error line may be matched by, without its class
+_MIN_ERROR_MESSAGE = 16
+#: the fewest components a path tail must keep to name the same file (``x/annotation.ex``)
+_MIN_PATH_PARTS = 2
+#: a file name that names one file on its own: words joined by ``_`` or ``-`` and an extension
+#: (``pane_view_live.ex``, ``notify-session.sh``), or a dotfile (``.dialyzerignore``); not
+#: ``config.ex`` or ``index.ts``, which many folders hold
+_SPECIFIC_NAME = re.compile(
+    r"\.[A-Za-z][\w.-]{3,}|[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)+\.[A-Za-z][A-Za-z0-9]{0,7}"
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def answer_forms(answer: str) -> tuple[str, ...]:
+    """The forms of ``answer`` a person would accept as the same fact, the answer first (see
+    the module docstring): path tails, a command's core, an error line's message."""
+    forms = [answer]
+    text = answer.strip()
+    if _PATH.fullmatch(text):
+        parts = [p for p in text.split("/") if p and p not in (".", "..")]
+        for start in range(1, len(parts) - _MIN_PATH_PARTS + 1):
+            tail = "/".join(parts[start:])
+            if len(tail) >= 5:
+                forms.append(tail)
+        if text.startswith("./"):
+            forms.append(text[2:])
+        if len(parts) >= 2 and _SPECIFIC_NAME.fullmatch(parts[-1]):
+            forms.append(parts[-1])
+    elif " " in text:
+        core = _REDIRECTIONS.sub("", _CD_PREFIX.sub("", text)).strip()
+        if core != text and len(core) >= 5:
+            forms.append(core)
+        message = _ERROR_PREFIX.sub("", text, count=1)
+        if message != text and len(message) >= _MIN_ERROR_MESSAGE:
+            forms.append(message)
+    return tuple(dict.fromkeys(forms))
+
+
+#: a list item: a bullet or a number, then the item
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])\s+(.*)$")
+#: what may stand beside a bare answer: punctuation, markup, a line number or a colon
+_NOT_WORDS = re.compile(r"[^A-Za-z\u00C0-\u024F\u0400-\u04FF\u2E80-\u9FFF\uAC00-\uD7AF]+")
+
+
+def _bare_line(line: str, forms: Sequence[str]) -> bool:
+    """Whether ``line`` is a list item holding one of ``forms`` (longest first) and no words
+    of its own."""
+    item = _LIST_ITEM.match(line)
+    if item is None:
+        return False
+    rest = item.group(1)
+    for form in forms:
+        rest = rest.replace(form, " ")
+    return not _NOT_WORDS.sub("", rest).strip()
 
 
 #: Longer lines are normalised each time, so the cache holds at most 2,048 x 16 K characters
@@ -210,16 +296,49 @@ class PromptScorer:
     def score(self, probe: Probe) -> str:
         return self.verdict(probe)[0]
 
+    def is_bare(self, probe: Probe) -> bool:
+        """Whether every line of the prompt that holds one of the probe's answers (in any
+        form, verbatim) is a bare list item: kept as a token, with no words around it. False
+        when the answer is found only after normalising (it then stands in running text)."""
+        found = False
+        for answer in probe.answers:
+            exact = _is_exact(answer)
+            haystack = self._raw if exact else self._raw_folded
+            forms = sorted(
+                (f if exact else f.lower() for f in answer_forms(answer)), key=len, reverse=True
+            )
+            for needle in forms:
+                at = haystack.find(needle)
+                while at >= 0:
+                    start = haystack.rfind("\n", 0, at) + 1
+                    end = haystack.find("\n", at)
+                    line = haystack[start : end if end >= 0 else len(haystack)]
+                    if not _bare_line(line, forms):
+                        return False
+                    found = True
+                    at = haystack.find(needle, at + len(needle))
+        return found
+
+    @functools.cached_property
+    def _raw_folded(self) -> str:
+        return self._raw.lower()
+
     def verdict(self, probe: Probe) -> tuple[str, str | None]:
         """The outcome, and for ``via_reference`` the cited file holding the answer (the first
         by path): the file a sweep keeps with ``keep_files = "cited"``."""
-        if self._index.has_any(probe.answers):
+        outcome, cited = self.find(probe.answers)
+        if outcome == "lost" and probe.stale_answers and self._index.has_any(probe.stale_answers):
+            return "stale", None
+        return outcome, cited
+
+    def find(self, answers: Sequence[str]) -> tuple[str, str | None]:
+        """Where any of ``answers`` is: ``in_context``, ``via_reference`` (with the cited file)
+        or ``lost``."""
+        if self._index.has_any(answers):
             return "in_context", None
-        cited = next((path for path, f in self.cited if f.has_any(probe.answers)), None)
+        cited = next((path for path, f in self.cited if f.has_any(answers)), None)
         if cited is not None:
             return "via_reference", cited
-        if probe.stale_answers and self._index.has_any(probe.stale_answers):
-            return "stale", None
         return "lost", None
 
 

@@ -155,6 +155,9 @@ class Standing:
     #: bootstrap intervals of ``retention`` and ``input_tokens_mean`` (None: nothing to draw)
     retention_interval: Interval | None = None
     tokens_interval: Interval | None = None
+    #: probes lost because their task had failed, and recorded actions whose value was gone
+    after_failure: int = 0
+    open_loop_breaks: int = 0
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -231,6 +234,8 @@ def standing(
         run_ids=tuple(sorted(r.run_id for r in rows)),
         retention_interval=retention_interval,
         tokens_interval=tokens_interval,
+        after_failure=sum(r.after_failure for r in ok),
+        open_loop_breaks=sum(r.open_loop_breaks for r in ok),
     )
 
 

@@ -56,7 +56,16 @@ def how_to_read() -> Section:
                 "Retention: the share of probes (questions about facts in the trace) whose "
                 "accepted answer is in the prompt the model would see at the probe's ask point. "
                 "Recoverability adds probes whose answer is only in a snapshot or offload file "
-                "that the prompt points to.",
+                "that the prompt points to. On recorded traces most probes are needed facts: "
+                "values the agent wrote in a later action after learning them from the user or "
+                "a tool, asked at the call that used them.",
+                "A failed call ends the agent's task (the real agent crashed there): every probe "
+                "asked at or after it is lost (after_failure), so a configuration that crashes "
+                "early cannot show a high retention. Interactive sessions (Claude Code, Codex) "
+                "restart at the next user task.",
+                "Open-loop breaks: recorded actions that wrote a value the prompt no longer "
+                "showed. From the first one on, the recorded run could not have happened as "
+                "recorded, and what follows is the recording's path, not the agent's.",
                 "Input tokens: the true count of every accepted prompt, summed over the run's "
                 "calls (what a provider bills as input). Failed calls: calls still over the "
                 "window after the strategy's reaction; the real agent would have crashed there. "
@@ -82,10 +91,14 @@ def how_to_read() -> Section:
             (
                 "The recorded assistant turns do not react to compaction. A real model that "
                 "lost a fact might re-read a file, ask again or go astray; the replay keeps "
-                "following the recording, and keeps going after a call that failed.",
+                "following the recording (open-loop breaks count where that happened), and "
+                "scores nothing as kept after a call that failed.",
                 "Probes are deterministic string checks: an answer present in the prompt counts "
-                "as kept even if a model would overlook it, and a fact kept only in paraphrase "
-                "(as an LLM summary may write it) counts as lost.",
+                "as kept even if a model would overlook it (an answer kept only as a bare list "
+                "item is counted and flagged bare); a path counts as absolute or relative, a "
+                "command without its cd and redirections, an error with or without its class; "
+                "a fact kept only in paraphrase (as an LLM summary may write it) counts as "
+                "lost.",
                 "via_reference means recoverable through a file, not seen: the model would "
                 "have to open the file the prompt points to.",
                 "Summaries come from the configured summarizer (an offline, deterministic one "
@@ -172,6 +185,22 @@ def _leaderboard_columns(
             tb.Column("overflow errors", True, "rejected requests, retries included"),
             lambda s: tb.count(s.overflow_errors),
         ),
+        (
+            tb.Column(
+                "lost after crash",
+                True,
+                "probes asked at or after a failed call: lost, since the real agent crashed",
+            ),
+            lambda s: tb.count(s.after_failure),
+        ),
+        (
+            tb.Column(
+                "open-loop breaks",
+                True,
+                "recorded actions that wrote a value the prompt no longer showed",
+            ),
+            lambda s: tb.count(s.open_loop_breaks),
+        ),
         (tb.Column("summary calls", True), lambda s: tb.count(s.summary_calls)),
         (tb.Column("compactions", True), lambda s: tb.count(s.compactions)),
         (
@@ -206,8 +235,9 @@ def leaderboard_section(
         Paragraph(
             "One table per window, best first: fewest failed calls, then highest mean "
             "retention, then fewest input tokens. A failed call is one the real agent would "
-            "have crashed on, so a strategy that never compacts keeps every fact yet ranks "
-            "low. Click a header to sort; type in the box to filter."
+            "have crashed on: probes asked from there on are lost (lost after crash), so a "
+            "strategy that never compacts cannot keep every fact by crashing. Click a header "
+            "to sort; type in the box to filter."
         )
     ]
     for window, standings in board.items():

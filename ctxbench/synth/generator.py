@@ -9,7 +9,9 @@ A trace is: a system prompt (with the planted rules), the task as the first user
 early, middle and late rounds, each at the place its kind calls for (a tool result, the
 assistant's text, a tool-call argument, the system prompt, the first user message); each
 fact's probe lists the message indices that hold it, and is asked at the end or at a call
-mid-trace after all its evidence.
+mid-trace after all its evidence. A value the agent writes in a tool call also reaches it in a
+tool result a few rounds before, so the trace has needed facts (probes of kind ``needed``,
+found by :func:`ctxbench.probes.needed.needed_probes`, asked at the call that uses them).
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from random import Random
 from typing import Any
 
 from ctxbench.probes.model import Probe
+from ctxbench.probes.needed import needed_probes
 from ctxbench.probes.scoring import normalise
 from ctxbench.synth import phrases
 from ctxbench.synth.arguments import argument_kind, call_arguments
@@ -43,6 +46,10 @@ GENERATOR_VERSION = 1
 _ARTIFACT_KINDS = ("path", "command", "sql", "id", "url")
 
 _FALLBACK_TEXT = {"en": "Working on {value} now.", "zh": "现在处理 {value}。"}
+#: a tool result that hands the agent a value it writes in a later call (a needed fact)
+_LEARNED_TEXT = {"en": "found: {value}", "zh": "找到：{value}"}
+#: rounds between that result and the call that uses the value
+LEARNED_GAP = 2
 _RULES_HEADER = {"en": "Rules:", "zh": "规则："}
 _USER_RULES_HEADER = {"en": "Please keep in mind:", "zh": "请注意："}
 _REACT_FORMAT = """You have access to the following tools:
@@ -126,6 +133,7 @@ class _TraceBuilder:
         self.taken: set[str] = set()
         self.call_ids: set[str] = set()
         self.argument_rounds: set[int] = set()
+        self.learned = 0
 
     # -- planning ---------------------------------------------------------------------------------
     def _band(self, position: str) -> tuple[int, int]:
@@ -181,7 +189,21 @@ class _TraceBuilder:
             facts.append(fact)
         for fact in facts:
             self._plan_distractors(fact)
+        self._plan_learned(facts)
         return facts
+
+    def _plan_learned(self, facts: list[_Fact]) -> None:
+        """Needed facts: a value the agent later writes in a tool call first reaches it in a
+        tool result a few rounds before (a listing, a search hit), so it needed that result.
+        Its own generator: the draws of the rest of the trace do not move."""
+        rng = Random(f"ctxbench.synth/learned:{self.trace_id}")
+        for fact in facts:
+            if fact.placement != "argument" or fact.round < LEARNED_GAP + 1:
+                continue
+            learned_at = rng.randint(max(0, fact.round - 4 * LEARNED_GAP), fact.round - LEARNED_GAP)
+            text = _LEARNED_TEXT[self.language].format(value=fact.value)
+            self._add_slot(learned_at, _Slot("tool", text, fact.evidence))
+            self.learned += 1
 
     def _place(self, fact: _Fact) -> None:
         """Choose the round (or the opening) and the slot of a fact's text."""
@@ -553,4 +575,5 @@ class _TraceBuilder:
         }
         tools = () if self.react else self.spec.tool_specs
         probes = self._probes(facts) + tuple(self._opening_probes())
-        return Trace(self.trace_id, tuple(self.messages), tools, probes, meta)
+        trace = Trace(self.trace_id, tuple(self.messages), tools, (), meta)
+        return replace(trace, probes=probes + needed_probes(trace, self.learned))

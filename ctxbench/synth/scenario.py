@@ -23,7 +23,7 @@ from ctxbench.synth.content import CONTENT_CLASSES
 from ctxbench.trace import ToolSpec
 
 #: Kinds planted from a domain's bank of facts; "task" probes ask about the opening itself.
-BANK_KINDS: tuple[str, ...] = tuple(k for k in PROBE_KINDS if k != "task")
+BANK_KINDS: tuple[str, ...] = tuple(k for k in PROBE_KINDS if k not in ("task", "needed"))
 
 SCENARIO_SCHEMA = "ctxbench.scenario/1"
 FORMATS: tuple[str, ...] = ("tool_calls", "react_text")

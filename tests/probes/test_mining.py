@@ -15,6 +15,8 @@ from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import replay
 from ctxbench.formats.importing import open_source
 from ctxbench.probes.mining import mine, mine_probes
+from ctxbench.probes.model import Probe
+from ctxbench.probes.needed import MIN_GAP
 from ctxbench.probes.scoring import TextIndex
 from ctxbench.strategies import build_strategy
 from ctxbench.synth import generate, load_scenario
@@ -29,7 +31,7 @@ PROBE_PROBLEMS = {
 }
 
 
-def assert_well_formed(trace: Trace, probes: tuple, cap: int) -> None:
+def assert_well_formed(trace: Trace, probes: tuple[Probe, ...], cap: int) -> None:
     assert len(probes) <= cap
     problems = [p for p in validate(replace(trace, probes=probes)) if p.code in PROBE_PROBLEMS]
     assert problems == []
@@ -37,6 +39,9 @@ def assert_well_formed(trace: Trace, probes: tuple, cap: int) -> None:
     answers = [p.answers[0] for p in probes]
     for probe in probes:
         answer = probe.answers[0]
+        if probe.kind == "needed":
+            assert_needed(trace, probe, indexes)
+            continue
         assert probe.kind in ("artifact", "recall") and probe.ask_at is None
         assert answer in message_search_text(trace.messages[probe.meta["source_message"]]), (
             "verbatim"
@@ -48,6 +53,21 @@ def assert_well_formed(trace: Trace, probes: tuple, cap: int) -> None:
         assert not any(
             answer != other and (answer in other or other in answer) for other in answers
         ), "deduplicated"
+
+
+def assert_needed(trace: Trace, probe: Probe, indexes: list[TextIndex]) -> None:
+    """A needed probe: asked at the call whose message uses the answer, learned from a user
+    message or tool result at least MIN_GAP messages before, its evidence every earlier message
+    that holds it."""
+    answer = probe.answers[0]
+    used_at, source = probe.meta["used_at"], probe.meta["source_message"]
+    assert probe.ask_at is not None and trace.call_indices[probe.ask_at] == used_at
+    assert trace.messages[used_at].role == "assistant"
+    assert trace.messages[source].role in ("user", "tool")
+    assert source + MIN_GAP <= used_at
+    holding = [i for i in range(used_at) if indexes[i].has(answer)]
+    assert holding and holding[0] == source and list(probe.evidence) == holding
+    assert indexes[used_at].has(answer)
 
 
 def tool_trace(
@@ -84,21 +104,33 @@ def test_canaries_of_every_category_are_mined_with_their_kind() -> None:
             {"reservation_id": "RSV-88213"},
         ],
     )
-    probes = mine_probes(trace, 50)
+    probes = mine_probes(trace, 50, max_others=50)
     assert_well_formed(trace, probes, 50)
     mined = {p.answers[0]: (p.kind, p.meta["mined"]) for p in probes}
     assert mined["ValueError: could not convert string to float: 'abc'"] == ("recall", "error")
     assert mined["build/artifacts/report_final.csv"] == ("artifact", "path")
     assert mined["pytest tests/test_parse.py -k float"] == ("artifact", "command")
-    assert mined["https://staging.example.org/app/v2"] == ("artifact", "url")
     assert mined["18432 bytes"] == ("recall", "number")
-    assert mined["ana.silva@example.com"] == ("recall", "email")
     assert not {"842 ms", "9f3a2c1e", "2024-05-20"} & set(mined), "trivia is skipped"
+    why = {s.answer: s.reason for s in mine(trace, 50, max_others=50).skipped}
+    assert why["https://staging.example.org/app/v2"].startswith("a URL in a tool's output")
+    assert why["ana.silva@example.com"].startswith("an e-mail address in a tool result")
     assert mined["RSV-88213"] == (
         "recall",
         "identifier",
     )  # an id is recalled, wherever it was typed
     assert "cd /repo" not in mined, "a bare cd is generic"
+
+
+def test_urls_and_e_mails_the_user_gave_are_mined() -> None:
+    trace = tool_trace(["ok"] * 3)
+    user = Message(
+        "user", "Deploy to https://staging.example.org/app/v2 and tell ana.silva@example.com"
+    )
+    trace = replace(trace, messages=(trace.messages[0], user, *trace.messages[2:]))
+    mined = {p.answers[0]: (p.kind, p.meta["mined"]) for p in mine_probes(trace, 50, max_others=50)}
+    assert mined["https://staging.example.org/app/v2"] == ("artifact", "url")
+    assert mined["ana.silva@example.com"] == ("recall", "email")
 
 
 def test_trivia_is_skipped_and_every_skip_says_why() -> None:
@@ -113,7 +145,7 @@ def test_trivia_is_skipped_and_every_skip_says_why() -> None:
             "wrote build/out/report_final.csv (1843 rows)",
         ]
     )
-    found = mine(trace, 50)
+    found = mine(trace, 50, max_others=50)
     answers = {p.answers[0] for p in found.probes}
     assert {"build/out/report_final.csv", "1843 rows", "src/app/routes_v2.py"} <= answers
     why = {s.answer: s.reason for s in found.skipped}
@@ -125,7 +157,7 @@ def test_trivia_is_skipped_and_every_skip_says_why() -> None:
         "a number in boilerplate (the line '[File: ~ # lines total)]', repeated in 3+ messages)"
     )
     assert not answers & set(why), "a candidate is either a probe or skipped"
-    assert found.probes == mine_probes(trace, 50)
+    assert found.probes == mine_probes(trace, 50, max_others=50)
 
 
 def test_regex_fragments_and_numbers_of_the_tool_definitions_are_skipped() -> None:
@@ -138,7 +170,7 @@ def test_regex_fragments_and_numbers_of_the_tool_definitions_are_skipped() -> No
         ),
         tools=(ToolSpec("bash", "Run a command; output is cut at 4096 tokens", {}),),
     )
-    why = {s.answer: s.reason for s in mine(trace, 50).skipped}
+    why = {s.answer: s.reason for s in mine(trace, 50, max_others=50).skipped}
     assert why["grep -E 'ERR[0-9]+.*timeout' logs/app_2.log"] == "a regex fragment"
     assert why["4096 tokens"].startswith("a number in boilerplate (the tool definitions)")
 
@@ -150,7 +182,7 @@ def test_values_repeated_far_apart_are_not_mined() -> None:
         + ["reloaded etc/app/settings_v2.yaml"]
     )
     assert "etc/app/settings_v2.yaml" not in {
-        p.answers[0] for p in mine_probes(tool_trace(outputs), 50)
+        p.answers[0] for p in mine_probes(tool_trace(outputs), 50, max_others=50)
     }
 
 
@@ -158,23 +190,25 @@ def test_values_in_the_system_prompt_are_not_mined() -> None:
     trace = tool_trace(
         ["see docs/guide/setup_notes.md"], system="Read docs/guide/setup_notes.md first."
     )
-    assert "docs/guide/setup_notes.md" not in {p.answers[0] for p in mine_probes(trace, 50)}
+    assert "docs/guide/setup_notes.md" not in {
+        p.answers[0] for p in mine_probes(trace, 50, max_others=50)
+    }
 
 
 def test_one_message_yields_at_most_two_probes() -> None:
     trace = tool_trace(["a/b/one_1.py a/b/two_2.py a/b/three_3.py a/b/four_4.py"])
-    assert len(mine_probes(trace, 50)) == 2
+    assert len(mine_probes(trace, 50, max_others=50)) == 2
 
 
 def test_small_numbers_and_short_values_are_not_mined() -> None:
     trace = tool_trace(["took 5 ms, 10% done, 2 GB free, id ab12"])
-    assert mine_probes(trace, 50) == ()
+    assert mine_probes(trace, 50, max_others=50) == ()
 
 
 def test_the_cap_spreads_probes_over_early_middle_and_late_thirds() -> None:
     outputs = [f"wrote out/part_{i:03d}/data_{i}.parquet ({1000 + i} rows)" for i in range(30)]
     trace = tool_trace(outputs)
-    probes = mine_probes(trace, 6)
+    probes = mine_probes(trace, 6, max_others=6)
     assert len(probes) == 6
     n = len(trace.messages)
     thirds = sorted(min(2, 3 * p.meta["source_message"] // n) for p in probes)
@@ -197,14 +231,14 @@ def test_no_candidates_means_no_probes() -> None:
 @pytest.mark.parametrize("name", ["coding_agent", "sql_agent", "support_agent", "cjk_agent"])
 def test_mining_synthetic_traces_gives_well_formed_probes(name: str) -> None:
     trace = next(generate(load_scenario(name), 3))
-    probes = mine_probes(trace, 12)
+    probes = mine_probes(trace, 12, max_others=12)
     assert len(probes) == 12
     assert_well_formed(trace, probes, 12)
 
 
 def test_planted_artifact_paths_are_found_by_the_miner() -> None:
     trace = next(generate(load_scenario("coding_agent"), 3))
-    mined = {p.answers[0] for p in mine_probes(trace, 500)}
+    mined = {p.answers[0] for p in mine_probes(trace, 500, max_others=500)}
     planted = [
         p.answers[0]
         for p in trace.probes

@@ -13,6 +13,7 @@ from ctxbench.probes.scoring import (
     OUTCOMES,
     PromptScorer,
     TextIndex,
+    answer_forms,
     held_paths,
     normalise,
     score_probes,
@@ -214,3 +215,69 @@ def test_a_text_citing_the_common_start_everywhere_is_searched_path_by_path() ->
     paths = [f"snapshots/t/{i:03d}.json" for i in range(100)]
     text = " ".join(["snapshots/t/"] * 70) + " snapshots/t/042.json"  # over 64 starts
     assert held_paths(paths, text) == ["snapshots/t/042.json"]
+
+
+# -- matching that reads like a person -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        ("/home/u/repo/lib/x/annotation.ex", "Edited lib/x/annotation.ex to add the hook."),
+        ("/home/u/repo/lib/x/annotation.ex", "see x/annotation.ex"),
+        ("./src/app/parser.py", "the bug is in src/app/parser.py"),
+        ("src/app/parser.py", "cat /testbed/src/app/parser.py"),
+        ("cd /testbed && python reproduce.py 2>&1", "Ran python reproduce.py: it fails."),
+        ("pytest tests/test_io.py > /dev/null 2>&1", "then pytest tests/test_io.py again"),
+        (
+            "Error: unsupported operand type(s) for +: 'int' and 'str'",
+            "TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+        ),
+        (
+            "TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+            "fixed the unsupported operand type(s) for +: 'int' and 'str' error",
+        ),
+    ],
+)
+def test_the_same_fact_in_another_form_is_in_context(answer: str, text: str) -> None:
+    assert outcome(probe(answer), text) == "in_context"
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        ("/home/u/repo/lib/x/annotation.ex", "the file annotation.ex"),  # one part: ambiguous
+        ("lib/x/annotation.ex", "lib/x/annotation.exs"),  # still whole tokens
+        ("src/app/parser.py", "src/app/parser_v2.py"),
+        ("cd /testbed && python reproduce.py", "python reproduce_v2.py"),
+        ("ValueError: bad value", "bad value"),  # a message too short to stand alone
+    ],
+)
+def test_other_files_commands_and_short_messages_are_not_the_same_fact(
+    answer: str, text: str
+) -> None:
+    assert outcome(probe(answer), text) == "lost"
+
+
+def test_answer_forms_lists_the_answer_first_then_its_other_forms() -> None:
+    assert answer_forms("/a/b/c.py") == ("/a/b/c.py", "b/c.py")
+    assert answer_forms("cd /x && make test 2>&1") == ("cd /x && make test 2>&1", "make test")
+    assert answer_forms("plain words") == ("plain words",)
+
+
+def _bare(answer: str, text: str) -> bool:
+    return PromptScorer([Message("user", text)], {}).is_bare(probe(answer))
+
+
+def test_an_answer_kept_only_as_a_bare_list_item_is_marked_bare() -> None:
+    summary = "## Files\n- lib/x/annotation.ex\n- `src/app.py`\n* ORD-4821"
+    assert _bare("lib/x/annotation.ex", summary)
+    assert _bare("src/app.py", summary)
+    assert _bare("ORD-4821", summary)
+
+
+def test_an_answer_with_words_around_it_is_not_bare() -> None:
+    assert not _bare("lib/x/annotation.ex", "- Edited lib/x/annotation.ex to add the hook")
+    assert not _bare("ORD-4821", "- ORD-4821\nThe refund for ORD-4821 was issued.")
+    assert not _bare("ORD-4821", "ORD-4821")  # not a list item
+    assert not _bare("ORD-4821", "- nothing here")

@@ -1,0 +1,320 @@
+"""Needed facts: values the agent itself writes in a later action, learned from the user or a tool.
+
+A probe on a fact the agent never needed says little about what compaction costs it. A *use* is
+a value in a recorded assistant message (a tool call's arguments, or the message text: a
+text-ReAct action, or the answer given to the user) that
+
+- first appears in the trace in an earlier **tool result or user message** (the agent could only
+  have learned it there: a value the agent wrote first, it knew; one in the system prompt or the
+  tool definitions is always in the prompt);
+- was learned at least :data:`MIN_GAP` messages before the use (a value used in the very next
+  turn tests nothing);
+- says something specific: a file path, an id, a number with a unit, a URL, an e-mail address,
+  or a short structured tool argument (not a plain word, not a directory like ``/testbed``, not
+  a frame in ``site-packages``, not free-text arguments such as the Bash tool's
+  ``description``).
+
+:func:`needed_uses` lists every (value, use) pair of a trace: the replay checks each one at its
+call (an ``open_loop.break`` when the value is no longer visible) and :func:`needed_probes` turns
+one use per value into a probe of kind ``needed``, asked at the call that uses it against the
+prompt that call sees, its evidence every earlier message that holds it. Values are found in
+other messages with the scorer's own matching (:func:`ctxbench.probes.scoring.answer_forms`:
+a path as absolute, cwd- or repo-relative). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbench.memo import ContentMemo
+from ctxbench.probes.model import Probe
+from ctxbench.probes.scoring import TextIndex, answer_forms
+from ctxbench.trace import Message, Trace, message_search_text
+
+#: the fewest messages between the first source of a value and its use
+MIN_GAP = 3
+MIN_LENGTH = 5
+#: arguments whose value is the agent's own prose, not a value it learned
+PROSE_KEYS = frozenset(
+    (
+        "description",
+        "thought",
+        "thoughts",
+        "reasoning",
+        "explanation",
+        "summary",
+        "message",
+        "content",
+        "text",
+        "prompt",
+        "old_str",
+        "new_str",
+        "old_string",
+        "new_string",
+        "file_text",
+        "patch",
+        "input",
+    )
+)
+#: arguments that hold a shell line: its paths, ids and numbers are the values
+COMMAND_KEYS = frozenset(("command", "cmd", "script", "shell", "code", "query"))
+
+_TOKEN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("url", re.compile(r"https?://[^\s\"'<>()\[\]{}\\`]+")),
+    ("email", re.compile(r"(?<![\w.+-])[A-Za-z0-9][\w.+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")),
+    ("path", re.compile(r"(?<![\w/.:~@-])(?:\.{0,2}/)?(?:\w[\w.-]*/)+[\w.-]*\w(?![\w/])")),
+    (
+        "identifier",
+        re.compile(
+            r"(?<![\w-])(?=[A-Za-z0-9_#-]*[A-Za-z])(?=[A-Za-z0-9_#-]*\d)#?[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w-])"
+        ),
+    ),
+    ("number", re.compile(r"(?<![\w.$])\$?\d[\d,]*\.\d+(?![\d.])|(?<![\w.$])\$\d[\d,]*(?![\d.])")),
+)
+_BAD_CHARS = re.compile(r"[\"\\\n\r\t\x00-\x1f]")
+_STRUCTURED = re.compile(r"[\d/._@:-]")
+#: paths that say where a library lives, not what the task touches
+_LIBRARY_PATH = re.compile(
+    r"(?:site|dist)-packages/|/lib/python\d|/include/python\d|/usr/(?:lib|local/lib|share|include)/"
+    r"|/(?:mini|ana)?conda\d?/(?:pkgs|lib|include)/"
+)
+#: a file's name: a dot and an extension (``x.py``, ``dev.exs``), not ``text/html``
+_FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
+#: a diff header's side (``a/src/x.py``, ``b/src/x.py``)
+_DIFF_SIDE = re.compile(r"^[ab]/")
+
+
+@dataclass(frozen=True)
+class Use:
+    """A value the agent wrote at ``message`` (model call ``call``), first seen at ``source``."""
+
+    value: str
+    category: str
+    source: int
+    message: int
+    call: int
+
+
+def needed_uses(trace: Trace) -> tuple[Use, ...]:
+    """Every (value, use site) of ``trace``, ordered by use; see the module docstring.
+    Memoised per trace content: a sweep replays one trace under many configurations."""
+    key = trace.content_hash
+    found = _USES.peek(key)
+    if found is None:
+        found = _find_uses(trace)
+        _USES.put(key, found, sum(len(u.value) + 64 for u in found))
+    return found
+
+
+_USES: ContentMemo[str, tuple[Use, ...]] = ContentMemo(limit=8 * 2**20)
+
+
+def _find_uses(trace: Trace) -> tuple[Use, ...]:
+    messages = trace.messages
+    texts = [message_search_text(m) for m in messages]
+    indexes = _Indexes(texts)
+    always = "\n".join(
+        [t for m, t in zip(messages, texts) if m.role == "system"]
+        + [f"{t.name} {t.description} {json.dumps(t.parameters)}" for t in trace.tools]
+    )
+    fixed = TextIndex.of(always)
+    call_of = {index: k for k, index in enumerate(trace.call_indices)}
+    uses: list[Use] = []
+    verdicts: dict[str, int | None] = {}  # value -> first source (None: not a learned value)
+    for j, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        for value, category in dict.fromkeys(action_values(message)):
+            if value not in verdicts:
+                verdicts[value] = _first_source(value, messages, indexes, fixed)
+            source = verdicts[value]
+            if source is not None and source + MIN_GAP <= j:
+                uses.append(Use(value, category, source, j, call_of[j]))
+    return tuple(uses)
+
+
+class _Indexes:
+    """Each message's text, indexed for lookups when first needed."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.texts = texts
+        self.folded = [t.lower() for t in texts]
+        self._built: dict[int, TextIndex] = {}
+
+    def __getitem__(self, i: int) -> TextIndex:
+        index = self._built.get(i)
+        if index is None:
+            index = self._built[i] = TextIndex.of(self.texts[i])
+        return index
+
+    def holds(self, i: int, value: str) -> bool:
+        """Whether message ``i`` holds ``value`` (in any of its forms, as the scorer finds it);
+        a plain substring test on the lower-cased text rejects most messages first."""
+        text = self.folded[i]
+        if not any(form.lower() in text for form in answer_forms(value)):
+            return False
+        return self[i].has(value)
+
+
+def _first_source(
+    value: str, messages: Sequence[Message], indexes: _Indexes, fixed: TextIndex
+) -> int | None:
+    """The first message holding ``value`` if it is a tool result or a user message (else
+    None: the agent wrote it first, or the system prompt or the tools hold it)."""
+    if fixed.has(value):
+        return None
+    for i, message in enumerate(messages):
+        if indexes.holds(i, value):
+            return i if message.role in ("user", "tool") else None
+    return None
+
+
+def action_values(message: Message) -> Iterator[tuple[str, str]]:
+    """The specific values an assistant message writes: in its tool calls' arguments (walked
+    through nested objects; prose arguments skipped) and in its text."""
+    for call in message.tool_calls:
+        try:
+            args = json.loads(call.arguments)
+        except (ValueError, RecursionError):
+            yield from _tokens(call.arguments)
+            continue
+        yield from _argument_values(args, "")
+    if message.content:
+        yield from _tokens(message.content)
+
+
+def _argument_values(value: Any, key: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _argument_values(v, str(k).lower())
+    elif isinstance(value, list):
+        for item in value:
+            yield from _argument_values(item, key)
+    elif isinstance(value, str):
+        if key in PROSE_KEYS:
+            return
+        if key in COMMAND_KEYS or "\n" in value or len(value) > 120:
+            yield from _tokens(value)
+            return
+        text = value.strip()
+        if _keep(text, "argument"):
+            yield text, _category(text)
+    # bare numbers in arguments are line numbers, offsets and limits: where, not what
+
+
+def _category(text: str) -> str:
+    for category, pattern in _TOKEN_PATTERNS:
+        if pattern.fullmatch(text):
+            return category
+    return "argument"
+
+
+def _tokens(text: str) -> Iterator[tuple[str, str]]:
+    for category, pattern in _TOKEN_PATTERNS:
+        for match in pattern.finditer(text):
+            value = match.group(0).rstrip(".,;:)")
+            if _keep(value, category):
+                yield value, category
+
+
+def _keep(value: str, category: str) -> bool:
+    """Whether a value is specific enough to ask about (see the module docstring)."""
+    if len(value) < MIN_LENGTH or len(value) > 200 or _BAD_CHARS.search(value):
+        return False
+    if category == "argument" and (
+        not _STRUCTURED.search(value) or value.lower() in ("true", "false", "none", "null")
+    ):
+        return False
+    if category == "path" or "/" in value:
+        parts = [p for p in value.split("/") if p and p not in (".", "..")]
+        rooted = value.startswith(("/", "./", "../", "~/"))
+        if not parts or not (_FILE_NAME.search(parts[-1]) or (rooted and len(parts) >= 2)):
+            return False  # a directory like /testbed, a MIME type, a function's arity
+        if _LIBRARY_PATH.search(value) or _DIFF_SIDE.match(value) or value == "/dev/null":
+            return False
+    if category == "identifier" and sum(ch.isdigit() for ch in value) < 2:
+        return False
+    return not (category == "number" and sum(ch.isdigit() for ch in value) < 3)
+
+
+# -- probes ---------------------------------------------------------------------------------
+
+_ROLE_NAMES = {"tool": "a tool result", "user": "a user message"}
+_NOUNS = {
+    "path": "file path",
+    "identifier": "identifier",
+    "number": "value",
+    "url": "URL",
+    "email": "e-mail address",
+    "argument": "value",
+}
+
+
+def needed_probes(trace: Trace, cap: int) -> tuple[Probe, ...]:
+    """At most ``cap`` probes of kind ``needed``, one per value (its use farthest from the
+    value's last mention before it, where compaction has had the most room to drop it), spread
+    over the trace's early, middle and late thirds, ordered by the call that asks them."""
+    if cap <= 0:
+        return ()
+    messages = trace.messages
+    texts = [message_search_text(m) for m in messages]
+    indexes = _Indexes(texts)
+    best: dict[str, tuple[int, Use, tuple[int, ...]]] = {}
+    for use in needed_uses(trace):
+        evidence = tuple(i for i in range(use.source, use.message) if indexes.holds(i, use.value))
+        gap = use.message - evidence[-1] if evidence else 0
+        if use.value not in best or gap > best[use.value][0]:
+            best[use.value] = (gap, use, evidence)
+    thirds: list[list[tuple[int, Use, tuple[int, ...]]]] = [[], [], []]
+    for entry in sorted(best.values(), key=lambda e: (-e[0], e[1].message, e[1].value)):
+        thirds[min(2, 3 * entry[1].message // len(messages))].append(entry)
+    chosen: list[tuple[int, Use, tuple[int, ...]]] = []
+    while len(chosen) < cap and any(thirds):
+        for queue in thirds:
+            while queue and len(chosen) < cap:
+                entry = queue.pop(0)
+                if not any(_overlaps(entry[1].value, c[1].value) for c in chosen):
+                    chosen.append(entry)
+                    break
+    chosen.sort(key=lambda e: (e[1].call, e[1].value))
+    return tuple(
+        _probe(n, use, evidence, texts, messages)
+        for n, (_, use, evidence) in enumerate(chosen, start=1)
+    )
+
+
+def _overlaps(a: str, b: str) -> bool:
+    return a in b or b in a
+
+
+def _probe(
+    n: int, use: Use, evidence: tuple[int, ...], texts: Sequence[str], messages: Sequence[Message]
+) -> Probe:
+    source = messages[use.source]
+    where = "an observation" if source.is_observation else _ROLE_NAMES.get(source.role, "a message")
+    text = texts[use.source]
+    form = next((f for f in answer_forms(use.value) if f in text), use.value)
+    at = max(text.find(form), 0)
+    left = " ".join(text[max(0, at - 60) : at].split())
+    right = " ".join(text[at + len(form) : at + len(form) + 60].split())
+    question = (
+        f"Which {_NOUNS[use.category]} from {where} (message {use.source}) does the agent use"
+        f" at call {use.call}: “…{left} ___ {right}…”?"
+    )
+    return Probe(
+        id=f"needed-{n}",
+        kind="needed",
+        question=question,
+        answers=(use.value,),
+        evidence=evidence,
+        ask_at=use.call,
+        meta={
+            "mined": use.category,
+            "source_message": use.source,
+            "used_at": use.message,
+        },
+    )
