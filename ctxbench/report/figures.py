@@ -377,6 +377,10 @@ def threshold_lines(maps: Sequence[ThresholdMap], prefix: str) -> str:
 # -- timelines -------------------------------------------------------------------------------------
 
 
+#: the marks of calls where the replay leaves what the recorded run could have done
+OPEN_LOOP_COLOUR = "#7f3c8d"
+
+
 def timeline_chart(title: str, timelines: Sequence[Timeline], prefix: str) -> str:
     """One panel per run: true and estimated usage over the limit, compactions, overflows."""
     layers = sorted({layer for t in timelines for _, layer in t.compactions})
@@ -385,6 +389,8 @@ def timeline_chart(title: str, timelines: Sequence[Timeline], prefix: str) -> st
     entries = [("true / limit", PALETTE[0], "line"), ("estimate / limit", PALETTE[1], "dash")]
     entries += [(svg.clip(f"compaction: {layer}"), layer_colour[layer], "|") for layer in layers]
     entries.append(("rejected by the provider", "#d62728", "x"))
+    if any(t.open_loop_breaks for t in timelines):
+        entries.append(("open-loop break", OPEN_LOOP_COLOUR, "^"))
     legend_rows = math.ceil(len(entries) / 5)
     height = top + len(timelines) * (panel_h + gap) + 16 + 15 * legend_rows
     canvas = Canvas(WIDE, height, prefix)
@@ -436,6 +442,10 @@ def timeline_chart(title: str, timelines: Sequence[Timeline], prefix: str) -> st
             colour="#d62728",
             shape="x",
             size=3.0,
+        )
+        breaks = [t.open_loop_breaks[i] for i in stride(len(t.open_loop_breaks), MAX_POINTS)]
+        canvas.markers(
+            ax, breaks, [RATIO_CAP] * len(breaks), colour=OPEN_LOOP_COLOUR, shape="^", size=3.5
         )
     canvas.legend(entries, 58, height - 15 * legend_rows, columns=min(len(entries), 5))
     canvas.text(WIDE / 2, 14, svg.clip(title), anchor="middle", size=12)

@@ -36,6 +36,8 @@ class RunEvents:
     probes: tuple[ProbeOutcome, ...] = ()
     summary_input_tokens: int = 0
     summary_output_tokens: int = 0
+    #: calls whose recorded action wrote a value the prompt no longer showed
+    open_loop_breaks: tuple[int, ...] = ()
 
 
 class _Digest:
@@ -47,6 +49,7 @@ class _Digest:
         self.probes: list[ProbeOutcome] = []
         self.summary_in = 0
         self.summary_out = 0
+        self.breaks: list[int] = []
 
     def add(self, e: ev.Event) -> None:
         data = e.data
@@ -72,6 +75,8 @@ class _Digest:
         elif e.type == ev.SUMMARY:
             self.summary_in += int(data.get("input_tokens") or 0)
             self.summary_out += int(data.get("output_tokens") or 0)
+        elif e.type == ev.OPEN_LOOP_BREAK:
+            self.breaks.append(e.call)
 
     def freeze(self) -> RunEvents:
         return RunEvents(
@@ -80,6 +85,7 @@ class _Digest:
             tuple(self.probes),
             self.summary_in,
             self.summary_out,
+            tuple(self.breaks),
         )
 
 

@@ -350,7 +350,7 @@ class Canvas:
         self, entries: Sequence[tuple[str, str, str]], x: float, y: float, *, columns: int = 1
     ) -> None:
         """``(label, colour, swatch)`` entries from ``(x, y)`` down (or across ``columns``);
-        swatches: ``line``, ``dash``, ``o``, ``hollow``, ``x``, ``|``, ``bar``."""
+        swatches: ``line``, ``dash``, ``o``, ``hollow``, ``x``, ``^``, ``|``, ``bar``."""
         column_width = max((text_width(label, 10) for label, _, _ in entries), default=0) + 34
         for i, (label, colour, swatch) in enumerate(entries):
             cx = x + (i % columns) * column_width
@@ -409,4 +409,7 @@ def _stroke(px: float, py: float, shape: str, size: float) -> str:
     if shape == "x":
         a, b, c, d = num(px - size), num(px + size), num(py - size), num(py + size)
         return f"M{a} {c}L{b} {d}M{a} {d}L{b} {c}"
+    if shape == "^":
+        a, b, c, d = num(px - size), num(px + size), num(py - size), num(py + size)
+        return f"M{a} {d}L{num(px)} {c}L{b} {d}Z"
     return f"M{num(px)} {num(py - size)}V{num(py + size)}"

@@ -46,6 +46,8 @@ class Timeline:
     overflows: tuple[tuple[int, float], ...]
     #: (ratio, name) of the dotted lines: the run's own warning and error states, the limit
     state_lines: tuple[tuple[float, str], ...] = state_lines(DEFAULT_STATE_THRESHOLDS)
+    #: calls where the recorded run could no longer have gone on as recorded
+    open_loop_breaks: tuple[int, ...] = ()
 
 
 def timeline(
@@ -62,6 +64,7 @@ def timeline(
         compactions=events.compactions,
         overflows=tuple((c.call, c.true / c.limit) for c in events.calls if not c.ok and c.limit),
         state_lines=state_lines(thresholds),
+        open_loop_breaks=events.open_loop_breaks,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from ctxbench.report import figures
@@ -100,3 +101,13 @@ def test_kind_multiples_and_ratio_charts_draw_every_kind_and_series() -> None:
     )
     one = ratio_chart("r", [("chars4", [1.0], [0.5])], xlabel="x", ylabel="y", prefix="rc")
     assert chart.startswith("<svg") and chart != one  # every point is drawn
+
+
+def test_open_loop_breaks_are_marked_on_the_timeline_and_in_its_legend() -> None:
+    plain = figures.timeline_chart("t", [_timeline(30)], "f")
+    assert "open-loop break" not in plain
+    broken = dataclasses.replace(_timeline(30), open_loop_breaks=(12, 20))
+    svg = figures.timeline_chart("t", [broken], "f")
+    assert "open-loop break" in svg
+    assert svg.count(figures.OPEN_LOOP_COLOUR) == 2  # the marks' path and the legend swatch
+    assert svg.count("Z") == 3  # a triangle per break, and the swatch
