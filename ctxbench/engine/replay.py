@@ -112,9 +112,10 @@ def replay(
     for probe in probe_list:
         at = n_calls if probe.ask_at is None or probe.ask_at >= n_calls else max(probe.ask_at, 0)
         asked.setdefault(at, []).append(probe)
-    used: dict[int, list[Use]] = {}
+    used: dict[int, list[tuple[Use, frozenset[str]]]] = {}
     for use in needed_uses(trace):
-        used.setdefault(use.call, []).append(use)
+        holders = frozenset(messages[i].fingerprint for i in use.holders)
+        used.setdefault(use.call, []).append((use, holders))
 
     strategy.on_start(ctx)
     pairing = PairingCheck(provider.error_style)
@@ -321,16 +322,23 @@ def _provider_call(
 def _ask(
     ctx: ReplayContext,
     probes: Sequence[Probe],
-    uses: Sequence[Use],
+    uses: Sequence[tuple[Use, frozenset[str]]],
     cited: set[str],
     failed: bool,
 ) -> None:
     """Score the probes asked now (lost, ``after_failure``, once the task failed) and look for
-    the values this call's recorded message uses; the files a probe's evidence was found in
-    join ``cited``."""
+    the values this call's recorded message uses (``(use, fingerprints of the recorded
+    messages holding it)``: one of them still in the prompt shows it, without a text search);
+    the files a probe's evidence was found in join ``cited``."""
     if not probes and not uses:
         return
-    scorer = PromptScorer(ctx.view.messages, ctx.files)
+    made: list[PromptScorer] = []
+
+    def scorer() -> PromptScorer:  # the prompt's text index, built once when first needed
+        if not made:
+            made.append(PromptScorer(ctx.view.messages, ctx.files))
+        return made[0]
+
     for probe in probes:
         if failed:
             ctx.emit(
@@ -341,15 +349,18 @@ def _ask(
                 reason=ev.AFTER_FAILURE,
             )
             continue
-        outcome, evidence = scorer.verdict(probe)
+        outcome, evidence = scorer().verdict(probe)
         if evidence is not None:
             cited.add(evidence)
-        if outcome == "in_context" and scorer.is_bare(probe):
+        if outcome == "in_context" and scorer().is_bare(probe):
             ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome, bare=True)
         else:
             ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome)
-    for use in uses:
-        if scorer.find((use.value,))[0] == "lost":
+    shown = set(ctx.view.keys) if uses else set()
+    for use, holders in uses:
+        if not holders.isdisjoint(shown):
+            continue
+        if scorer().find((use.value,))[0] == "lost":
             ctx.emit(
                 ev.OPEN_LOOP_BREAK,
                 value=use.value,

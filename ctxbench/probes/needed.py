@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from ctxbench.memo import ContentMemo
@@ -90,13 +92,15 @@ _DIFF_SIDE = re.compile(r"^[ab]/")
 
 @dataclass(frozen=True)
 class Use:
-    """A value the agent wrote at ``message`` (model call ``call``), first seen at ``source``."""
+    """A value the agent wrote at ``message`` (model call ``call``), first seen at ``source``;
+    ``holders`` are every message before the use that holds it (the source first)."""
 
     value: str
     category: str
     source: int
     message: int
     call: int
+    holders: tuple[int, ...] = ()
 
 
 def needed_uses(trace: Trace) -> tuple[Use, ...]:
@@ -128,22 +132,52 @@ def _find_uses(trace: Trace) -> tuple[Use, ...]:
     for j, message in enumerate(messages):
         if message.role != "assistant":
             continue
-        for value, category in dict.fromkeys(action_values(message)):
-            if value not in verdicts:
-                verdicts[value] = _first_source(value, messages, indexes, fixed)
+        for value, category in _longest(dict.fromkeys(action_values(message))):
+            if value not in verdicts:  # learned before its first use, or never
+                verdicts[value] = _first_source(value, j, messages, indexes, fixed)
             source = verdicts[value]
             if source is not None and source + MIN_GAP <= j:
-                uses.append(Use(value, category, source, j, call_of[j]))
+                holders = tuple(indexes.holding(value, source, j))
+                uses.append(Use(value, category, source, j, call_of[j], holders))
     return tuple(uses)
 
 
+def _longest(values: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The values not part of a longer one of the same message (``test_issue_4898`` inside
+    ``tests/regression/test_issue_4898.py``): the longer is the more specific fact."""
+    found = list(values)
+    return [(v, c) for v, c in found if not any(v != w and v in w for w, _ in found)]
+
+
 class _Indexes:
-    """Each message's text, indexed for lookups when first needed."""
+    """Each message's text, indexed for lookups when first needed; all of them lower-cased
+    and joined once, so the messages that may hold a value are found by one search."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.texts = texts
         self.folded = [t.lower() for t in texts]
+        # one byte a character (other characters read as "?"), so a search stays fast where a
+        # message holds CJK or emoji; every hit is checked against the message's own index
+        self.joined = "\x00".join(self.folded).encode("ascii", "replace").decode("ascii")
+        self.starts = list(accumulate((len(t) + 1 for t in self.folded), initial=0))
         self._built: dict[int, TextIndex] = {}
+
+    def holding(self, value: str, start: int = 0, stop: int | None = None) -> list[int]:
+        """The messages in ``[start, stop)`` that hold ``value``, in order."""
+        stop = len(self.texts) if stop is None else stop
+        forms = {f.lower() for f in answer_forms(value)}
+        if not all(form.isascii() for form in forms):
+            where = {i for i in range(start, stop) if any(f in self.folded[i] for f in forms)}
+            return [i for i in sorted(where) if self[i].has(value)]
+        end = self.starts[stop]
+        where = set()
+        for form in forms:
+            at = self.joined.find(form, self.starts[start], end)
+            while at >= 0:
+                i = bisect_right(self.starts, at) - 1
+                where.add(i)
+                at = self.joined.find(form, self.starts[i + 1], end)  # the next message on
+        return [i for i in sorted(where) if self[i].has(value)]
 
     def __getitem__(self, i: int) -> TextIndex:
         index = self._built.get(i)
@@ -151,26 +185,19 @@ class _Indexes:
             index = self._built[i] = TextIndex.of(self.texts[i])
         return index
 
-    def holds(self, i: int, value: str) -> bool:
-        """Whether message ``i`` holds ``value`` (in any of its forms, as the scorer finds it);
-        a plain substring test on the lower-cased text rejects most messages first."""
-        text = self.folded[i]
-        if not any(form.lower() in text for form in answer_forms(value)):
-            return False
-        return self[i].has(value)
-
 
 def _first_source(
-    value: str, messages: Sequence[Message], indexes: _Indexes, fixed: TextIndex
+    value: str, used_at: int, messages: Sequence[Message], indexes: _Indexes, fixed: TextIndex
 ) -> int | None:
-    """The first message holding ``value`` if it is a tool result or a user message (else
-    None: the agent wrote it first, or the system prompt or the tools hold it)."""
+    """The first message before ``used_at`` (the value's first use) holding ``value`` if it is
+    a tool result or a user message (else None: the agent wrote it first, or the system prompt
+    or the tools hold it)."""
     if fixed.has(value):
         return None
-    for i, message in enumerate(messages):
-        if indexes.holds(i, value):
-            return i if message.role in ("user", "tool") else None
-    return None
+    found = indexes.holding(value, 0, used_at)
+    if not found:
+        return None
+    return found[0] if messages[found[0]].role in ("user", "tool") else None
 
 
 def action_values(message: Message) -> Iterator[tuple[str, str]]:
@@ -262,10 +289,9 @@ def needed_probes(trace: Trace, cap: int) -> tuple[Probe, ...]:
         return ()
     messages = trace.messages
     texts = [message_search_text(m) for m in messages]
-    indexes = _Indexes(texts)
     best: dict[str, tuple[int, Use, tuple[int, ...]]] = {}
     for use in needed_uses(trace):
-        evidence = tuple(i for i in range(use.source, use.message) if indexes.holds(i, use.value))
+        evidence = use.holders
         gap = use.message - evidence[-1] if evidence else 0
         if use.value not in best or gap > best[use.value][0]:
             best[use.value] = (gap, use, evidence)
