@@ -131,6 +131,12 @@ def mine(
             f"{path}: {tally['traces']} trace(s), {tally['probes']} probe(s) ({kinds or 'none'})",
             err=True,
         )
+    if max_others is None and any(t["traces"] and not t["kind:needed"] for t in counts.values()):
+        click.echo(
+            "note: where the agent reused no value it had learned (no needed facts), no other"
+            " kind is asked; --max-others N asks about up to N other facts",
+            err=True,
+        )
     click.echo(
         f"wrote {written} {'probe line' if probes_only else 'trace'}(s) to {output}", err=True
     )

@@ -63,4 +63,7 @@ def test_mine_reads_recorded_formats(shared_traces: Path, tmp_path: Path) -> Non
     result = CliRunner().invoke(cli, ["probes", "mine", str(recorded), "-o", str(out)])
     assert result.exit_code == 0, result.output
     (trace,) = read_traces(out)
-    assert trace.probes and all(p.id.startswith("mined-") for p in trace.probes)
+    kinds = [p.kind for p in trace.probes]
+    assert kinds and kinds[0] == "needed", "the facts the agent needed come first"
+    assert kinds.count("needed") >= len(kinds) / 2
+    assert all(p.id.startswith("needed-" if p.kind == "needed" else "mined-") for p in trace.probes)

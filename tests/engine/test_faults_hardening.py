@@ -519,7 +519,7 @@ COMMANDS: dict[str, Callable[[Inputs, Path], tuple[list[str], Path]]] = {
     "gen -o": lambda i, at: (["gen", "support_agent", "-o"], at / "traces.jsonl"),
     "import -o": lambda i, at: (["import", str(i.traces), "-o"], at / "imported.jsonl"),
     "probes mine --probes-only": lambda i, at: (
-        ["probes", "mine", str(i.traces), "--probes-only", "-o"],
+        ["probes", "mine", str(i.traces), "--probes-only", "--max-others", "4", "-o"],
         at / "probes.jsonl",
     ),
     "sweep -o": lambda i, at: (["sweep", str(i.sweep), "-q", "-j", "1", "-o"], at / "results"),
