@@ -52,9 +52,12 @@ def test_the_model_name_defect_trips_the_breaker_and_all_compaction_stops(
     assert len(failure_calls) == 3 and failure_calls[-1] == tripped_at
     texts = {t for e in calls_info(breaker_run) for t in e["info"]["layer3_failures"]}
     assert texts == {"AttributeError: 'ContextManager' object has no attribute 'model_name'"}
-    # no summary was ever asked for, and nothing is compacted once the breaker is tripped
+    # no summary was ever asked for, and the history is not compacted once the breaker is
+    # tripped (a large tool result is still persisted when it arrives: that is not gated)
     assert not [e for e in breaker_run if e["type"] == "summary"]
-    compactions = [e["call"] for e in breaker_run if e["type"] == "compaction"]
+    compactions = [
+        e["call"] for e in breaker_run if e["type"] == "compaction" and e["layer"] != "persist"
+    ]
     assert compactions and max(compactions) <= tripped_at
     over = [e for e in breaker_run if e["type"] == "provider.call" and e["call"] > tripped_at]
     assert over and all(not e["ok"] for e in over[-10:])
