@@ -18,6 +18,8 @@ PROBE_KINDS: tuple[str, ...] = (
     "finished_task",
     "task",
     "needed",
+    "safety",
+    "preference",
 )
 
 _PROBE_KEYS = ("id", "kind", "question", "answers", "evidence", "ask_at", "stale_answers", "meta")

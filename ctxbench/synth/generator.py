@@ -90,6 +90,8 @@ class _Fact:
     placement: str
     old: str = ""
     update_round: int = -1
+    #: the round whose tool result hands the value over before the agent writes it (-1: none)
+    learned_round: int = -1
     tool: str = ""
     argument: str = ""
     distractors: list[str] = field(default_factory=list)
@@ -162,11 +164,14 @@ class _TraceBuilder:
         self.slots.setdefault(r, []).append(slot)
 
     def _chosen_facts(self) -> list[FactSpec]:
+        """Facts drawn from the bank per kind (``repeat`` draws); a fact whose value has no
+        placeholder is drawn once, since a second copy could only plant the same value."""
         chosen: list[FactSpec] = []
         for kind in BANK_KINDS:
             bank = list(self.spec.domain.bank(kind))
             for _ in range(self.spec.probes.repeat):
-                chosen += self.rng.sample(bank, self.spec.probes.count(kind))
+                drawn = self.rng.sample(bank, self.spec.probes.count(kind))
+                chosen += [f for f in drawn if "{" in f.value or f not in chosen]
             chosen += [f for f in self.spec.facts if f.kind == kind]
         return chosen
 
@@ -187,9 +192,9 @@ class _TraceBuilder:
             fact = _Fact(f"{spec.kind}-{n + 1}", spec, value, position, -1, spec.placement)
             self._place(fact)
             facts.append(fact)
+        self._plan_learned(facts)
         for fact in facts:
             self._plan_distractors(fact)
-        self._plan_learned(facts)
         return facts
 
     def _plan_learned(self, facts: list[_Fact]) -> None:
@@ -200,18 +205,25 @@ class _TraceBuilder:
         for fact in facts:
             if fact.placement != "argument" or fact.round < LEARNED_GAP + 1:
                 continue
-            learned_at = rng.randint(max(0, fact.round - 4 * LEARNED_GAP), fact.round - LEARNED_GAP)
+            fact.learned_round = rng.randint(
+                max(0, fact.round - 4 * LEARNED_GAP), fact.round - LEARNED_GAP
+            )
             text = _LEARNED_TEXT[self.language].format(value=fact.value)
-            self._add_slot(learned_at, _Slot("tool", text, fact.evidence))
+            self._add_slot(fact.learned_round, _Slot("tool", text, fact.evidence))
             self.learned += 1
 
     def _place(self, fact: _Fact) -> None:
         """Choose the round (or the opening) and the slot of a fact's text."""
         spec = fact.spec
-        if spec.kind == "superseded":
+        if spec.update:
             self._place_superseded(fact)
             return
         text = expand(spec.text, self.rng, fact.value) if spec.text else ""
+        if fact.placement == "turn":  # a user message mid-run, the fact on a later line
+            fact.round = self._pick_round(fact.position)
+            text = f"{phrases.interjection(self.rng, self.language)}\n{text}"
+            self._add_slot(fact.round, _Slot("user", text, fact.evidence))
+            return
         if fact.placement in ("system", "user"):
             fact.round, fact.position = -1, "start"
             self._add_slot(-1, _Slot(fact.placement, text, fact.evidence))
@@ -240,9 +252,14 @@ class _TraceBuilder:
         fact.round = self._pick_round(fact.position, last=last - 2)
         gap = max(1, (last - fact.round) // 4)
         fact.update_round = self.rng.randint(min(fact.round + gap, last), last)
+        turn = fact.placement == "turn"
+        fact.placement = "user" if turn else fact.placement
         fact.placement = fact.placement if fact.placement in ("user", "assistant") else "tool"
         old = expand(spec.text, self.rng, fact.old)
         new = expand(spec.update, self.rng, fact.value)
+        if turn:  # each value in a user message of its own, on a later line
+            old = f"{phrases.interjection(self.rng, self.language)}\n{old}"
+            new = f"{phrases.interjection(self.rng, self.language)}\n{new}"
         self._add_slot(fact.round, _Slot(fact.placement, old, fact.stale_evidence))
         self._add_slot(fact.update_round, _Slot(fact.placement, new, fact.evidence))
 
@@ -261,7 +278,7 @@ class _TraceBuilder:
         return None
 
     def _plan_distractors(self, fact: _Fact) -> None:
-        busy = {fact.round, fact.update_round}
+        busy = {fact.round, fact.update_round, fact.learned_round}
         for _ in range(self.spec.probes.distractors):
             dup = near_duplicate(fact.value, self.rng)
             if dup is None or dup in self.taken or any(dup in t or t in dup for t in self.taken):
@@ -576,4 +593,21 @@ class _TraceBuilder:
         tools = () if self.react else self.spec.tool_specs
         probes = self._probes(facts) + tuple(self._opening_probes())
         trace = Trace(self.trace_id, tuple(self.messages), tools, (), meta)
-        return replace(trace, probes=probes + needed_probes(trace, self.learned))
+        return replace(trace, probes=probes + self._needed_probes(trace))
+
+    def _needed_probes(self, trace: Trace) -> tuple[Probe, ...]:
+        """The needed facts of the built trace (as many as values were handed over), with the
+        position and placement every planted probe carries."""
+        thirds = ("early", "middle", "late")
+        n = len(trace.messages)
+        return tuple(
+            replace(
+                p,
+                meta={
+                    **p.meta,
+                    "position": thirds[min(2, 3 * int(p.meta["source_message"]) // n)],
+                    "planted": "learned",
+                },
+            )
+            for p in needed_probes(trace, self.learned)
+        )

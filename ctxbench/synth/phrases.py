@@ -109,6 +109,28 @@ def intent(rng: Random, language: str, kind: str, arg: str, tool: str) -> str:
     return rng.choice(templates).format(arg=arg, tool=tool, noun=_noun(rng, language))
 
 
+_INTERJECTIONS = {
+    "en": (
+        "Thanks, keep going.",
+        "Looks good so far. One more thing:",
+        "Quick note before you continue.",
+        "Sorry to interrupt, something came up.",
+        "Good progress. Please also keep this in mind:",
+    ),
+    "zh": (
+        "谢谢，继续。",
+        "目前看起来不错。还有一件事：",
+        "继续之前先说明一下。",
+        "打断一下，有新情况。",
+    ),
+}
+
+
+def interjection(rng: Random, language: str) -> str:
+    """The first line of a user message that comes mid-run (the fact stands on a later line)."""
+    return rng.choice(_INTERJECTIONS[language])
+
+
 def remark(rng: Random, language: str) -> str:
     """A remark on the previous output."""
     return rng.choice(_REMARKS[language]).format(

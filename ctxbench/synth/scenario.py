@@ -28,8 +28,11 @@ BANK_KINDS: tuple[str, ...] = tuple(k for k in PROBE_KINDS if k not in ("task", 
 SCENARIO_SCHEMA = "ctxbench.scenario/1"
 FORMATS: tuple[str, ...] = ("tool_calls", "react_text")
 LANGUAGES: tuple[str, ...] = ("en", "zh")
-#: where a fact's text is planted
-WHERE: tuple[str, ...] = ("tool", "assistant", "argument", "system", "user")
+#: where a fact's text is planted ("user": the first user message; "turn": a user message of
+#: its own mid-run, at the fact's position, after a line of its own)
+WHERE: tuple[str, ...] = ("tool", "assistant", "argument", "system", "user", "turn")
+#: kinds whose fact may change later (``update``): the latest value is the answer
+UPDATABLE: tuple[str, ...] = ("superseded", "preference")
 POSITIONS: tuple[str, ...] = ("early", "middle", "late")
 ASK: tuple[str, ...] = ("end", "mid")
 
@@ -187,6 +190,8 @@ class ProbeMix:
     constraint: int = 0
     superseded: int = 0
     finished_task: int = 0
+    safety: int = 0
+    preference: int = 0
     mid_trace: float = field(
         default=0.25, metadata={"help": "share of probes asked at a call mid-trace"}
     )
@@ -230,7 +235,8 @@ class FactSpec:
     ``value`` is a pattern (``ORD-{d5}``); ``text`` is the sentence holding it (``{value}``);
     a superseded fact's ``update`` announces the new value. ``where`` defaults by kind
     (recall: tool, artifact: argument, decision/continuation/finished_task: assistant,
-    constraint: system, superseded: tool); ``argument`` names the tool parameter (or its kind:
+    constraint: system, superseded: tool, safety and preference: a user turn mid-run); a
+    preference may change too (``update``); ``argument`` names the tool parameter (or its kind:
     path, command, sql, url, id, query) an artifact goes into.
     """
 
@@ -261,8 +267,10 @@ class FactSpec:
             raise ValueError("text must contain {value}")
         if self.kind == "superseded" and "{value}" not in self.update:
             raise ValueError("a superseded fact needs an update text containing {value}")
-        if self.kind != "superseded" and self.update:
-            raise ValueError("only superseded facts have an update")
+        if self.update and "{value}" not in self.update:
+            raise ValueError("an update text must contain {value}")
+        if self.kind not in UPDATABLE and self.update:
+            raise ValueError(f"only {' and '.join(UPDATABLE)} facts have an update")
         for name in ("value", "text", "update"):
             value = getattr(self, name)
             if any(ch in value for ch in '"\\\n\r\t'):
@@ -288,6 +296,8 @@ class FactSpec:
             "constraint": "system",
             "superseded": "tool",
             "finished_task": "assistant",
+            "safety": "turn",
+            "preference": "turn",
         }[self.kind]
 
 
