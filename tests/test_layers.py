@@ -41,7 +41,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "ctxbench.trace",
             "ctxbench.pairing",
-            "ctxbench.validation",
             "ctxbench.probes.model",
             "ctxbench.engine.events",
             "ctxbench.engine.result",
@@ -49,7 +48,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.summarizers.base",
         ),
     ),
-    ("engine", ("ctxbench.engine", "ctxbench.probes.scoring")),
+    # validation checks a probe's answer with the scorer's matching; the replay finds the needed
+    # values of its trace (a pure function of the trace) to see where the open loop breaks
+    (
+        "engine",
+        (
+            "ctxbench.engine",
+            "ctxbench.probes.scoring",
+            "ctxbench.probes.needed",
+            "ctxbench.validation",
+        ),
+    ),
     (
         "components",
         (
