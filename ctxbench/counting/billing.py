@@ -155,16 +155,21 @@ class BilledRule:
 
 
 def billed_calls(
-    traces: Iterable[Trace], counter: TokenCounter, model: str | None = None
+    traces: Iterable[Trace], counter: TokenCounter, model: str | None = None, *, exact: bool = True
 ) -> list[Call]:
     """Every call with recorded prompt tokens (only ``model``'s, when given), counted under
-    each rule: the base count of the stripped request plus the reasoning each rule keeps."""
+    each rule: the base count of the stripped request plus the reasoning each rule keeps.
+    ``exact`` counts each request whole (``count_prompt``, as ``calibrate`` does); otherwise
+    as the replay engine does, the sum of cached per-message counts and the request overhead
+    (linear in the trace, where a chat template renders every request again)."""
     from ctxbench.counting.auto import call_model
 
     base = counter.base if isinstance(counter, ReasoningCounter) else counter
     out: list[Call] = []
     for trace in traces:
         sizes: dict[int, int] = {}  # reasoning tokens per message id, counted once
+        bare_sizes: dict[int, int] = {}  # stripped message tokens per message id
+        overhead = base.prompt_overhead(trace.tools)
         for i, msg in enumerate(trace.messages):
             usage = msg.usage
             if msg.role != "assistant" or usage is None or not usage.prompt_tokens:
@@ -172,7 +177,10 @@ def billed_calls(
             if model is not None and call_model(trace, i) != model:
                 continue
             prompt = recorded_prompt(trace, i)
-            bare = base.count_prompt([without_reasoning(m) for m in prompt], trace.tools)
+            if exact:
+                bare = base.count_prompt([without_reasoning(m) for m in prompt], trace.tools)
+            else:
+                bare = overhead + sum(_bare_tokens(base, m, bare_sizes) for m in prompt)
             reasoning = [_reasoning_tokens(base, m, sizes) for m in prompt]
             counted = tuple(
                 (
@@ -186,6 +194,13 @@ def billed_calls(
             )
             out.append(Call(usage.prompt_tokens, counted))
     return out
+
+
+def _bare_tokens(base: TokenCounter, message: Any, sizes: dict[int, int]) -> int:
+    key = id(message)
+    if key not in sizes:
+        sizes[key] = base.count_message(without_reasoning(message))
+    return sizes[key]
 
 
 def _reasoning_tokens(base: TokenCounter, message: Any, sizes: dict[int, int]) -> int:
@@ -262,9 +277,10 @@ def billed_rule(
     family_rule: ReasoningRule,
     *,
     fit_scale: bool = False,
+    exact: bool = True,
 ) -> BilledRule:
     """The rule the billed usage of ``model``'s calls in ``traces`` supports."""
-    calls = billed_calls(traces, counter, model)
+    calls = billed_calls(traces, counter, model, exact=exact)
     return choose_rule(calls, family_rule, model=model, fit_scale=fit_scale)
 
 
@@ -282,15 +298,16 @@ def trace_rule(
     *,
     fit_scale: bool = False,
 ) -> BilledRule:
-    """:func:`billed_rule` of one trace, once per process per (trace, counter, model): every
-    cell of a sweep on the trace reads the same answer (a pure function of the trace)."""
+    """:func:`billed_rule` of one trace, counted as the replay engine counts, once per process
+    per (trace, counter, model): every cell of a sweep on the trace reads the same answer (a
+    pure function of the trace)."""
     key = (trace_hash, counter_spec, model, family_rule, fit_scale)
     found = _MEMO.get(key)
     if found is None:
         from ctxbench.counting import get_counter
 
         found = billed_rule(
-            [trace], get_counter(counter_spec), model, family_rule, fit_scale=fit_scale
+            [trace], get_counter(counter_spec), model, family_rule, fit_scale=fit_scale, exact=False
         )
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.pop(next(iter(_MEMO)))

@@ -322,6 +322,16 @@ def accuracy_section(
         )
         return Section("usage-accuracy", "Accuracy against provider usage", tuple(blocks))
     blocks.append(Paragraph(f"{calls:,} recorded calls in {traces_with_usage} traces.", "note"))
+    if not any(str(name).startswith("profile") for _, name, *_ in results):
+        blocks.append(
+            Paragraph(
+                "No counter here is fitted to this usage. To count as the provider bills, fit "
+                "a profile on these traces (ctxbench calibrate TRACES --counter auto "
+                "--save-profile p.json) and give --counter profile:p.json to run, sweep or "
+                "this report.",
+                "note",
+            )
+        )
     rows = []
     series = []
     for model, name, role, acc, found in results:

@@ -90,7 +90,9 @@ def read_facts(path: Path) -> SourceFacts:
         for m in call_models(trace):
             facts.models.setdefault(m, None)
         # the rule the replay will count under (cell.runner: the billed one, else the family's)
-        calls = billed_calls([trace], get_counter(choice.counter), _served(trace, model))
+        calls = billed_calls(
+            [trace], get_counter(choice.counter), _served(trace, model), exact=False
+        )
         billed = choose_rule(calls, choice.reasoning, fit_scale=stand_in(choice, choice.counter))
         rule = billed.rule if billed.from_usage or choice.family != "unknown" else None
         facts.calls.setdefault(model, []).extend(calls)

@@ -72,5 +72,6 @@ def test_drift_accepts_counter_auto_and_leads_with_the_headline(
     page = out.read_text("utf-8")
     assert page.index('id="headline"') < page.index('id="how-to-read"')
     assert "hf:deepseek-v3.1" in page
+    assert "--save-profile p.json" in page  # the usage is there and no counter is fitted to it
     headline = re.sub(r"<[^>]+>", " ", page[page.index('id="headline"') :][:3000])
     assert re.search(r"puts \d+\.\d% of calls in another state", headline)
