@@ -189,15 +189,12 @@ CLAUDE_CODE_MAX_OUTPUT = 32_000
 
 
 def strategy_params(trace: Trace, strategy: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params``, plus for ``claude_code`` on a Claude Code session the CLI version the
-    session recorded (unless set): its threshold rule is that version's."""
-    out = dict(params)
-    source = trace.meta.get("imported_from")
-    session = isinstance(source, Mapping) and source.get("format") == "claude_code"
-    version = trace.meta.get("version")
-    if strategy == "claude_code" and session and isinstance(version, str):
-        out.setdefault("cli_version", version)
-    return out
+    """``params`` plus the values the strategy takes from the trace where they are unset
+    (for ``claude_code`` on a Claude Code session: its CLI version and Claude Code's output
+    limit; :mod:`ctxbench.trace_defaults`, the same rule as ``run`` and sweeps)."""
+    from ctxbench.trace_defaults import trace_params
+
+    return trace_params(trace.meta, strategy, params)[0]
 
 
 def replay_recorded(

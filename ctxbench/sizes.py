@@ -2,7 +2,8 @@
 
 ``k`` is 1,024 and ``m`` 1,048,576, the convention of the windows people type (Qwen 2.5 "32k"
 is 32,768, Llama 3.1 "128k" is 131,072); write the exact number for a decimal window
-(``128000``).
+(``128000``) or a model name (:mod:`ctxbench.windows`), which warns about a ``k`` size near a
+decimal window.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from ctxbench.errors import ConfigError
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*")
 _UNITS = {"": 1, "k": 1024, "m": 1024 * 1024}
 HELP = "tokens, or 32k / 128k (k = 1,024)"
+
+
+def is_size(text: str) -> bool:
+    """Whether ``text`` is written as a token count (``32768``, ``32k``), not a name."""
+    return _SIZE.fullmatch(text) is not None
 
 
 def parse_tokens(value: int | str, *, key: str | None = None) -> int:

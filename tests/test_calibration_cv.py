@@ -152,12 +152,18 @@ def two_models(tmp_path: Path) -> list[Path]:
     return [a, b]
 
 
-def test_auto_says_what_it_picked_and_warns_when_models_are_pooled(two_models: list[Path]) -> None:
+def test_auto_says_what_it_picked_and_reports_mixed_models_per_model(
+    two_models: list[Path],
+) -> None:
+    """Several models are calibrated apart by default (issue 40): one pooled number hides a
+    group that is far off, so it comes last, as one line."""
     result = CliRunner().invoke(cli, ["calibrate", *map(str, two_models), "-c", "auto", "--json"])
     assert result.exit_code == 0, result.output
     assert "auto: gpt-4o -> tiktoken:o200k_base" in result.stderr
-    assert "warning: these traces come from 2 models" in result.stderr
-    json.loads(result.stdout)
+    data = json.loads(result.stdout)
+    assert [m["model"] for m in data["models"]] == ["gpt-4o", "deepseek-chat"]
+    assert data["pooled"]["name"] == "all 2 models pooled"
+    assert sum(m["calls"] for m in data["models"]) == 42
 
 
 def test_by_model_calibrates_each_model_apart_with_its_own_counter(

@@ -216,7 +216,7 @@ def test_run_reads_a_session_directly_and_a_given_version_wins() -> None:
     args = ["run", str(EXCERPT), "-s", "claude_code", "-w", "200000", "--reserved", "32000"]
     out = CliRunner().invoke(cli, [*args, "--set", "cli_version=2.1.0", "--json"])
     assert out.exit_code == 0, out.output
-    row = json.loads(out.output.splitlines()[0])
+    row = json.loads(out.stdout.splitlines()[0])  # stderr says what came from the trace
     assert json.loads(row["params"])["cli_version"] == "2.1.0"
     # 2.1.0 reserves the whole 32,000 output tokens: the threshold is 155,000, crossed earlier
     assert "compacts at call 5 with 165,766 (-2 calls" in out.stderr

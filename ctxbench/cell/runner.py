@@ -63,16 +63,22 @@ class Parts:
 
 def build_parts(spec: RunSpec, trace: Trace | None = None) -> Parts:
     """A fresh strategy instance and the counters, summarizer and provider ``spec`` names.
-    Both counters count earlier reasoning under the spec's rule, or the family's of the
-    model ``trace`` recorded (:func:`ctxbench.counting.auto.rule_for`)."""
+    Both counters count earlier reasoning under the spec's rule, else the rule the trace's
+    billed usage supports, else the family's of the model ``trace`` recorded
+    (:func:`ctxbench.counting.auto.rule_for`)."""
     strategy = build_strategy(spec.strategy, spec.params)
     model = trace_model(trace) if trace is not None else None
     estimator = spec.estimator or type(strategy).default_estimator
-    true_counter = counter_under(spec.counter, rule_for(spec.reasoning, model, spec.counter))
+    rule = rule_for(spec.reasoning, model, spec.counter, trace, spec.trace_hash)
+    true_counter = counter_under(spec.counter, rule)
+    # the provider's rule holds for whatever counts its prompts (a profile keeps its own)
+    estimator_rule = rule if rule is not None else rule_for(spec.reasoning, model, estimator)
+    if estimator.startswith("profile:"):
+        estimator_rule = None
     return Parts(
         strategy,
         true_counter,
-        counter_under(estimator, rule_for(spec.reasoning, model, estimator)),
+        counter_under(estimator, estimator_rule),
         build_summarizer(spec.summarizer, spec.summarizer_params),
         SimulatedProvider(
             spec.window,

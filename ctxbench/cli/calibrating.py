@@ -31,17 +31,11 @@ from ctxbench.cli.options import (
 )
 from ctxbench.cli.output import print_table
 from ctxbench.counting import get_counter
-from ctxbench.counting.auto import (
-    AUTO,
-    Choice,
-    call_models,
-    choose,
-    choose_for,
-    pooling_warning,
-)
+from ctxbench.counting.auto import AUTO, Choice, call_models, choose, choose_for, stand_in
 from ctxbench.counting.base import TokenCounter
+from ctxbench.counting.billing import FROM_FAMILY, GIVEN, BilledRule, billed_rule
 from ctxbench.counting.profile import PREFIX, Profile, save_profile
-from ctxbench.counting.reasoning import with_reasoning
+from ctxbench.counting.reasoning import check_rule, with_reasoning
 from ctxbench.errors import ConfigError, CtxbenchError
 from ctxbench.trace import Trace
 
@@ -76,6 +70,8 @@ class Group:
     traces: int
     cv: CrossValidation | None
     fit_scale: bool
+    #: how the reasoning rule was chosen (None: a profile, which holds its own)
+    billed: BilledRule | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -84,6 +80,8 @@ class Group:
             "reasoning": self.reasoning,
             **self.result.to_dict(),
         }
+        if self.billed is not None:
+            out["reasoning_check"] = self.billed.to_dict()
         if self.cv is not None:
             out["cv"] = self.cv.to_dict()
         return out
@@ -154,9 +152,11 @@ def _progress(quiet: bool, label: str) -> Callable[[int, int], None] | None:
 
 
 def _counter_for(
-    spec: str, choice: Choice, reasoning: str | None
-) -> tuple[str, str | None, TokenCounter]:
-    """(counter spec, reasoning rule, counter) for one group of traces."""
+    spec: str, choice: Choice, reasoning: str | None, traces: list[Trace], model: str | None
+) -> tuple[str, BilledRule | None, TokenCounter]:
+    """(counter spec, how its reasoning rule was chosen, counter) for one group of traces:
+    ``--reasoning`` when given, else the rule the group's billed usage supports
+    (:mod:`ctxbench.counting.billing`), else the family's documented rule."""
     if spec.startswith(PREFIX):
         if reasoning is not None:
             raise ConfigError(
@@ -166,8 +166,17 @@ def _counter_for(
             )
         return spec, None, get_counter(spec)
     name = choice.counter if spec == AUTO else spec
-    rule = reasoning or choice.reasoning
-    return name, rule, with_reasoning(get_counter(name), rule)
+    base = get_counter(name)
+    if reasoning is not None:
+        rule = check_rule(reasoning)
+        billed = BilledRule(model or "", rule, GIVEN, choice.reasoning)
+    elif base.kind == "estimator":  # a framework's estimator counts as its release does
+        billed = BilledRule(model or "", choice.reasoning, FROM_FAMILY, choice.reasoning)
+    else:
+        billed = billed_rule(
+            traces, base, model or "", choice.reasoning, fit_scale=stand_in(choice, name)
+        )
+    return name, billed, with_reasoning(base, billed.rule)
 
 
 def _calibrate_group(
@@ -181,9 +190,16 @@ def _calibrate_group(
     by_model: bool = False,
 ) -> Group:
     choice = choose(model or None)
-    name, rule, counter = _counter_for(spec, choice, reasoning)
-    if spec == AUTO and not quiet:
-        click.echo(f"auto: {choice.describe()}", err=True)
+    name, billed, counter = _counter_for(
+        spec, choice, reasoning, traces, model if by_model else None
+    )
+    if not quiet and (spec == AUTO or (billed is not None and billed.from_usage)):
+        picked = f"{model or '(no meta.model)'} -> {name}"
+        click.echo(
+            f"{'auto' if spec == AUTO else 'counter'}: {picked}"
+            + (f", {billed.describe()}" if billed is not None else ""),
+            err=True,
+        )
     result = measure(
         traces,
         counter,
@@ -197,9 +213,16 @@ def _calibrate_group(
             hint="calibration needs usage.prompt_tokens on assistant messages (tau2-bench, mini-swe-agent files)",
         )
     # a stand-in tokenizer (not the model's own) needs a scale; the model's own does not
-    scale = fit_scale if fit_scale is not None else not (choice.exact and name == choice.counter)
+    scale = fit_scale if fit_scale is not None else stand_in(choice, name)
     folds = cross_validate(result.samples, cv, fit_scale=scale) if cv else None
-    return Group(model, name, rule, result, len(traces), folds, scale)
+    rule = billed.rule if billed is not None else None
+    return Group(model, name, rule, result, len(traces), folds, scale, billed)
+
+
+def pooled(groups: list[Group]) -> Accuracy:
+    """Every group's calls together, each counted with its own model's counter and rule."""
+    calls = [s for g in groups for s in g.result.samples]
+    return Accuracy.of(f"all {len(groups)} models pooled", calls)
 
 
 def _save(group: Group, path: Path, family: str | None, all_traces: list[Trace]) -> None:
@@ -253,12 +276,13 @@ def _profile_path(base: Path, model: str, several: bool) -> Path:
     help="Counter to measure (see `ctxbench counters`), e.g. tiktoken:o200k_base; "
     "`auto` picks it from each trace's meta.model.",
 )
-@reasoning_option("the model family's rule")
+@reasoning_option("the rule the billed usage supports, else the model family's")
 @click.option(
     "--by-model",
     is_flag=True,
-    help="Calibrate the calls of each model apart (usage.model of the call where the trace "
-    "records one, else the trace's meta.model).",
+    help="Report per model even for one model (the default whenever the traces hold several: "
+    "usage.model of the call where the trace records one, else the trace's meta.model; the "
+    "pooled figure follows as one line).",
 )
 @click.option(
     "--cv",
@@ -307,6 +331,12 @@ def calibrate(
     the framework estimators on the same calls, and, where it lowers p90, the figures after a
     per-trace constant (tool schemas or hidden framing the trace does not store).
 
+    Calls are grouped per model (the call's usage.model, else the trace's meta.model) when
+    the traces hold several; the pooled figure follows as one line. Without --reasoning each
+    model's reasoning rule is the one its billed usage supports (each rule's counts checked
+    against the recorded prompt_tokens after the framing a profile would fit), else the
+    family's documented rule; stderr says which and why.
+
     --cv K fits a profile on K-1 folds and scores it on the held-back one (whole traces per
     fold, or blocks of calls when there are fewer than K traces). --save-profile fits the
     framing for the model family; `--counter profile:FILE` then counts with it.
@@ -320,26 +350,37 @@ def calibrate(
     """
     loaded = [t for path in traces for t in open_traces(path, strict=True).traces()]
     choices = choose_for(loaded)
-    warning = pooling_warning(choices)
-    if warning and not by_model and not quiet:
-        click.echo(f"warning: {warning}", err=True)
+    # per model by default: one number over several models hides a group that is far off
+    split = by_model or len(choices) > 1
     groups_in: list[tuple[str, list[Trace]]]
-    if by_model:  # by the model of each call (usage.model), else of the trace
+    if split:  # by the model of each call (usage.model), else of the trace
         groups_in = [(model, [t for t in loaded if model in call_models(t)]) for model in choices]
     else:
         groups_in = [(next(iter(choices), ""), loaded)]
     groups = [
-        _calibrate_group(model, group, counter_spec, reasoning, cv, fit_scale, quiet, by_model)
+        _calibrate_group(model, group, counter_spec, reasoning, cv, fit_scale, quiet, split)
         for model, group in groups_in
     ]
+    together = pooled(groups) if len(groups) > 1 else None
     if as_json:
-        payload = {"models": [g.to_dict() for g in groups]} if by_model else groups[0].to_dict()
+        payload: dict[str, Any] = (
+            {"models": [g.to_dict() for g in groups]} if split else groups[0].to_dict()
+        )
+        if together is not None:
+            payload["pooled"] = together.to_dict()
         click.echo(json.dumps(payload, ensure_ascii=False))
     else:
         for i, group in enumerate(groups):
-            if by_model:
+            if split:
                 click.echo(("\n" if i else "") + f"== {group.model or '(no meta.model)'}")
             _print(group)
+        if together is not None:
+            raw = together.raw
+            click.echo(
+                f"\n{together.name} (each counted with its own counter and rule; read the "
+                f"tables above): median |err| {raw.median_abs_rel_error:.2%}, "
+                f"p90 {raw.p90_abs_rel_error:.2%}, bias {raw.bias:+.2%} on {raw.calls} calls"
+            )
     if profile_file:
         for group in groups:
-            _save(group, _profile_path(Path(profile_file), group.model, by_model), family, loaded)
+            _save(group, _profile_path(Path(profile_file), group.model, split), family, loaded)

@@ -10,6 +10,7 @@ from ctxbench.cell.traces import AUTO, open_traces
 from ctxbench.cli.importing import format_option
 from ctxbench.cli.options import counter_option, json_option, sets_option, traces_argument
 from ctxbench.cli.running import strategy_params
+from ctxbench.cli.sizes import TOKENS
 from ctxbench.formats import FORMATS
 from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render, replay_recorded
 
@@ -28,10 +29,11 @@ from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render
 @click.option(
     "--window",
     "-w",
-    type=int,
+    type=TOKENS,
     default=CLAUDE_CODE_WINDOW,
     show_default=True,
-    help="The model's context window.",
+    help="The model's context window: tokens (200000; 200k = 204,800) or a model name "
+    "(claude-opus-4-6: `ctxbench windows`).",
 )
 @click.option(
     "--reserved",
@@ -59,8 +61,9 @@ def recorded(
     against the recorded pre-compaction count (Claude Code's preTokens).
 
     The replay keeps the uncompacted history (the messages before each recorded boundary are
-    there). For claude_code the session's CLI version selects the threshold rule unless
-    --set cli_version=... is given.
+    there). For claude_code on a Claude Code session the session's CLI version and Claude
+    Code's 32,000 output limit are taken from the trace, as `run` and sweeps do, unless
+    --set cli_version=... / max_output_tokens=... is given.
 
     \b
     Examples:

@@ -74,7 +74,8 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     multiple=True,
     default=(RunSpec.counter,),
     show_default=True,
-    help="A true counter (repeatable; see `ctxbench counters`).",
+    help="A true counter (repeatable; see `ctxbench counters`); `auto`: the counter of each "
+    "recorded model of the traces.",
 )
 @click.option(
     "--window",

@@ -33,8 +33,9 @@ from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.replay import ReplayOutput
 from ctxbench.errors import ConfigError
-from ctxbench.recorded import strategy_params as session_params
 from ctxbench.results import write_files, write_rows
+from ctxbench.trace_defaults import describe as describe_taken
+from ctxbench.trace_defaults import trace_params
 
 if TYPE_CHECKING:
     from ctxbench.counting.auto import Choice
@@ -105,7 +106,12 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 @file_option("--config", "config_file", help="TOML file with the strategy's knobs.")
 @sets_option()
 @click.option(
-    "--window", "-w", type=TOKENS, help="The model's context window in true tokens (32k = 32,768)."
+    "--window",
+    "-w",
+    type=TOKENS,
+    help="The model's context window in true tokens (32k = 32,768), or a model name "
+    "(claude-sonnet-4-5, gpt-4o: `ctxbench windows`); default: the window of each trace's "
+    "recorded model, where the table has it.",
 )
 @click.option(
     "--reserved",
@@ -119,7 +125,9 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     show_default=True,
     help="The provider's TRUE counter (`auto`: picked from each trace's meta.model).",
 )
-@reasoning_option("the rule of the family of each trace's meta.model")
+@reasoning_option(
+    "the rule each trace's billed usage supports, else the family's of its meta.model"
+)
 @click.option("--estimator", "-e", default="", help="Override the strategy's own estimator.")
 @click.option(
     "--summarizer",
@@ -207,8 +215,8 @@ def run(
         given = configuration.parse_set(summarizer_sets)
         rerun_row(from_row, run_id, events_file, files_dir, as_json, summarizer_params=given)
         return
-    if not traces or not strategy or window is None:
-        raise click.UsageError("give TRACES, --strategy and --window (or --from-row)")
+    if not traces or not strategy:
+        raise click.UsageError("give TRACES and --strategy (or --from-row)")
     params = strategy_params(strategy, config_file, sets)
     from ctxbench.summarizers import summarizer_params as typed_params
 
@@ -228,6 +236,7 @@ def run(
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         auto_choices: dict[str, Choice] = {}
+        noted: set[str] = set()
         for path in traces:
             source = open_traces(path)
             for trace in source.traces():
@@ -236,13 +245,18 @@ def run(
                 true_counter = (
                     _auto_counter(trace, auto_choices, reasoning) if counter == AUTO else counter
                 )
+                if not quiet and not reasoning:
+                    _say_billing(trace, true_counter, noted)
+                given, taken = trace_params(trace.meta, strategy, params)
+                if taken and not quiet:
+                    click.echo(f"{strategy}: {describe_taken(taken, trace.id)}", err=True)
                 spec = resolve_spec(
                     RunSpec(
                         trace_id=trace.id,
                         trace_hash=trace.content_hash,
                         strategy=strategy,
-                        params=session_params(trace, strategy, params),
-                        window=window,
+                        params=given,
+                        window=window if window is not None else _trace_window(trace, quiet),
                         reserved=reserved,
                         counter=true_counter,
                         reasoning=reasoning or RunSpec.reasoning,
@@ -311,6 +325,46 @@ def _note_unwritten(count: int) -> None:
             f"note: {count} snapshot / offload file(s) not written; add --files-dir DIR to keep them",
             err=True,
         )
+
+
+def _say_billing(trace: Any, counter: str, noted: set[str]) -> None:
+    """Where the trace records billed usage: the reasoning rule it supports (when it tells
+    the rules apart) and, once per model, how far the counter is from it and how to fit a
+    profile (nothing for a profile or a framework estimator)."""
+    from ctxbench.counting.auto import billed_for, trace_model
+
+    model = trace_model(trace) or ""
+    billed = billed_for(trace, model, counter)
+    if billed is None or not billed.fits:
+        return
+    if billed.from_usage:
+        click.echo(f"reasoning: trace {trace.id}: {billed.describe()}", err=True)
+    distance = billed.distance(counter)
+    if distance and model not in noted:
+        noted.add(model)
+        click.echo(f"note: {distance}", err=True)
+
+
+def _trace_window(trace: Any, quiet: bool) -> int:
+    """No --window: the documented window of the trace's recorded model (said on stderr)."""
+    from ctxbench.counting.auto import trace_model
+    from ctxbench.windows import model_window
+
+    model = trace_model(trace)
+    found = model_window(model)
+    if found is None:
+        raise click.UsageError(
+            f"give --window: trace {trace.id} records "
+            + (f"model {model!r}, which" if model else "no model, so")
+            + " the window table (`ctxbench windows`) cannot give its window"
+        )
+    if not quiet:
+        click.echo(
+            f"window: {found.window:,} for trace {trace.id}, the documented window of its "
+            f"model {found.model} (`ctxbench windows` gives the source)",
+            err=True,
+        )
+    return found.window
 
 
 def _auto_counter(trace: Any, seen: dict[str, Choice], reasoning: str | None) -> str:

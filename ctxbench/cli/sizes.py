@@ -28,7 +28,28 @@ class TokenCount(click.ParamType):
         return tokens
 
 
-#: A window: at least one token.
-TOKENS = TokenCount()
+class WindowSize(TokenCount):
+    """A window: a token count or a model name (``claude-sonnet-4-5``, ``gpt-4o``); a ``k``
+    size near a model's decimal window is warned about on stderr (:mod:`ctxbench.windows`)."""
+
+    name = "WINDOW"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from ctxbench.windows import parse_window, window_warning
+
+        if isinstance(value, int):
+            return value
+        try:
+            tokens = parse_window(value)
+        except ConfigError as exc:
+            self.fail(f"{exc.message}; {exc.hint}", param, ctx)
+        warning = window_warning(value)
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
+        return super().convert(tokens, param, ctx)
+
+
+#: A window: at least one token, or a model name.
+TOKENS = WindowSize()
 #: An output reservation: zero or more tokens.
 RESERVED_TOKENS = TokenCount(minimum=0)

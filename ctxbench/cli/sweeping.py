@@ -110,7 +110,10 @@ def sweep(
     if reset and not resume:
         raise click.UsageError("--reset adopts a changed sweep file when resuming: add --resume")
     if AUTO in spec.counters:  # say what auto picked before the cells run (one more read)
-        say_auto(spec, plan(spec).entries)
+        entries = plan(spec).entries
+        say_auto(spec, entries)
+        if not quiet:
+            say_usage(spec, entries)
     executor = make_executor(workers, scheduler, dask_local)
     summary = execute(
         spec,
@@ -229,6 +232,28 @@ def say_auto(spec: Any, entries: Any) -> None:
     warning = pooling_warning(choices)
     if warning:
         click.echo(f"warning: {warning}", err=True)
+
+
+def say_usage(spec: Any, entries: Any) -> None:
+    """Where the traces carry billed usage and no profile is given: how far each counter is
+    from it (on the first trace of each recorded model) and how to fit a profile."""
+    from ctxbench.cell.traces import load_trace
+    from ctxbench.counting.auto import billed_for, choose
+
+    first: dict[str, Any] = {}
+    for entry in entries:
+        first.setdefault(entry.model, entry)
+    for model, entry in first.items():
+        trace = None
+        for spec_counter in spec.counters:
+            counter = choose(model or None).counter if spec_counter == AUTO else spec_counter
+            if counter.startswith("profile:") or spec.reasoning:
+                continue
+            trace = trace or load_trace(entry.address, entry.trace_id, entry.trace_hash)
+            billed = billed_for(trace, model, counter, entry.trace_hash)
+            distance = billed.distance(counter) if billed is not None else None
+            if distance:
+                click.echo(f"note: on trace {entry.trace_id}: {distance}", err=True)
 
 
 def make_executor(workers: int | None, scheduler: str | None, dask_local: int | None) -> Any:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ctxbench.counting.billing import BilledRule
 from ctxbench.counting.reasoning import ReasoningRule
 from ctxbench.trace import Trace
 
@@ -38,7 +39,8 @@ class Choice:
         picked = f"{self.model or '(no meta.model)'} -> {self.counter}, reasoning "
         if reasoning:
             return f"{picked}{reasoning} ({given_by})"
-        return f"{picked}{self.reasoning}" + (f" ({self.note})" if self.note else "")
+        rule = f"{picked}{self.reasoning} (documented; billed usage that tells the rules apart wins"
+        return rule + (f"; {self.note})" if self.note else ")")
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,11 @@ class _Family:
 
 # First match wins; patterns match the bare model name (prefixes removed, lower case).
 _FAMILIES: tuple[_Family, ...] = (
-    _Family("deepseek-r1", r"deepseek-(reasoner|r1)", "hf:deepseek-v3.1", "none"),
+    # R1 refused returned reasoning; ``deepseek-reasoner`` has been the thinking mode of
+    # DeepSeek-V3.1 and later since 2025-08-21 (api-docs.deepseek.com/news/news250821), which
+    # counts the reasoning of tool turns (api-docs.deepseek.com/guides/thinking_mode)
+    _Family("deepseek-r1", r"deepseek-r1", "hf:deepseek-v3.1", "none"),
+    _Family("deepseek-thinking", r"deepseek-reasoner", "hf:deepseek-v3.1", "tool_turns"),
     _Family("deepseek-v3", r"deepseek-v3(-0324)?$", "hf:deepseek-v3", "tool_turns"),
     # deepseek-chat / -v3.1 / -v3.2 / -v4-* / -flash / -pro share the V3 vocabulary; V3.1's
     # template is the newest one shipped (V3.2 and V4 ship none)
@@ -102,18 +108,67 @@ def choose(model: str | None) -> Choice:
     return Choice(model or "", "unknown", FALLBACK_COUNTER, "all", False, f"{note}: fallback")
 
 
-def rule_for(reasoning: str, model: str | None, counter_spec: str) -> str | None:
-    """The reasoning rule a replay counts under: ``reasoning`` when set, else the family's of
-    the recorded ``model`` (None: the counter as it renders, for an unknown model and for a
-    profile, which holds the rule it was fitted under)."""
+def rule_for(
+    reasoning: str,
+    model: str | None,
+    counter_spec: str,
+    trace: Trace | None = None,
+    trace_hash: str = "",
+) -> str | None:
+    """The reasoning rule a replay counts under: ``reasoning`` when set; else, where ``trace``
+    records billed usage that tells the rules apart, the rule it supports
+    (:func:`billed_for`); else the family's documented rule of the recorded ``model`` (None:
+    the counter as it renders, for an unknown model and for a profile, which holds the rule
+    it was fitted under)."""
     from ctxbench.counting.profile import PREFIX
 
     if reasoning:
         return reasoning
+    if counter_spec.startswith(PREFIX):
+        return None
     choice = choose(model)
-    if counter_spec.startswith(PREFIX) or choice.family == "unknown":
+    if trace is not None:
+        billed = billed_for(trace, model or "", counter_spec, trace_hash)
+        if billed is not None and billed.from_usage:
+            return billed.rule
+    if choice.family == "unknown":
         return None
     return choice.reasoning
+
+
+def billed_for(
+    trace: Trace, model: str, counter_spec: str, trace_hash: str = ""
+) -> BilledRule | None:
+    """The rule the billed usage of ``model``'s calls in ``trace`` supports, counted with
+    ``counter_spec`` (None for a framework estimator or a profile: they hold no provider
+    rule). A pure function of the trace, computed once per process."""
+    from ctxbench.counting import counter_kind
+    from ctxbench.counting.billing import trace_rule
+    from ctxbench.counting.profile import PREFIX
+
+    if counter_spec.startswith(PREFIX) or counter_kind(counter_spec) == "estimator":
+        return None
+    choice = choose(model or None)
+    return trace_rule(
+        trace,
+        trace_hash or trace.content_hash,
+        counter_spec,
+        _served_by(trace, model),
+        choice.reasoning,
+        fit_scale=stand_in(choice, counter_spec),
+    )
+
+
+def stand_in(choice: Choice, counter_spec: str) -> bool:
+    """Whether ``counter_spec`` only stands in for the model's tokenizer (a fit needs a scale)."""
+    return not (choice.exact and counter_spec == choice.counter)
+
+
+def _served_by(trace: Trace, model: str) -> str:
+    """``model`` when some call of ``trace`` is attributed to it, else the trace's first call
+    model (a trace whose meta.model differs from every call's)."""
+    models = call_models(trace)
+    return model if model in models else models[0]
 
 
 def trace_model(trace: Trace) -> str | None:

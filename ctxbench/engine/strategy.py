@@ -22,6 +22,7 @@ name, summary and source are written; the registry keeps only its import path.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -50,6 +51,16 @@ class ReplyAborted(Exception):
     attempt. Raised by ``on_overflow`` when reacting to the overflow raises instead of retrying
     (DB-GPT 0.8.2's ``thinking()`` turning the provider error into a ``ValueError``): kind
     ``overflow``, no retry."""
+
+
+@dataclass(frozen=True)
+class TraceDefault:
+    """A knob value a strategy takes from the trace it replays (:meth:`Strategy.trace_defaults`):
+    the knob, its value and why (shown by ``run``)."""
+
+    key: str
+    value: Any
+    why: str
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,15 @@ class Strategy(Generic[C]):
 
     def __init__(self, config: C | None = None) -> None:
         self.config: C = config if config is not None else self.Config()
+
+    @classmethod
+    def trace_defaults(cls, meta: Mapping[str, Any]) -> tuple[TraceDefault, ...]:
+        """Knob values this strategy takes from a trace's ``meta`` (a session's recorded CLI
+        version, the real system's output reserve for its model). Each applies only where the
+        run leaves the knob at None (``--set`` and sweep files win), the same in ``run``,
+        sweeps and ``recorded`` (:func:`ctxbench.trace_defaults.trace_params`); such knobs
+        default to None. Default: none."""
+        return ()
 
     # -- hooks ----------------------------------------------------------------------------------
     def on_start(self, ctx: ReplayContext) -> None:

@@ -220,19 +220,21 @@ def drift_section(
                     xs.append(float(c.true))
                     ys.append(c.estimated / c.true)
         if any(xs for xs, _ in series.values()):
+            from ctxbench.report.drift_chart import small_multiples
+
             blocks.append(
                 Chart(
                     "drift-ratio",
-                    figures.ratio_chart(
-                        "estimate / true tokens per call",
+                    small_multiples(
                         [(name, xs, ys) for name, (xs, ys) in sorted(series.items()) if xs],
                         xlabel="true tokens of the prompt",
                         ylabel="estimate / true",
                         prefix="dr",
                     ),
-                    "Each point is a model call (first attempt): the estimator's count of the "
-                    "prompt over the true counter's. Below 1 the strategy thinks the prompt is "
-                    "smaller than it is (compaction comes late); above 1, early.",
+                    "One panel per estimator and true counter, on shared axes. Each point is a "
+                    "model call (first attempt): the estimator's count of the prompt over the "
+                    "true counter's. Below 1 the strategy thinks the prompt is smaller than it "
+                    "is (compaction comes late); above 1, early.",
                 )
             )
     else:
@@ -320,6 +322,16 @@ def accuracy_section(
         )
         return Section("usage-accuracy", "Accuracy against provider usage", tuple(blocks))
     blocks.append(Paragraph(f"{calls:,} recorded calls in {traces_with_usage} traces.", "note"))
+    if not any(str(name).startswith("profile") for _, name, *_ in results):
+        blocks.append(
+            Paragraph(
+                "No counter here is fitted to this usage. To count as the provider bills, fit "
+                "a profile on these traces (ctxbench calibrate TRACES --counter auto "
+                "--save-profile p.json) and give --counter profile:p.json to run, sweep or "
+                "this report.",
+                "note",
+            )
+        )
     rows = []
     series = []
     for model, name, role, acc, found in results:
@@ -380,3 +392,48 @@ def accuracy_section(
             )
         )
     return Section("usage-accuracy", "Accuracy against provider usage", tuple(blocks))
+
+
+def headline_section(cells: Sequence[DriftCell]) -> Section | None:
+    """The drift report's first figures: per window, each estimator's share of calls in
+    another state than the true count, and the overflows (rejected requests) of its replays;
+    the sentence names the largest share (None: no drift replays)."""
+    judged = [c for c in cells if c.drift.calls]
+    if not judged:
+        return None
+    worst = max(judged, key=lambda c: (c.drift.differing_share or 0.0, -c.window))
+    share = worst.drift.differing_share or 0.0
+    sentence = (
+        "No estimator puts a call in another state than the true count at these windows; "
+        f"{sum(c.drift.overflows for c in judged):,} requests overflowed in the replays."
+        if not share
+        else f"{worst.estimator}'s estimate puts {share:.1%} of calls in another state than the "
+        f"true count ({worst.counter}) at {worst.window:,} tokens; "
+        f"{worst.drift.overflows:,} requests overflowed in its replays, "
+        f"{worst.drift.undercount_overflows:,} of them while its estimate was within the limit."
+    )
+    rows = [
+        [
+            tb.number(c.window),
+            tb.text(c.estimator),
+            tb.text(c.counter),
+            tb.number(c.drift.differing_share, percent=True),
+            tb.count(c.drift.overflows),
+            tb.count(c.drift.undercount_overflows),
+        ]
+        for c in sorted(judged, key=lambda c: (c.window, c.estimator, c.counter))
+    ]
+    table = tb.table(
+        "headline-table",
+        tb.columns(
+            tb.Column("window", True, pin=True),
+            tb.Column("estimator", pin=True),
+            "true counter",
+            ("calls in another state", True, "share of calls whose estimated state differs"),
+            ("overflows", True, "rejected requests in the replays"),
+            ("by undercount", True, "rejected while the estimate was within the limit"),
+        ),
+        rows,
+        caption="Per window and estimator",
+    )
+    return Section("headline", "Headline", (Paragraph(sentence), TableBlock(table)))

@@ -266,6 +266,7 @@ def drift_page(
     """The token-counting report of traces: density, decision drift by replay, accuracy."""
     samples = measure(traces, counters, classify)
     accuracy, n_traces, n_calls = accuracy_results(traces, counters, baselines)
+    headline = counting_sections.headline_section(drift)
     intro = Section(
         "how-to-read",
         "How to read this report",
@@ -304,6 +305,7 @@ def drift_page(
             ("calls with recorded usage", f"{n_calls:,}"),
         ),
         sections=(
+            *([headline] if headline is not None else []),
             intro,
             counting_sections.counting_section(samples, [c.name for c in counters]),
             counting_sections.drift_section(

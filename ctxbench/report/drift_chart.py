@@ -65,3 +65,51 @@ def usage_ratio_chart(ratios: Sequence[UsageRatio], counters: Sequence[str], pre
         40,
     )
     return canvas.render()
+
+
+#: Panels per row of :func:`small_multiples`, and each panel's height.
+PANELS_PER_ROW = 3
+PANEL_H = 170
+
+
+def small_multiples(
+    series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    prefix: str,
+) -> str:
+    """One small panel per series (an estimate over the true count per call, against the
+    prompt's size), on shared axes with the line at 1: ten estimators overlaid in one cloud
+    hide each other; side by side each one's drift reads at a glance. Ratios beyond 3 are
+    drawn at 3."""
+    cols = min(PANELS_PER_ROW, max(len(series), 1))
+    rows = -(-len(series) // cols)
+    gap_x, gap_y, left, top = 56, 58, 58, 30
+    panel_w = (WIDE - left - 20 - gap_x * (cols - 1)) / cols
+    height = top + rows * (PANEL_H + gap_y)
+    canvas = Canvas(WIDE, height, prefix)
+    thinned = []
+    for name, xs, ys in series:
+        keep = stride(len(xs), MAX_POINTS)
+        thinned.append((name, [xs[i] for i in keep], [min(ys[i], 3.0) for i in keep]))
+    low, high = svg.extent([y for _, _, ys in thinned for y in ys] + [1.0])
+    xlim = svg.extent([x for _, xs, _ in thinned for x in xs] or [0.0, 1.0])
+    for n, (name, xs, ys) in enumerate(thinned):
+        row, col = divmod(n, cols)
+        ax = canvas.axes(
+            left + col * (panel_w + gap_x),
+            top + row * (PANEL_H + gap_y),
+            panel_w,
+            PANEL_H,
+            xlim,
+            (min(low, 0.9), max(high, 1.1)),
+            xfmt=svg.tokens,
+            xlabel=xlabel if row == rows - 1 else "",
+            ylabel=ylabel if col == 0 else "",
+            title=svg.clip(name, 48),
+            tick_size=9,
+        )
+        canvas.line(ax.left, ax.y(1.0), ax.right, ax.y(1.0), dash="1.5 2")
+        canvas.markers(ax, xs, ys, colour=PALETTE[n % len(PALETTE)], size=1.8, opacity=0.6)
+    return canvas.render()

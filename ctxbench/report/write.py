@@ -221,6 +221,24 @@ def write_report(
     return Written(Path(out), size, round(time.perf_counter() - started, 3), notes)
 
 
+def expand_auto(
+    counters: Sequence[str], traces: Sequence[Trace], progress: Progress = _quiet
+) -> list[str]:
+    """``auto`` as the counters of the traces' recorded models (said through ``progress``),
+    in first-seen order; other counters as given."""
+    if "auto" not in counters:
+        return list(counters)
+    from ctxbench.counting.auto import choose_for
+
+    picked = choose_for(traces)
+    for choice in picked.values():
+        progress(f"auto: {choice.describe()}")
+    out: list[str] = []
+    for spec in counters:
+        out += [c.counter for c in picked.values()] if spec == "auto" else [spec]
+    return list(dict.fromkeys(out))
+
+
 def write_drift_report(
     trace_files: Sequence[str | Path],
     out: str | Path,
@@ -250,6 +268,7 @@ def write_drift_report(
             sources.setdefault(trace.id, str(path))
     if not traces:
         raise CtxbenchError("no traces in the given files", hint="check the files and --format")
+    counters = expand_auto(counters, traces, progress)
     with AtomicFile(out, "wb") as page_file:  # opened before the work: an unwritable -o fails now
         true_counters = [get_counter(spec) for spec in dict.fromkeys(counters)]
         baselines = [get_counter(spec) for spec in dict.fromkeys(estimators)]

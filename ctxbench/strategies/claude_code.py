@@ -76,12 +76,15 @@ Write), summary_max_tokens 20000.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ctxbench.config import require_non_negative, require_positive
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import is_overflow_error
+from ctxbench.engine.strategy import TraceDefault
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.strategies.base import ProviderCall, Strategy
 from ctxbench.strategies.layers import split_system, transcript, with_placeholder
@@ -128,6 +131,8 @@ _ANALYSIS = re.compile(r"<analysis>.*?</analysis>\s*", re.S)
 #: First CLI version whose output reserve is capped at MAX_OUTPUT_TOKENS_FOR_SUMMARY (changelog
 #: 2.1.21; the 2.1.39 records confirm the cap).
 CAPPED_RESERVE_SINCE = (2, 1, 21)
+#: Claude Code's output limit unless CLAUDE_CODE_MAX_OUTPUT_TOKENS says otherwise.
+CLAUDE_CODE_MAX_OUTPUT = 32_000
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -221,6 +226,30 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
     )
     Config = ClaudeCodeConfig
     default_estimator = "claude_code"
+
+    @classmethod
+    def trace_defaults(cls, meta: Mapping[str, Any]) -> tuple[TraceDefault, ...]:
+        """On a Claude Code session: its CLI version (the threshold rule is that version's) and
+        Claude Code's output limit, 32,000 (``CLAUDE_CODE_MAX_OUTPUT_TOKENS``' default; v2.0.30
+        ``/context`` shows the 45.0k buffer = 32,000 + 13,000), so a replay of the session
+        compacts where Claude Code did whatever the run's ``--reserved``."""
+        source = meta.get("imported_from")
+        if not (isinstance(source, Mapping) and source.get("format") == "claude_code"):
+            return ()
+        out = []
+        version = meta.get("version")
+        if isinstance(version, str):
+            out.append(
+                TraceDefault("cli_version", version, "the Claude Code version the session recorded")
+            )
+        out.append(
+            TraceDefault(
+                "max_output_tokens",
+                CLAUDE_CODE_MAX_OUTPUT,
+                "Claude Code's default output limit (CLAUDE_CODE_MAX_OUTPUT_TOKENS)",
+            )
+        )
+        return tuple(out)
 
     def __init__(self, config: ClaudeCodeConfig | None = None) -> None:
         super().__init__(config)

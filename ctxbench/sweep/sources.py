@@ -17,6 +17,7 @@ from ctxbench.cell.traces import CANONICAL, SourceRef, iter_traces
 from ctxbench.counting.auto import AUTO, choose, trace_model
 from ctxbench.errors import ConfigError
 from ctxbench.sweep.spec import TraceSource
+from ctxbench.trace_defaults import hook_meta
 from ctxbench.validation import refuse_duplicate_call_ids
 
 
@@ -61,19 +62,29 @@ class TraceEntry:
     random_access: bool = True
     #: the model the trace recorded (``meta.model``; "" when none), for ``counters = ["auto"]``
     model: str = ""
+    #: the meta the strategies' trace defaults read (:func:`ctxbench.trace_defaults.hook_meta`)
+    meta: str = ""
 
     @property
     def address(self) -> str:
         return f"{self.source}#{self.index}"
 
     def cell(self, config: RunSpec) -> RunSpec:
-        """The configuration applied to this trace (``auto``: the counter of its model)."""
+        """The configuration applied to this trace (``auto``: the counter of its model; knobs
+        left at None take the strategy's trace defaults, as in ``run``)."""
+        from ctxbench.trace_defaults import trace_params
+
         counter = choose(self.model).counter if config.counter == AUTO else config.counter
+        params = config.params
+        if self.meta:
+            given, taken = trace_params(self.meta, config.strategy, config.params)
+            params = given if taken else params
         return config.with_(
             trace_id=self.trace_id,
             trace_hash=self.trace_hash,
             trace_source=self.address,
             counter=counter,
+            params=params,
         )
 
 
@@ -107,4 +118,5 @@ def catalogue(sources: Iterable[TraceSource]) -> Iterator[TraceEntry]:
                     len(trace.messages),
                     ref.random_access,
                     trace_model(trace) or "",
+                    hook_meta(trace.meta),
                 )

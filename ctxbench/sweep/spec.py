@@ -132,7 +132,11 @@ class SweepSettings:
 
     windows: tuple[int, ...] = field(
         default=(),
-        metadata=_help("model windows in true tokens (32k = 32,768); required", "[32768, 128k]"),
+        metadata=_help(
+            "model windows in true tokens (32k = 32,768; sizes and model names quoted, "
+            "`ctxbench windows`); required",
+            '[32768, "128k", "gpt-4o"]',
+        ),
     )
     reserved: tuple[int, ...] = field(
         default=(RunSpec.reserved,),
@@ -448,14 +452,16 @@ _REQUIRED_HINTS = {
 
 
 def _sizes(data: Mapping[str, Any], source: Path) -> dict[str, Any]:
-    """``windows`` and ``reserved`` may be written as 32k / 128k."""
+    """``windows`` and ``reserved`` may be written as 32k / 128k (quoted in TOML); a window
+    may also be a model name (:mod:`ctxbench.windows`)."""
     from ctxbench.sizes import parse_tokens
+    from ctxbench.windows import parse_window
 
     out = dict(data)
-    for key in ("windows", "reserved"):
+    for key, parse in (("windows", parse_window), ("reserved", parse_tokens)):
         if isinstance(out.get(key), list):
             try:
-                out[key] = [parse_tokens(v, key=key) for v in out[key]]
+                out[key] = [parse(v, key=key) for v in out[key]]
             except ConfigError as exc:
                 raise ConfigError(exc.message, path=source, key=key, hint=exc.hint) from None
     return out
