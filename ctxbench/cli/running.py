@@ -16,6 +16,7 @@ from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
+from ctxbench.cli.answering import answerer_options, answerer_settings, next_action_of
 from ctxbench.cli.options import (
     counter_option,
     dir_option,
@@ -54,6 +55,8 @@ ROW_COLUMNS = (
     "retention",
     "recoverability",
 )
+#: shown beside them when a model was asked (--answerer)
+ANSWER_COLUMNS = ("answered_retention", "next_action_agreement")
 
 
 def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str]) -> dict[str, Any]:
@@ -165,6 +168,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 )
 @click.option("--run-id", help="Which row of --from-row to re-run.")
 @quiet_option("No progress bar (one per trace, by model call, on a terminal).")
+@answerer_options
 def run(
     traces: tuple[str, ...],
     strategy: str | None,
@@ -200,6 +204,7 @@ def run(
       ctxbench run t.jsonl -s dbgpt --set warning_threshold=0.6 --set min_keep_recent_rounds=2 -w 16000
       ctxbench run t.jsonl -s dbgpt --config dbgpt.toml -w 32768 --estimator chars4 --events ev.jsonl
       ctxbench run --from-row reports/quickstart --run-id 0a1b2c3d4e5f6a7b --events ev.jsonl
+      ctxbench run t.jsonl -s dbgpt -w 16k --answerer qwen2.5:0.5b@http://127.0.0.1:11434/v1 --next-action
     """
     if from_row:
         given = configuration.parse_set(summarizer_sets)
@@ -220,6 +225,13 @@ def run(
         external = load_probes(probes_file)
     from ctxbench.counting.auto import AUTO
 
+    settings = answerer_settings()
+    answerer = None
+    if settings is not None:
+        from ctxbench.answering.client import Answerer
+
+        answerer = Answerer(settings)
+    next_action, every = next_action_of()
     rows: list[dict[str, Any]] = []
     unwritten = 0
     parities = []
@@ -251,11 +263,18 @@ def run(
                         seed=seed,
                         mine_probes=mine_probes,
                         trace_source=str(path) if source.canonical else source.address,
+                        answerer=settings.model if settings else "",
+                        next_action=next_action,
+                        next_action_every=every if next_action else 0,
                     )
                 )
                 bar = terminal_bar(f"run {trace.id}", quiet=quiet)
-                output = run_spec(spec, trace, on_call=bar.update)
+                asking = terminal_bar(f"ask {trace.id}", quiet=quiet)
+                output = run_spec(
+                    spec, trace, on_call=bar.update, answerer=answerer, on_ask=asking.update
+                )
                 bar.close()
+                asking.close()
                 row, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
                 rows.append(row)
                 unwritten += missed
@@ -266,7 +285,9 @@ def run(
     if out_file:
         write_rows(out_file, rows)
     if not as_json:
-        print_table(rows, ROW_COLUMNS)
+        print_table(rows, ROW_COLUMNS + (ANSWER_COLUMNS if answerer else ()))
+    if answerer is not None:
+        click.echo(f"answerer {settings.model}: {answerer.meter.describe()}", err=True)
     _note_unwritten(unwritten)
     if parities:  # recorded compactions next to the strategy's own (stderr under --json)
         from ctxbench.recorded import render

@@ -83,6 +83,18 @@ class RunResult:
     #: what the ``shipped:`` driver changed in how the trace reaches the framework (e.g. native
     #: tool calls given to DB-GPT's ReAct agent as text rounds), "; "-joined; empty otherwise
     driver_notes: str = ""
+    #: with an answerer (``--answerer``): the probes its answers held an accepted answer for,
+    #: their share of the probes asked (beside ``retention``, string presence), by kind (JSON;
+    #: "" when no answerer was asked)
+    answered: int = 0
+    answered_retention: float | None = None
+    answered_by_kind: str = ""
+    #: with ``--next-action``: the calls whose next step was asked with and without
+    #: compaction, and the share where both steps agree (tool and naming arguments)
+    next_action_calls: int = 0
+    next_action_agreement: float | None = None
+    #: prompt + completion tokens the answerer's endpoint reported for this row's requests
+    answerer_tokens: int = 0
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -162,6 +174,8 @@ def result_from_events(
     release = env_hash = driver_notes = ""
     outcomes: Counter[str] = Counter()
     by_kind: dict[str, Counter[str]] = {}
+    answers: dict[str, Counter[str]] = {}
+    actions = agreed = answer_tokens = 0
     for raw in events:
         if isinstance(raw, ev.Event):  # its fields, without building its dict
             kind, e = raw.type, raw.data
@@ -196,6 +210,13 @@ def result_from_events(
         elif kind == ev.PROBE:
             outcomes[e["outcome"]] += 1
             by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
+        elif kind == ev.PROBE_ANSWER:
+            answers.setdefault(e["kind"], Counter())[e["verdict"]] += 1
+            answer_tokens += int(e["prompt_tokens"]) + int(e["completion_tokens"])
+        elif kind == ev.NEXT_ACTION:
+            actions += 1
+            agreed += bool(e["agree"])
+            answer_tokens += int(e["prompt_tokens"]) + int(e["completion_tokens"])
     n_probes = sum(outcomes.values())
     retention = outcomes["in_context"] / n_probes if n_probes else None
     recoverability = (
@@ -206,6 +227,8 @@ def result_from_events(
         for k, c in sorted(by_kind.items())
         if sum(c.values())
     }
+    n_answers = sum(sum(c.values()) for c in answers.values())
+    n_answered = sum(c["answered"] for c in answers.values())
     cost = prices.cost(input_total, cached_total, summary_in, summary_out) if prices else None
     return RunResult(
         **asdict(identity),  # the identity columns, as the spec gave them
@@ -237,4 +260,15 @@ def result_from_events(
         release=release,
         env_hash=env_hash,
         driver_notes=driver_notes,
+        answered=n_answered,
+        answered_retention=round(n_answered / n_answers, 4) if n_answers else None,
+        answered_by_kind=json.dumps(
+            {k: round(c["answered"] / sum(c.values()), 4) for k, c in sorted(answers.items())},
+            separators=(",", ":"),
+        )
+        if answers
+        else "",
+        next_action_calls=actions,
+        next_action_agreement=round(agreed / actions, 4) if actions else None,
+        answerer_tokens=answer_tokens,
     )
