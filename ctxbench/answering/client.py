@@ -262,12 +262,19 @@ def answerer_for(settings: AnswererSettings) -> Answerer:
         return client
 
 
+def client_of(settings: AnswererSettings) -> Answerer | None:
+    """This process's client for ``settings`` when one was built (its meter says what it sent)."""
+    with _CLIENTS_LOCK:
+        return _CLIENTS.get(settings)
+
+
 __all__ = [
     "Answerer",
     "AnswererError",
     "AnswererSettings",
     "Meter",
     "answerer_for",
+    "client_of",
     "default_dir",
     "parse_answerer",
 ]

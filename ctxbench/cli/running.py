@@ -387,8 +387,9 @@ def rerun_row(
         spec = spec.with_(summarizer_params={**spec.summarizer_params, **typed})
     prices = recorded_prices(source, spec.counter)
     trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
+    answerer = _rerun_answerer(spec.answerer, source) if spec.answerer else None
     with contextlib.nullcontext(None) if live else cached_only() as offline:
-        output = run_spec(spec, trace, prices=prices)
+        output = run_spec(spec, trace, prices=prices, answerer=answerer)
     if offline is not None and offline.refused:
         raise ConfigError(
             f"the row's summarizer calls {offline.refused[0]}, named by the row; "
@@ -412,6 +413,24 @@ def rerun_row(
         )
         raise click.exceptions.Exit(1)
     click.echo(f"run {spec.run_id} reproduces the recorded row", err=True)
+
+
+def _rerun_answerer(model: str, source: str) -> Any:
+    """The answerer of a re-run row: the command line's (``--answerer``, the same model), or
+    the cache alone (the row names a model, never where it is served)."""
+    from ctxbench.answering.client import Answerer, AnswererSettings
+
+    settings = answerer_settings()
+    if settings is None:
+        return Answerer(AnswererSettings(model=model, offline=True))
+    if settings.model != model:
+        raise ConfigError(
+            f"the row asked the model {model!r}, not {settings.model!r}",
+            path=source,
+            key="spec.answerer",
+            hint=f"give --answerer {model}@URL, or no --answerer to answer from the cache",
+        )
+    return Answerer(settings)
 
 
 def recorded_prices(source: str, counter: str) -> Any:

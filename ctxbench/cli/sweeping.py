@@ -217,9 +217,9 @@ def execute(
 
 def say_meter(settings: Any) -> None:
     """What the answerer cost, when its client ran in this process (``--workers 1``)."""
-    from ctxbench.answering.client import _CLIENTS
+    from ctxbench.answering.client import client_of
 
-    client = _CLIENTS.get(settings)
+    client = client_of(settings)
     if client is not None:
         click.echo(f"answerer {settings.model}: {client.meter.describe()}", err=True)
     else:

@@ -9,7 +9,7 @@ holds, so a test can tell a dropped fact from a kept one.
 
 It records every request body and its Authorization header; ``mode`` makes it ``slow``
 (``delay`` seconds before answering), ``fail`` (HTTP 500), ``redirect`` (307 to
-``redirect``), or fail once ``fail_after`` requests were answered. Run standalone
+``redirect``), ``malformed`` (200 without ``choices``), or fail once ``fail_after`` requests were answered. Run standalone
 (``python -m tests.answering.server TRACE --port 8000``) it answers the probes mined from
 TRACE, and prints what it was asked when stopped.
 """
@@ -111,6 +111,9 @@ class Handler(BaseHTTPRequestHandler):
         if failing:
             self._send(500, b'{"error": {"message": "the scripted server fails"}}')
             return
+        if server.mode == "malformed":
+            self._send(200, b'{"not": "a completion"}')
+            return
         message = scripted(body, server.facts)
         prompt = len(json.dumps(body["messages"], ensure_ascii=False)) // 4
         completion = max(1, len(text_of(message)) // 4)
@@ -202,3 +205,27 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def fact_trace(rounds: int = 8, *, trace_id: str = "facts") -> Any:
+    """A tool-calling trace whose first tool result holds a fact (port 8471) a probe asks
+    about at the end, with the bash tool's schema recorded: a strategy keeping only recent
+    rounds drops the fact, ``none`` keeps it."""
+    from ctxbench.probes.model import Probe
+    from ctxbench.trace import Message, ToolCall, ToolSpec, Trace
+
+    messages = [Message("system", "You are a careful agent."), Message("user", "Start the server.")]
+    for i in range(rounds):
+        call = ToolCall(f"c{i}", "bash", json.dumps({"command": f"step {i}"}))
+        messages.append(Message("assistant", f"step {i}", tool_calls=(call,)))
+        output = "the server listens on port 8471" if i == 0 else f"ok {i} " + "x" * 400
+        messages.append(Message("tool", output, tool_call_id=call.id, name="bash"))
+    messages.append(Message("assistant", "All done."))
+    probe = Probe("port", "recall", "Which port does the server listen on?", ("8471",))
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+    return Trace(
+        trace_id,
+        tuple(messages),
+        tools=(ToolSpec("bash", "Run a shell command.", schema),),
+        probes=(probe,),
+    )
