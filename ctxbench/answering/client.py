@@ -268,6 +268,12 @@ def client_of(settings: AnswererSettings) -> Answerer | None:
         return _CLIENTS.get(settings)
 
 
+def forget_client(settings: AnswererSettings) -> None:
+    """Drop this process's client for ``settings`` (a new sweep starts a new meter)."""
+    with _CLIENTS_LOCK:
+        _CLIENTS.pop(settings, None)
+
+
 __all__ = [
     "Answerer",
     "AnswererError",
@@ -276,5 +282,6 @@ __all__ = [
     "answerer_for",
     "client_of",
     "default_dir",
+    "forget_client",
     "parse_answerer",
 ]

@@ -165,6 +165,10 @@ def execute(
             final = progress.done == progress.total
             bar.update(progress.done, progress.total, progress.failed, final=final)
 
+    if answerer is not None:
+        from ctxbench.answering.client import forget_client
+
+        forget_client(answerer)  # this sweep's meter starts at zero
     started = time.monotonic()
     try:
         summary = run_sweep(
