@@ -26,6 +26,16 @@ class ProbeOutcome:
     outcome: str
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerOutcome:
+    """A probe a model was asked (``--answerer``): its ``verdict`` beside string presence."""
+
+    probe_id: str
+    kind: str
+    verdict: str
+    outcome: str
+
+
 @dataclass(frozen=True)
 class RunEvents:
     """One run's events, reduced to what the report draws."""
@@ -36,6 +46,8 @@ class RunEvents:
     probes: tuple[ProbeOutcome, ...] = ()
     summary_input_tokens: int = 0
     summary_output_tokens: int = 0
+    #: the probes an answerer was asked (none without ``--answerer``)
+    answers: tuple[AnswerOutcome, ...] = ()
 
 
 class _Digest:
@@ -47,6 +59,7 @@ class _Digest:
         self.probes: list[ProbeOutcome] = []
         self.summary_in = 0
         self.summary_out = 0
+        self.answers: list[AnswerOutcome] = []
 
     def add(self, e: ev.Event) -> None:
         data = e.data
@@ -72,6 +85,15 @@ class _Digest:
         elif e.type == ev.SUMMARY:
             self.summary_in += int(data.get("input_tokens") or 0)
             self.summary_out += int(data.get("output_tokens") or 0)
+        elif e.type == ev.PROBE_ANSWER:
+            self.answers.append(
+                AnswerOutcome(
+                    str(data["probe_id"]),
+                    str(data["kind"]),
+                    str(data["verdict"]),
+                    str(data["outcome"]),
+                )
+            )
 
     def freeze(self) -> RunEvents:
         return RunEvents(
@@ -80,6 +102,7 @@ class _Digest:
             tuple(self.probes),
             self.summary_in,
             self.summary_out,
+            tuple(self.answers),
         )
 
 

@@ -38,6 +38,7 @@ class Scripted(ThreadingHTTPServer):
     delay: float
     redirect: str
     fail_after: int | None
+    recall: int | None
     answered: int
     prompt_tokens: int
     completion_tokens: int
@@ -55,13 +56,18 @@ def text_of(message: Mapping[str, Any]) -> str:
     return "\n".join(pieces)
 
 
-def scripted(body: Mapping[str, Any], facts: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """The reply message the script gives to ``body``."""
+def scripted(
+    body: Mapping[str, Any], facts: Mapping[str, Sequence[str]], recall: int | None = None
+) -> dict[str, Any]:
+    """The reply message the script gives to ``body``; with ``recall``, a question is answered
+    from the last ``recall`` characters of the prompt only (a model that misses what lies far
+    back, so string presence overstates it)."""
     messages = body["messages"]
     last = str(messages[-1].get("content") or "")
     if messages[-1]["role"] == "user" and "\nQuestion: " in last:
         question = last.rsplit("\nQuestion: ", 1)[1]
         context = "\n".join(text_of(m) for m in messages[:-1])
+        context = context[-recall:] if recall else context
         found = next((a for a in facts.get(question, ()) if a in context), "unknown")
         return {"role": "assistant", "content": found}
     for message in messages:
@@ -114,7 +120,7 @@ class Handler(BaseHTTPRequestHandler):
         if server.mode == "malformed":
             self._send(200, b'{"not": "a completion"}')
             return
-        message = scripted(body, server.facts)
+        message = scripted(body, server.facts, server.recall)
         prompt = len(json.dumps(body["messages"], ensure_ascii=False)) // 4
         completion = max(1, len(text_of(message)) // 4)
         with server.lock:
@@ -151,6 +157,7 @@ def scripted_server(facts: Mapping[str, Sequence[str]] | None = None, port: int 
     server.facts = dict(facts or {})
     server.bodies, server.auth = [], []
     server.mode, server.delay, server.redirect, server.fail_after = "ok", 0.0, "", None
+    server.recall = None
     server.answered = server.prompt_tokens = server.completion_tokens = 0
     server.lock = threading.Lock()
     return server
@@ -181,12 +188,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("traces", nargs="+")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--recall-chars", type=int, default=0, help="answer from the prompt's end")
     args = parser.parse_args()
     facts: dict[str, list[str]] = {}
     for path in args.traces:
         for trace in open_traces(path).traces():
             facts.update(facts_of(trace.probes or mined_probes(trace)))
     server = scripted_server(facts, args.port)
+    server.recall = args.recall_chars or None
     print(f"serving {server.url}", flush=True)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill PID stops it as ^C does
     with contextlib.suppress(KeyboardInterrupt):

@@ -178,3 +178,13 @@ def test_the_next_step_is_the_first_tool_call_or_a_react_action() -> None:
     react = Reply("Thought: look\nAction: sql_query\nAction Input: SELECT 1")
     assert action_of(react).to_json() == {"tool": "sql_query", "args": {"input": "SELECT 1"}}
     assert action_of(Reply("All done.")).to_json() == {"tool": "", "args": {}}
+
+
+def test_a_model_recalling_only_recent_text_answers_less_than_presence_says(
+    server: Scripted, tmp_path: Path
+) -> None:
+    server.recall = 2000  # the fact sits in the first of 8 rounds of 400+ characters
+    output = asked(server, tmp_path, fact_trace(), "none")
+    (answer,) = of_type(output, "probe.answer")
+    assert (answer["outcome"], answer["verdict"]) == ("in_context", "missed")
+    assert (output.result.retention, output.result.answered_retention) == (1.0, 0.0)
