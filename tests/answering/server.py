@@ -22,7 +22,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -163,7 +163,7 @@ def scripted_server(facts: Mapping[str, Sequence[str]] | None = None, port: int 
     return server
 
 
-def running(server: Scripted) -> Iterator[Scripted]:
+def running(server: Scripted) -> Generator[Scripted, None, None]:
     """Serve in a thread while the generator is suspended (a pytest fixture's body)."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
