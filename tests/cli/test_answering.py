@@ -241,3 +241,15 @@ def test_a_re_run_row_answers_from_the_cache_and_never_calls_unasked(
     assert cold.exit_code != 0
     assert "no cached answer" in str(cold.exception)
     assert len(server.bodies) == sent
+
+
+def test_next_action_without_an_answerer_and_a_bad_answerer_are_usage_errors(
+    tmp_path: Path,
+) -> None:
+    args = ["run", str(traces(tmp_path)), "-s", "none", "-w", "100000", "-c", "chars4"]
+    alone = CliRunner().invoke(cli, [*args, "--next-action"])
+    assert alone.exit_code == 2
+    assert "--next-action asks a model: give --answerer MODEL@URL" in alone.output
+    bad = CliRunner().invoke(cli, [*args, "--answerer", "m@127.0.0.1:8000/v1"])
+    assert bad.exit_code != 0
+    assert "--answerer takes MODEL@URL" in str(bad.exception)
