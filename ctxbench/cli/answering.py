@@ -62,8 +62,8 @@ def answerer_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "--max-cost",
             type=click.FloatRange(min=0),
             metavar="USD",
-            help="Send no answerer request past this cost (priced by --answerer-price; per "
-            "worker process in a sweep).",
+            help="Send no answerer request past this cost (priced by --answerer-price); a sweep "
+            "stops once its cells' requests cost it, over all workers (finished cells saved).",
         ),
         _option(
             "--answerer-price",

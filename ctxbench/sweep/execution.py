@@ -221,8 +221,11 @@ def run_sweep(
                 keep_files=spec.keep_files,
                 answerer=answerer,
             )
+            spent = 0.0
             for outcomes in executor.imap_unordered(run_task, tasks):
                 writer.append([(o.run_id, o.record, o.files) for o in outcomes])
+                spent += sum(o.answer_cost for o in outcomes)
+                _within_budget(answerer, spent)
                 for outcome in outcomes:
                     done += 1
                     if outcome.failed:
@@ -243,6 +246,21 @@ def run_sweep(
         Path(out),
         tuple(writer.skipped_lines),
         dropped,
+    )
+
+
+def _within_budget(answerer: AnswererSettings | None, spent: float) -> None:
+    """Stop the sweep once its answerer requests, over every worker, cost ``max_cost`` (the
+    finished cells are saved; their answers are cached)."""
+    if answerer is None or answerer.max_cost is None or spent < answerer.max_cost:
+        return
+    from ctxbench.answering.client import AnswererError
+
+    raise AnswererError(
+        f"--max-cost {answerer.max_cost} USD reached: the answerer requests of this sweep cost "
+        f"{spent:.4f} USD; finished cells are saved",
+        kind="budget",
+        hint="rerun with --resume and a higher --max-cost (answers already received are cached)",
     )
 
 

@@ -43,6 +43,8 @@ class CellOutcome:
     record: str
     files: Mapping[str, bytes]
     failed: bool
+    #: USD the cell's answerer requests cost (sent, not cached; 0 without ``--answerer``)
+    answer_cost: float = 0.0
 
 
 def run_task(task: Task) -> tuple[CellOutcome, ...]:
@@ -63,6 +65,7 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
         client = answerer_for(task.answerer)
     out = []
     for spec in task.cells:
+        spent = client.meter.cost_usd if client is not None else 0.0
         try:
             output = run_spec(
                 spec, trace, prices=task.prices.get(spec.counter), mined=mined, answerer=client
@@ -76,6 +79,7 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
                 record_line(output.result, output.events),
                 kept_files(output, task.keep_files),
                 False,
+                client.meter.cost_usd - spent if client is not None else 0.0,
             )
         )
     return tuple(out)

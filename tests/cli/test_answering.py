@@ -253,3 +253,20 @@ def test_next_action_without_an_answerer_and_a_bad_answerer_are_usage_errors(
     bad = CliRunner().invoke(cli, [*args, "--answerer", "m@127.0.0.1:8000/v1"])
     assert bad.exit_code != 0
     assert "--answerer takes MODEL@URL" in str(bad.exception)
+
+
+def test_a_sweep_stops_at_max_cost_over_its_cells_and_resumes_past_it(
+    server: Scripted, tmp_path: Path
+) -> None:
+    out, cache = tmp_path / "out", tmp_path / "c"
+    args = ["sweep", str(sweep_file(tmp_path)), "-o", str(out), "-j", "1", "-q", "--batch", "1"]
+    args += [*answering(server, cache), "--answerer-price", "1000/0"]
+    stopped = CliRunner().invoke(cli, [*args, "--max-cost", "0.001"])
+    assert stopped.exit_code != 0
+    assert "--max-cost 0.001 USD reached" in str(stopped.exception)
+    finished = set(journal_ids(out))
+    assert 1 <= len(finished) < CELLS
+    again = CliRunner().invoke(cli, [*args, "--resume", "--max-cost", "1000"])
+    assert again.exit_code == 0, again.output
+    assert len(rows(out)) == CELLS
+    assert sorted(journal_ids(out)) == sorted(rows(out))
