@@ -79,10 +79,15 @@ def _normal(event: Event) -> dict[str, Any]:
     return {k: v for k, v in event.to_dict().items() if k != "step"}
 
 
+#: a model's answers about a replay (``--answerer``), not what the replay did
+_NOT_COMPARED = frozenset({ev.PROBE_ANSWER, ev.NEXT_ACTION})
+
+
 def _by_call(events: Iterable[Event]) -> dict[int, list[Event]]:
     out: dict[int, list[Event]] = {}
     for e in events:
-        out.setdefault(e.call, []).append(e)
+        if e.type not in _NOT_COMPARED:
+            out.setdefault(e.call, []).append(e)
     return out
 
 

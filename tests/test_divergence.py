@@ -81,6 +81,18 @@ def test_identical_runs_report_no_divergence() -> None:
     assert div.identical
 
 
+def test_a_models_answers_about_a_run_are_not_part_of_what_it_did() -> None:
+    trace = react(10)
+    plain = events_for(0.6, trace)
+    step = plain[-1].step + 1
+    answered = [
+        *plain,
+        Event(ev.NEXT_ACTION, step, 3, {"trigger": "sample", "agree": True}),
+        Event(ev.PROBE_ANSWER, step + 1, 9, {"probe_id": "p", "verdict": "missed"}),
+    ]
+    assert first_divergence(plain, answered).identical
+
+
 def test_diff_command_on_two_events_files(tmp_path: Path) -> None:
     trace = react(40)
     for name, warning in (("a", 0.5), ("b", 0.7)):

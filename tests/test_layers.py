@@ -65,6 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.counting",
             "ctxbench.strategies",
             "ctxbench.summarizers",
+            "ctxbench.answering",
             "ctxbench.probes",
             "ctxbench.synth",
             "ctxbench.formats",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ctxbench import config as configuration
 from ctxbench.cell.spec import RunSpec, canonical_json
@@ -22,8 +22,11 @@ from ctxbench.probes.model import Probe
 from ctxbench.strategies import build_strategy, strategy_class
 from ctxbench.summarizers import build_summarizer
 from ctxbench.summarizers.base import Summarizer
-from ctxbench.trace import Trace
+from ctxbench.trace import Message, Trace
 from ctxbench.validation import refuse_duplicate_call_ids
+
+if TYPE_CHECKING:
+    from ctxbench.answering.client import Answerer
 
 
 def resolve_spec(spec: RunSpec) -> RunSpec:
@@ -96,17 +99,24 @@ def run_spec(
     prices: Prices | None = None,
     mined: Callable[[], Sequence[Probe]] | None = None,
     on_call: Callable[[int, int], None] | None = None,
+    answerer: Answerer | None = None,
+    on_ask: Callable[[int, int], None] | None = None,
 ) -> ReplayOutput:
     """Replay one resolved cell; the row's ``replay_seconds`` is the only clock reading, and
     the row is computed once, after it. A trace reusing a tool call id is refused. ``mined``
     gives the trace's mined probes when the spec asks for them (a sweep mines a trace once
     for all its cells: mining a 300-round trace takes seconds). ``on_call(done, total)`` hears
-    each model call (the CLI's progress bar)."""
+    each model call (the CLI's progress bar). A spec naming an ``answerer`` model asks
+    ``answerer`` (the client serving it) about the prompts the replay scored, after the replay
+    (:mod:`ctxbench.answering`); ``on_ask(done, total)`` hears each answer."""
     refuse_duplicate_call_ids(trace, source=spec.trace_source)
+    if spec.answerer:
+        _check_answerer(spec, answerer)
     parts = build_parts(spec, trace)
     probes = None
     if spec.mine_probes and not trace.probes:
         probes = (mined or (lambda: mined_probes(trace)))()
+    prompts: dict[int, tuple[Message, ...]] = {}
     started = time.perf_counter()
     with paced():
         output = replay(
@@ -121,8 +131,42 @@ def run_spec(
             identity=identity_of(spec),
             prices=prices,
             on_call=on_call,
+            on_prompt=prompts.__setitem__ if spec.answerer else None,
         )
-    return replace(output, replay_seconds=round(time.perf_counter() - started, 6))
+    seconds = round(time.perf_counter() - started, 6)
+    if spec.answerer and answerer is not None:
+        from ctxbench.answering.asking import answer_events
+
+        asked = answer_events(
+            trace,
+            tuple(trace.probes if probes is None else probes),
+            prompts,
+            output.events,
+            answerer,
+            next_action=spec.next_action,
+            every=spec.next_action_every,
+            on_ask=on_ask,
+        )
+        output = replace(output, events=output.events + tuple(asked))
+    return replace(output, replay_seconds=seconds)
+
+
+def _check_answerer(spec: RunSpec, answerer: Answerer | None) -> None:
+    """A cell asking a model needs the client serving that model."""
+    from ctxbench.errors import ConfigError
+
+    if answerer is None or answerer.settings.model != spec.answerer:
+        raise ConfigError(
+            f"the cell asks the model {spec.answerer!r}, but "
+            + (
+                "no answerer was given"
+                if answerer is None
+                else f"the answerer serves {answerer.settings.model!r}"
+            ),
+            key="answerer",
+            hint=f"give --answerer {spec.answerer}@URL (or --answerer-offline to answer "
+            "from the cache only)",
+        )
 
 
 def mined_probes(trace: Trace) -> tuple[Probe, ...]:

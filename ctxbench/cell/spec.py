@@ -45,6 +45,13 @@ class RunSpec:
     seed: int = 0
     mine_probes: bool = False
     trace_source: str = ""
+    #: the model id an answerer endpoint serves (``--answerer MODEL@URL``): its answers to
+    #: the probes, and with ``next_action`` its next steps at compactions (and at every
+    #: ``next_action_every``-th call); "" asks no model. Where it is served is not part of
+    #: the cell (it comes from the command line only); each is in the id only when set
+    answerer: str = ""
+    next_action: bool = False
+    next_action_every: int = 0
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the cell (where the trace was loaded from is not one); the
@@ -66,6 +73,12 @@ class RunSpec:
         }
         if self.reasoning:
             out["reasoning"] = self.reasoning
+        if self.answerer:
+            out["answerer"] = self.answerer
+        if self.next_action:
+            out["next_action"] = self.next_action
+        if self.next_action_every:
+            out["next_action_every"] = self.next_action_every
         return out
 
     @property
@@ -144,6 +157,8 @@ _FIELD_TYPES: dict[str, type] = {
     "reserved": int,
     "seed": int,
     "mine_probes": bool,
+    "next_action": bool,
+    "next_action_every": int,
 }
 _TYPE_WORDS = {dict: "an object", int: "an integer", bool: "true or false", str: "text"}
 

@@ -16,6 +16,7 @@ from ctxbench.atomic_file import AtomicFile
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
+from ctxbench.cli.answering import answerer_options, answerer_settings, next_action_of
 from ctxbench.cli.options import (
     counter_option,
     dir_option,
@@ -57,6 +58,8 @@ ROW_COLUMNS = (
     "first_failed_call",
     "open_loop_breaks",
 )
+#: shown beside them when a model was asked (--answerer)
+ANSWER_COLUMNS = ("answered_retention", "next_action_agreement")
 
 
 def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str]) -> dict[str, Any]:
@@ -175,6 +178,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 )
 @click.option("--run-id", help="Which row of --from-row to re-run.")
 @quiet_option("No progress bar (one per trace, by model call, on a terminal).")
+@answerer_options
 def run(
     traces: tuple[str, ...],
     strategy: str | None,
@@ -210,6 +214,7 @@ def run(
       ctxbench run t.jsonl -s dbgpt --set warning_threshold=0.6 --set min_keep_recent_rounds=2 -w 16000
       ctxbench run t.jsonl -s dbgpt --config dbgpt.toml -w 32768 --estimator chars4 --events ev.jsonl
       ctxbench run --from-row reports/quickstart --run-id 0a1b2c3d4e5f6a7b --events ev.jsonl
+      ctxbench run t.jsonl -s dbgpt -w 16k --answerer qwen2.5:0.5b@http://127.0.0.1:11434/v1 --next-action
     """
     if from_row:
         given = configuration.parse_set(summarizer_sets)
@@ -230,6 +235,13 @@ def run(
         external = load_probes(probes_file)
     from ctxbench.counting.auto import AUTO
 
+    settings = answerer_settings()
+    answerer = None
+    if settings is not None:
+        from ctxbench.answering.client import Answerer
+
+        answerer = Answerer(settings)
+    next_action, every = next_action_of()
     rows: list[dict[str, Any]] = []
     unwritten = 0
     parities = []
@@ -267,11 +279,18 @@ def run(
                         seed=seed,
                         mine_probes=mine_probes,
                         trace_source=str(path) if source.canonical else source.address,
+                        answerer=settings.model if settings else "",
+                        next_action=next_action,
+                        next_action_every=every if next_action else 0,
                     )
                 )
                 bar = terminal_bar(f"run {trace.id}", quiet=quiet)
-                output = run_spec(spec, trace, on_call=bar.update)
+                asking = terminal_bar(f"ask {trace.id}", quiet=quiet)
+                output = run_spec(
+                    spec, trace, on_call=bar.update, answerer=answerer, on_ask=asking.update
+                )
                 bar.close()
+                asking.close()
                 row, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
                 rows.append(row)
                 unwritten += missed
@@ -282,7 +301,9 @@ def run(
     if out_file:
         write_rows(out_file, rows)
     if not as_json:
-        print_table(rows, ROW_COLUMNS)
+        print_table(rows, ROW_COLUMNS + (ANSWER_COLUMNS if answerer else ()))
+    if answerer is not None:
+        click.echo(f"answerer {settings.model}: {answerer.meter.describe()}", err=True)
     _note_unwritten(unwritten)
     if parities:  # recorded compactions next to the strategy's own (stderr under --json)
         from ctxbench.recorded import render
@@ -422,8 +443,9 @@ def rerun_row(
         spec = spec.with_(summarizer_params={**spec.summarizer_params, **typed})
     prices = recorded_prices(source, spec.counter)
     trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
+    answerer = _rerun_answerer(spec.answerer, source) if spec.answerer else None
     with contextlib.nullcontext(None) if live else cached_only() as offline:
-        output = run_spec(spec, trace, prices=prices)
+        output = run_spec(spec, trace, prices=prices, answerer=answerer)
     if offline is not None and offline.refused:
         raise ConfigError(
             f"the row's summarizer calls {offline.refused[0]}, named by the row; "
@@ -447,6 +469,24 @@ def rerun_row(
         )
         raise click.exceptions.Exit(1)
     click.echo(f"run {spec.run_id} reproduces the recorded row", err=True)
+
+
+def _rerun_answerer(model: str, source: str) -> Any:
+    """The answerer of a re-run row: the command line's (``--answerer``, the same model), or
+    the cache alone (the row names a model, never where it is served)."""
+    from ctxbench.answering.client import Answerer, AnswererSettings
+
+    settings = answerer_settings()
+    if settings is None:
+        return Answerer(AnswererSettings(model=model, offline=True))
+    if settings.model != model:
+        raise ConfigError(
+            f"the row asked the model {model!r}, not {settings.model!r}",
+            path=source,
+            key="spec.answerer",
+            hint=f"give --answerer {model}@URL, or no --answerer to answer from the cache",
+        )
+    return Answerer(settings)
 
 
 def recorded_prices(source: str, counter: str) -> Any:

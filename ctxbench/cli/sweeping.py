@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ctxbench.cli.answering import answerer_options, answerer_settings, next_action_of
 from ctxbench.cli.options import at_least_option, dir_option, quiet_option, workers_option
 from ctxbench.counting.auto import AUTO
 from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
@@ -56,6 +57,7 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
     "names them itself runs only when they are given here, the same).",
 )
 @at_least_option("--batch", minimum=1, default=DEFAULT_BATCH, help="Cells of one trace per task.")
+@answerer_options
 def sweep(
     sweep_file: str,
     out_dir: str | None,
@@ -86,6 +88,7 @@ def sweep(
       ctxbench sweep big.toml -o out/ --workers 8 --resume --csv
       ctxbench sweep big.toml -o out/ --scheduler tcp://10.0.0.5:8786
       ctxbench sweep big.toml -o out/ --dask-local 4 --quiet
+      ctxbench sweep s.toml -o out/ --answerer qwen2.5:0.5b@http://127.0.0.1:11434/v1 --next-action
     """
     from pathlib import Path
 
@@ -125,6 +128,8 @@ def sweep(
         with_csv=with_csv,
         batch=batch,
         quiet=quiet,
+        answerer=answerer_settings(),
+        next_action=next_action_of(),
     )
     if summary.failed:
         click.echo(
@@ -146,6 +151,8 @@ def execute(
     retry_failed: bool = True,
     with_csv: bool = False,
     batch: int = DEFAULT_BATCH,
+    answerer: Any = None,
+    next_action: tuple[bool, int] = (False, 0),
 ) -> Any:
     """Run the sweep with a progress bar (unless ``quiet``) and print its summary."""
     from ctxbench.sweep import run_sweep
@@ -161,6 +168,10 @@ def execute(
             final = progress.done == progress.total
             bar.update(progress.done, progress.total, progress.failed, final=final)
 
+    if answerer is not None:
+        from ctxbench.answering.client import forget_client
+
+        forget_client(answerer)  # this sweep's meter starts at zero
     started = time.monotonic()
     try:
         summary = run_sweep(
@@ -173,6 +184,9 @@ def execute(
             with_csv=with_csv,
             batch=batch,
             on_progress=show,
+            answerer=answerer,
+            next_action=next_action[0],
+            next_action_every=next_action[1],
         )
     except KeyboardInterrupt:
         if bar is not None:
@@ -199,11 +213,24 @@ def execute(
     click.echo(f"events:  {os.path.join(out_dir, 'events.jsonl')}")
     for run_id, error in summary.failed_examples:
         click.echo(f"  failed {run_id}: {error}", err=True)
+    if answerer is not None:
+        say_meter(answerer)
     if not quiet:
         rate = summary.ran / elapsed if elapsed > 0 else 0.0
         click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)
     print_recommendation(out_dir)
     return summary
+
+
+def say_meter(settings: Any) -> None:
+    """What the answerer cost, when its client ran in this process (``--workers 1``)."""
+    from ctxbench.answering.client import client_of
+
+    client = client_of(settings)
+    if client is not None:
+        click.echo(f"answerer {settings.model}: {client.meter.describe()}", err=True)
+    else:
+        click.echo(f"answerer {settings.model}: requests counted in the worker processes", err=True)
 
 
 def print_recommendation(out_dir: str) -> None:

@@ -29,6 +29,13 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
 - ``recorded.compaction``: a compaction the recorded agent made before this call (ground truth,
   not the strategy's): ``trigger``, ``pre_tokens``, ``source``, ``note`` (the replay keeps the
   uncompacted history). Emitted only for traces that hold recorded compactions.
+- ``probe.answer`` (with ``--answerer``): a model asked the probe's ``question`` after the
+  prompt scored at this call; ``answer``, its ``verdict`` (answered / stale / missed, by the
+  probe matching), the string-presence ``outcome`` beside it, ``prompt_tokens`` and
+  ``completion_tokens`` (as the endpoint reported them). After the replay's own events.
+- ``next_action`` (with ``--next-action``): the model's next step after the ``uncompacted``
+  history and after the ``compacted`` prompt (``{tool, args}``: the naming arguments), whether
+  they ``agree``, the ``trigger`` (compaction or sample) and both replies as text.
 """
 
 from __future__ import annotations
@@ -50,6 +57,10 @@ RECORDED = "recorded.compaction"
 OPEN_LOOP_BREAK = "open_loop.break"
 #: ``reason`` of a probe scored lost because the task had failed before it was asked
 AFTER_FAILURE = "after_failure"
+#: a model's answer to a probe's question (``ctxbench.answering``)
+PROBE_ANSWER = "probe.answer"
+#: a model's next step with and without compaction (``ctxbench.answering``)
+NEXT_ACTION = "next_action"
 #: a released framework ran the replay (shipped strategies): its release and environment hash
 SHIPPED = "shipped"
 #: Event a strategy emits before each call with the count it decides with:
@@ -78,6 +89,8 @@ EVENT_TYPES = (
     PROBE,
     RECORDED,
     OPEN_LOOP_BREAK,
+    PROBE_ANSWER,
+    NEXT_ACTION,
 )
 
 #: The fields every event of a type carries, with their JSON type: what readers of events files
@@ -99,6 +112,8 @@ FIELDS: dict[str, dict[str, type]] = {
     PROBE: {"probe_id": str, "kind": str, "outcome": str},
     RECORDED: {"trigger": str, "source": str},
     OPEN_LOOP_BREAK: {"value": str, "source_message": int, "message": int},
+    PROBE_ANSWER: {"probe_id": str, "kind": str, "verdict": str, "outcome": str},
+    NEXT_ACTION: {"trigger": str, "agree": bool},
 }
 _TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string"}
 

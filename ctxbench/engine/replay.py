@@ -89,9 +89,12 @@ def replay(
     identity: Identity | None = None,
     prices: Prices | None = None,
     on_call: Callable[[int, int], None] | None = None,
+    on_prompt: Callable[[int, tuple[Message, ...]], None] | None = None,
 ) -> ReplayOutput:
     """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring.
-    ``on_call(done, total)`` hears each model call done (a progress bar at the edge)."""
+    ``on_call(done, total)`` hears each model call done (a progress bar at the edge);
+    ``on_prompt(call, messages)`` hears the prompt of each call as probes are scored on it
+    (and of the end, when probes are asked there): what an answerer is asked about."""
     calls = trace.call_indices
     messages = trace.messages
     probe_list = tuple(trace.probes if probes is None else probes)
@@ -131,6 +134,8 @@ def replay(
         _ingest(ctx, strategy, messages[position:index], position)
         if not _model_call(ctx, strategy, provider, pairing, messages[index].usage):
             task.fail()
+        if on_prompt is not None and not task.failed:
+            on_prompt(k, ctx.view.messages)
         _ask(ctx, asked.get(k, ()), () if task.failed else used.get(k, ()), cited, task.failed)
         ctx.append_recorded(messages[index], index)
         position = index + 1
@@ -145,6 +150,8 @@ def replay(
         ctx.status(None)
         with contextlib.suppress(ReplyAborted):  # probes still read the prompt as it stands
             strategy.before_call(ctx)
+        if on_prompt is not None and not task.failed:
+            on_prompt(n_calls, ctx.view.messages)
         _ask(ctx, asked[n_calls], (), cited, task.failed)
 
     return ReplayOutput(

@@ -92,6 +92,18 @@ class RunResult:
     #: recorded actions that wrote a value the prompt no longer showed (``open_loop.break``)
     open_loop_breaks: int = 0
     first_open_loop_break: int | None = None
+    #: with an answerer (``--answerer``): the probes its answers held an accepted answer for,
+    #: their share of the probes asked (beside ``retention``, string presence), by kind (JSON;
+    #: "" when no answerer was asked)
+    answered: int = 0
+    answered_retention: float | None = None
+    answered_by_kind: str = ""
+    #: with ``--next-action``: the calls whose next step was asked with and without
+    #: compaction, and the share where both steps agree (tool and naming arguments)
+    next_action_calls: int = 0
+    next_action_agreement: float | None = None
+    #: prompt + completion tokens the answerer's endpoint reported for this row's requests
+    answerer_tokens: int = 0
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,6 +186,9 @@ def result_from_events(
     first_failed: int | None = None
     first_break: int | None = None
     after_failure = bare = breaks = 0
+    failed_kinds: Counter[str] = Counter()
+    answers: dict[str, Counter[str]] = {}
+    actions = agreed = answer_tokens = 0
     for raw in events:
         if isinstance(raw, ev.Event):  # its fields, without building its dict
             kind, e = raw.type, raw.data
@@ -212,12 +227,20 @@ def result_from_events(
             by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
             if e.get("reason") == ev.AFTER_FAILURE:
                 after_failure += 1
+                failed_kinds[e["kind"]] += 1
             if e.get("bare"):
                 bare += 1
         elif kind == ev.OPEN_LOOP_BREAK:
             breaks += 1
             if first_break is None:
                 first_break = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
+        elif kind == ev.PROBE_ANSWER:
+            answers.setdefault(e["kind"], Counter())[e["verdict"]] += 1
+            answer_tokens += int(e["prompt_tokens"]) + int(e["completion_tokens"])
+        elif kind == ev.NEXT_ACTION:
+            actions += 1
+            agreed += bool(e["agree"])
+            answer_tokens += int(e["prompt_tokens"]) + int(e["completion_tokens"])
     n_probes = sum(outcomes.values())
     retention = outcomes["in_context"] / n_probes if n_probes else None
     recoverability = (
@@ -228,6 +251,11 @@ def result_from_events(
         for k, c in sorted(by_kind.items())
         if sum(c.values())
     }
+    if answers:  # a probe asked after the task failed was never answered: the agent crashed
+        for kind_name, count in failed_kinds.items():
+            answers.setdefault(kind_name, Counter())[ev.AFTER_FAILURE] += count
+    n_answers = sum(sum(c.values()) for c in answers.values())
+    n_answered = sum(c["answered"] for c in answers.values())
     cost = prices.cost(input_total, cached_total, summary_in, summary_out) if prices else None
     return RunResult(
         **asdict(identity),  # the identity columns, as the spec gave them
@@ -264,4 +292,15 @@ def result_from_events(
         bare=bare,
         open_loop_breaks=breaks,
         first_open_loop_break=first_break,
+        answered=n_answered,
+        answered_retention=round(n_answered / n_answers, 4) if n_answers else None,
+        answered_by_kind=json.dumps(
+            {k: round(c["answered"] / sum(c.values()), 4) for k, c in sorted(answers.items())},
+            separators=(",", ":"),
+        )
+        if answers
+        else "",
+        next_action_calls=actions,
+        next_action_agreement=round(agreed / actions, 4) if actions else None,
+        answerer_tokens=answer_tokens,
     )

@@ -165,6 +165,15 @@ def _recommended(
     return at
 
 
+def _answered(rows: Sequence[Row], results: Results, labels: Mapping[str, str]) -> list[Section]:
+    """The "presence vs answers" section when a model answered probes (``--answerer``)."""
+    from ctxbench.report.answered import answered_section, calibrations
+
+    found = calibrations(rows, lambda run_id: results.run_events(run_id).answers, labels)
+    section = answered_section(found)
+    return [] if section is None else [section]
+
+
 def report_page(inputs: ReportInputs) -> Page:
     """The results report: every section, in reading order."""
     results = inputs.results
@@ -209,6 +218,7 @@ def report_page(inputs: ReportInputs) -> Page:
             has_probes=bool(outcomes),
             missing_traces=inputs.missing_traces,
         ),
+        *_answered(rows, results, run_labels),
         counting_sections.counting_section(
             samples,
             [c.name for c in inputs.counters],

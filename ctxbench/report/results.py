@@ -26,6 +26,16 @@ class ProbeOutcome:
     outcome: str
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerOutcome:
+    """A probe a model was asked (``--answerer``): its ``verdict`` beside string presence."""
+
+    probe_id: str
+    kind: str
+    verdict: str
+    outcome: str
+
+
 @dataclass(frozen=True)
 class RunEvents:
     """One run's events, reduced to what the report draws."""
@@ -38,6 +48,8 @@ class RunEvents:
     summary_output_tokens: int = 0
     #: calls whose recorded action wrote a value the prompt no longer showed
     open_loop_breaks: tuple[int, ...] = ()
+    #: the probes an answerer was asked (none without ``--answerer``)
+    answers: tuple[AnswerOutcome, ...] = ()
 
 
 class _Digest:
@@ -50,6 +62,7 @@ class _Digest:
         self.summary_in = 0
         self.summary_out = 0
         self.breaks: list[int] = []
+        self.answers: list[AnswerOutcome] = []
 
     def add(self, e: ev.Event) -> None:
         data = e.data
@@ -77,6 +90,15 @@ class _Digest:
             self.summary_out += int(data.get("output_tokens") or 0)
         elif e.type == ev.OPEN_LOOP_BREAK:
             self.breaks.append(e.call)
+        elif e.type == ev.PROBE_ANSWER:
+            self.answers.append(
+                AnswerOutcome(
+                    str(data["probe_id"]),
+                    str(data["kind"]),
+                    str(data["verdict"]),
+                    str(data["outcome"]),
+                )
+            )
 
     def freeze(self) -> RunEvents:
         return RunEvents(
@@ -86,6 +108,7 @@ class _Digest:
             self.summary_in,
             self.summary_out,
             tuple(self.breaks),
+            tuple(self.answers),
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
@@ -23,6 +23,9 @@ from ctxbench.sweep.sources import TraceEntry, catalogue
 from ctxbench.sweep.spec import SweepSpec
 from ctxbench.sweep.store import ResultsWriter
 from ctxbench.sweep.task import Task, run_task
+
+if TYPE_CHECKING:
+    from ctxbench.answering.client import AnswererSettings
 
 SCHEMA = "ctxbench.sweep/1"
 #: Cells per task: small enough to spread a long trace over workers, large enough that a
@@ -53,6 +56,7 @@ class Plan:
         batch: int,
         prices: Mapping[str, Prices],
         keep_files: KeepFiles = "all",
+        answerer: AnswererSettings | None = None,
     ) -> Iterator[Task]:
         """Tasks for the cells not in ``skip``: one trace and one true counter each (so a
         worker tokenizes a trace with the counters it needs, not all of them), at most
@@ -75,6 +79,7 @@ class Plan:
                         chunk,
                         {k: v for k, v in prices.items() if k == chunk[0].counter},
                         keep_files,
+                        answerer,
                     )
 
 
@@ -156,6 +161,9 @@ def run_sweep(
     with_csv: bool = False,
     batch: int = DEFAULT_BATCH,
     on_progress: Callable[[Progress], None] | None = None,
+    answerer: AnswererSettings | None = None,
+    next_action: bool = False,
+    next_action_every: int = 0,
 ) -> SweepSummary:
     """Run every cell of ``spec`` not yet in ``out`` and write the final table there.
 
@@ -163,7 +171,9 @@ def run_sweep(
     (``resume=True``) where it stopped; failed cells run again unless ``retry_failed`` is
     False. A resumed directory whose ``sweep.json`` holds another spec is refused unless
     ``reset``, which keeps the finished cells the new spec still has. The executor is closed
-    when the sweep ends.
+    when the sweep ends. With ``answerer``, every cell also asks that model about its
+    prompts (and its next steps with ``next_action``): the cells are new ones (the model is in
+    their ids), and the answers come from the cache when a sweep asked them before.
     """
     import json
 
@@ -173,7 +183,25 @@ def run_sweep(
         # the collector paced for the whole sweep: its caches grow from cell to cell
         with paced(), ResultsWriter(out, resume=resume, retry_failed=retry_failed) as writer:
             planned = plan(spec)
+            if answerer is not None:
+                planned = Plan(
+                    planned.entries,
+                    tuple(
+                        c.with_(
+                            answerer=answerer.model,
+                            next_action=next_action,
+                            next_action_every=next_action_every if next_action else 0,
+                        )
+                        for c in planned.configs
+                    ),
+                )
             record = sweep_record(spec, planned)
+            if answerer is not None:
+                record["answerer"] = {
+                    "model": answerer.model,
+                    "next_action": next_action,
+                    "next_action_every": next_action_every if next_action else 0,
+                }
             wanted = set(planned.run_ids())
             previous = None if reset else writer.previous_spec()
             if previous is not None:
@@ -187,10 +215,17 @@ def run_sweep(
             report = on_progress or (lambda _: None)
             report(Progress(skipped, planned.cells, 0, skipped))
             tasks = planned.tasks(
-                skip=writer.finished, batch=batch, prices=spec.prices, keep_files=spec.keep_files
+                skip=writer.finished,
+                batch=batch,
+                prices=spec.prices,
+                keep_files=spec.keep_files,
+                answerer=answerer,
             )
+            spent = 0.0
             for outcomes in executor.imap_unordered(run_task, tasks):
                 writer.append([(o.run_id, o.record, o.files) for o in outcomes])
+                spent += sum(o.answer_cost for o in outcomes)
+                _within_budget(answerer, spent)
                 for outcome in outcomes:
                     done += 1
                     if outcome.failed:
@@ -211,6 +246,21 @@ def run_sweep(
         Path(out),
         tuple(writer.skipped_lines),
         dropped,
+    )
+
+
+def _within_budget(answerer: AnswererSettings | None, spent: float) -> None:
+    """Stop the sweep once its answerer requests, over every worker, cost ``max_cost`` (the
+    finished cells are saved; their answers are cached)."""
+    if answerer is None or answerer.max_cost is None or spent < answerer.max_cost:
+        return
+    from ctxbench.answering.client import AnswererError
+
+    raise AnswererError(
+        f"--max-cost {answerer.max_cost} USD reached: the answerer requests of this sweep cost "
+        f"{spent:.4f} USD; finished cells are saved",
+        kind="budget",
+        hint="rerun with --resume and a higher --max-cost (answers already received are cached)",
     )
 
 

@@ -12,11 +12,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.result import Prices, RunResult
 from ctxbench.results.journal import record_line
+
+if TYPE_CHECKING:
+    from ctxbench.answering.client import AnswererSettings
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,8 @@ class Task:
     prices: Mapping[str, Prices] = field(default_factory=dict)
     #: which of the files a cell wrote come back (the others never leave the worker)
     keep_files: KeepFiles = "all"
+    #: the endpoint cells naming an answerer model ask (each worker builds its client)
+    answerer: AnswererSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,8 @@ class CellOutcome:
     record: str
     files: Mapping[str, bytes]
     failed: bool
+    #: USD the cell's answerer requests cost (sent, not cached; 0 without ``--answerer``)
+    answer_cost: float = 0.0
 
 
 def run_task(task: Task) -> tuple[CellOutcome, ...]:
@@ -50,10 +58,18 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
     except Exception as exc:  # the source changed or vanished: every cell records why
         return tuple(_failed(error_result(spec, exc)) for spec in task.cells)
     mined = functools.cache(lambda: mined_probes(trace))  # once per trace, if asked
+    client = None
+    if task.answerer is not None:
+        from ctxbench.answering.client import answerer_for
+
+        client = answerer_for(task.answerer)
     out = []
     for spec in task.cells:
+        spent = client.meter.cost_usd if client is not None else 0.0
         try:
-            output = run_spec(spec, trace, prices=task.prices.get(spec.counter), mined=mined)
+            output = run_spec(
+                spec, trace, prices=task.prices.get(spec.counter), mined=mined, answerer=client
+            )
         except Exception as exc:  # a strategy or plug-in raised: the row carries the error
             out.append(_failed(error_result(spec, exc)))
             continue
@@ -63,6 +79,7 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
                 record_line(output.result, output.events),
                 kept_files(output, task.keep_files),
                 False,
+                client.meter.cost_usd - spent if client is not None else 0.0,
             )
         )
     return tuple(out)

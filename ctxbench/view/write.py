@@ -176,6 +176,9 @@ def write_run(
     by_call: dict[int, list[dict[str, Any]]] = {}
     for e in capture.events:
         by_call.setdefault(int(e["call"]), []).append(e)
+    for answer in recorded:  # a model's answers at a call (--answerer), shown there
+        if answer.type in (ev.PROBE_ANSWER, ev.NEXT_ACTION):
+            by_call.setdefault(answer.call, []).append(answer.to_dict())
     status = {}
     for e in capture.events:
         if e["type"] == ev.CONTEXT_STATUS and int(e["call"]) not in status:

@@ -82,3 +82,30 @@ def test_chunks_of_calls_end_past_their_size(viewers: tuple[Path, Path, list[str
         assert len(entries) == starts[c + 1] - starts[c]
         sizes = [len(json.dumps(e, separators=(",", ":"), ensure_ascii=False)) for e in entries]
         assert sum(sizes[:-1]) < 2_000  # the chunk ended at the first call past the size
+
+
+def test_a_models_answers_are_shown_at_their_call(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ctxbench.cli import cli
+    from ctxbench.formats.canonical import write_traces
+    from tests.answering.server import fact_trace, facts_of, running, scripted_server
+
+    write_traces(tmp_path / "t.jsonl", [fact_trace()])
+    served = running(scripted_server(facts_of(fact_trace().probes)))
+    server = next(served)
+    args = ["run", str(tmp_path / "t.jsonl"), "-s", "sliding_window", "--set", "keep_rounds=2"]
+    args += ["-w", "100000", "--reserved", "0", "-c", "chars4", "--out", str(tmp_path / "r.jsonl")]
+    args += ["--events", str(tmp_path / "e.jsonl"), "--answerer", f"m@{server.url}"]
+    args += ["--next-action", "--answerer-cache", str(tmp_path / "c"), "-q"]
+    result = CliRunner().invoke(cli, args)
+    served.close()
+    assert result.exit_code == 0, result.output
+    viewer = build(tmp_path / "e.jsonl", tmp_path / "v", rows=tmp_path / "r.jsonl").parent
+    (run,) = [r["id"] for r in _data(viewer, "index")["runs"]]
+    calls = _calls(viewer, run)
+    steps = {k for k, c in enumerate(calls) for e in c["events"] if e["type"] == "next_action"}
+    compacted = {k for k, c in enumerate(calls) for e in c["events"] if e["type"] == "compaction"}
+    assert steps == compacted - {len(calls) - 1} != set()
+    (answer,) = [e for c in calls for e in c["events"] if e["type"] == "probe.answer"]
+    assert (answer["verdict"], answer["answer"]) == ("missed", "unknown")

@@ -237,6 +237,16 @@
         box.append(el("div", { class: "event snapshot" }, el("b", { text: "file " }),
           el("a", { href: "files/" + run.id + "/" + e.path, target: "_blank", rel: "noopener", text: e.path }),
           " (" + fmt(e.bytes) + " bytes)"));
+      } else if (e.type === "next_action") {
+        box.append(el("div", { class: "event next-action " + (e.agree ? "ok" : "rejected") },
+          el("b", { text: "next step " + (e.agree ? "agrees" : "differs") + " (" + e.trigger + ")" }),
+          el("div", { class: "answer-text", text: "after the uncompacted history: " + e.uncompacted_answer }),
+          el("div", { class: "answer-text", text: "after the compacted prompt: " + e.compacted_answer })));
+      } else if (e.type === "probe.answer") {
+        box.append(el("div", { class: "event answer" },
+          el("b", { text: "asked " + e.probe_id + ": " + e.verdict + " (in prompt: " + e.outcome + ")" }),
+          el("div", { text: e.question }),
+          el("div", { class: "answer-text", text: "answer: " + e.answer })));
       }
     }
     if (previousIds) {
