@@ -128,3 +128,32 @@ def test_none_that_fails_calls_on_a_recorded_trace_no_longer_keeps_every_probe(
     assert row.first_failed_call is not None and row.after_failure > 0
     assert row.retention is not None and row.retention < 1.0
     assert row.in_context + row.lost + row.via_reference + row.stale == row.probes
+
+
+def test_a_probe_the_crash_left_unasked_counts_as_unanswered_for_the_answerer() -> None:
+    from ctxbench.engine.result import Identity, result_from_events
+
+    events = [
+        ev.Event(ev.PROBE, 0, 1, {"probe_id": "a", "kind": "recall", "outcome": "in_context"}),
+        ev.Event(
+            ev.PROBE,
+            1,
+            5,
+            {"probe_id": "b", "kind": "recall", "outcome": "lost", "reason": ev.AFTER_FAILURE},
+        ),
+        ev.Event(
+            ev.PROBE_ANSWER,
+            2,
+            1,
+            {
+                "probe_id": "a",
+                "kind": "recall",
+                "verdict": "answered",
+                "outcome": "in_context",
+                "prompt_tokens": 10,
+                "completion_tokens": 2,
+            },
+        ),
+    ]
+    row = result_from_events(events, Identity())
+    assert (row.retention, row.answered, row.answered_retention) == (0.5, 1, 0.5)
