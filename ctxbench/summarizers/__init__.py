@@ -18,6 +18,12 @@ SUMMARIZERS.add(
     "Deterministic, offline: keeps paths, ids, numbers, errors, decisions, next steps.",
 )
 SUMMARIZERS.add(
+    "model_like",
+    "ctxbench.summarizers.model_like:ModelLikeSummarizer",
+    "Deterministic, offline, written like a model's: user messages, edited files, task ids,"
+    " errors, next steps, at the length models write (fitted on recorded summaries).",
+)
+SUMMARIZERS.add(
     "lossy",
     "ctxbench.summarizers.extractive:LossySummarizer",
     "The extractive summary with a seeded drop rate (an imperfect LLM).",
