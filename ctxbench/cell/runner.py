@@ -69,11 +69,15 @@ def build_parts(spec: RunSpec, trace: Trace | None = None) -> Parts:
     model = trace_model(trace) if trace is not None else None
     estimator = spec.estimator or type(strategy).default_estimator
     true_counter = counter_under(spec.counter, rule_for(spec.reasoning, model, spec.counter))
+    summarizer = build_summarizer(spec.summarizer, spec.summarizer_params)
+    bind = getattr(summarizer, "for_trace", None)  # `recorded`: the trace's own summaries
+    if trace is not None and callable(bind):
+        summarizer = bind(trace)
     return Parts(
         strategy,
         true_counter,
         counter_under(estimator, rule_for(spec.reasoning, model, estimator)),
-        build_summarizer(spec.summarizer, spec.summarizer_params),
+        summarizer,
         SimulatedProvider(
             spec.window,
             spec.reserved,

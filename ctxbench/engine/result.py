@@ -83,6 +83,9 @@ class RunResult:
     #: what the ``shipped:`` driver changed in how the trace reaches the framework (e.g. native
     #: tool calls given to DB-GPT's ReAct agent as text rounds), "; "-joined; empty otherwise
     driver_notes: str = ""
+    #: summaries that are the recorded agent's own text (``--summarizer recorded`` at a
+    #: recorded compaction); the others came from the summarizer or its fallback
+    recorded_summaries: int = 0
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,7 +157,7 @@ def result_from_events(
     calls: set[int] = set()
     failed = overflow = retries = 0
     layers: Counter[str] = Counter()
-    summary_calls = summary_in = summary_out = 0
+    summary_calls = summary_in = summary_out = recorded_summaries = 0
     input_total = cached_total = 0
     peak = 0.0
     pairing = 0
@@ -190,6 +193,7 @@ def result_from_events(
             summary_calls += 1
             summary_in += int(e["input_tokens"])
             summary_out += int(e["output_tokens"])
+            recorded_summaries += e.get("source") == ev.RECORDED_SOURCE
         elif kind == ev.SHIPPED:
             release, env_hash = str(e["release"]), str(e["env_hash"])
             driver_notes = "; ".join(str(n) for n in e.get("notes") or ())
@@ -237,4 +241,5 @@ def result_from_events(
         release=release,
         env_hash=env_hash,
         driver_notes=driver_notes,
+        recorded_summaries=recorded_summaries,
     )

@@ -15,13 +15,19 @@ SUMMARIZERS = Registry("summarizer")
 SUMMARIZERS.add(
     "extractive",
     "ctxbench.summarizers.extractive:ExtractiveSummarizer",
-    "Deterministic, offline: keeps paths, ids, numbers, errors, decisions, next steps.",
+    "The verbatim upper bound: keeps paths, ids, numbers, errors, decisions, next steps"
+    " verbatim, up to the strategy's whole summary budget (offline, deterministic).",
 )
 SUMMARIZERS.add(
     "model_like",
     "ctxbench.summarizers.model_like:ModelLikeSummarizer",
     "Deterministic, offline, written like a model's: user messages, edited files, task ids,"
     " errors, next steps, at the length models write (fitted on recorded summaries).",
+)
+SUMMARIZERS.add(
+    "recorded",
+    "ctxbench.summarizers.recorded:RecordedSummarizer",
+    "The summary the recorded agent wrote, at the calls it compacted; elsewhere its fallback.",
 )
 SUMMARIZERS.add(
     "lossy",

@@ -7,8 +7,8 @@ the verbatim ``extractive`` one, and this summarizer follows both:
 - **Length.** A model writes about as much whatever the budget: 3.5k-4.2k tokens on 70k-110k
   token histories, where ``claude_code`` allows 20,000. The length comes from
   :data:`LENGTH_MODELS`, a per-framework model fitted on the recorded summaries (see its
-  data there); the request's ``max_tokens`` stays a cap, never a target. A history smaller
-  than any the fit saw gets a proportionally shorter summary.
+  data there); the request's ``max_tokens`` stays a cap, never a target, and a summary is at
+  most a quarter of the history it replaces.
 - **What it keeps.** Real summaries keep every user message (quoted), the request and its
   constraints, the files the agent edited or created (as the agent refers to them:
   repo-relative), task ids, the errors it ran into and what it did next, its decisions, the
@@ -39,26 +39,26 @@ from ctxbench.trace import Message
 @dataclass(frozen=True)
 class LengthModel:
     """Summary tokens a framework's model writes: ``tokens`` (the median of the recorded
-    summaries) once the history is at least ``history`` tokens (the smallest the fit saw),
-    proportionally less below it."""
+    summaries, which do not grow with the history: 4,156 tokens on the smallest history, 3,457
+    on the largest), and at most ``max_share`` of the history (an assumption, not a fit: no
+    recorded compaction summarised a history under 69k tokens)."""
 
     tokens: int
-    history: int
-    #: what the fit rests on (shown by ``ctxbench summarizers``-style listings and the docs)
+    #: what the fit rests on
     source: str
+    max_share: float = 0.25
 
     def target(self, history_tokens: int) -> int:
-        scale = min(1.0, history_tokens / self.history) if self.history else 1.0
-        return max(1, round(self.tokens * scale))
+        return max(1, min(self.tokens, round(history_tokens * self.max_share)))
 
 
 def fit_length(samples: Sequence[tuple[int, int]], source: str) -> LengthModel:
-    """The length model of ``(history tokens, summary tokens)`` samples: the median summary
-    length, and the smallest history."""
+    """The length model of ``(history tokens, summary tokens)`` samples: their median summary
+    length."""
     lengths = sorted(s for _, s in samples)
     n = len(lengths)
     median = lengths[n // 2] if n % 2 else (lengths[n // 2 - 1] + lengths[n // 2]) / 2
-    return LengthModel(round(median), min(h for h, _ in samples), source)
+    return LengthModel(round(median), source)
 
 
 #: Fitted on the 3 recorded compactions of the shared Claude Code 2.1.39 sessions (marot/spotter
@@ -68,7 +68,7 @@ def fit_length(samples: Sequence[tuple[int, int]], source: str) -> LengthModel:
 #: fa812bfe call 126 auto: 104,288 -> 3,579. ``tests/summarizers/test_model_like.py`` refits
 #: it from the traces when they are present. Frameworks without recorded summaries use it too.
 CLAUDE_CODE_LENGTH = LengthModel(
-    3_579, 69_868, "3 recorded Claude Code 2.1.39 summaries (marot/spotter 8cc42b0)"
+    3_579, "3 recorded Claude Code 2.1.39 summaries (marot/spotter 8cc42b0)"
 )
 LENGTH_MODELS: dict[str, LengthModel] = {"claude_code": CLAUDE_CODE_LENGTH}
 
@@ -112,8 +112,10 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s*)?(\d+\.\s+[^:\n]+):?\s*$")
 
 
 def one_line(text: str, limit: int) -> str:
-    """``text`` on one line, whitespace collapsed, cut at a word before ``limit`` characters."""
-    flat = " ".join(_TAG.sub(" ", text).split())
+    """``text`` on one line, whitespace collapsed, cut at a word before ``limit`` characters;
+    lines of a numbered file listing (``  100→...``) are left out: a model does not copy them."""
+    lines = [ln for ln in text.splitlines() if not _GUTTER.match(ln)]
+    flat = " ".join(_TAG.sub(" ", "\n".join(lines)).split())
     if len(flat) <= limit:
         return flat
     cut = flat[:limit].rsplit(" ", 1)[0]
@@ -412,18 +414,18 @@ class ModelLikeSummarizer(Summarizer):
         self,
         length_scale: float = 1.0,
         length_tokens: int | None = None,
-        length_history: int | None = None,
+        max_share: float | None = None,
     ) -> None:
         from ctxbench.errors import ConfigError
 
         if length_scale <= 0:
             raise ConfigError(f"length_scale must be > 0, not {length_scale}", key="length_scale")
-        for key, value in (("length_tokens", length_tokens), ("length_history", length_history)):
+        for key, value in (("length_tokens", length_tokens), ("max_share", max_share)):
             if value is not None and value <= 0:
                 raise ConfigError(f"{key} must be > 0, not {value}", key=key)
         self.length_scale = length_scale
         self.length_tokens = length_tokens
-        self.length_history = length_history
+        self.max_share = max_share
 
     def params(self) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -431,18 +433,18 @@ class ModelLikeSummarizer(Summarizer):
             out["length_scale"] = self.length_scale
         if self.length_tokens is not None:
             out["length_tokens"] = self.length_tokens
-        if self.length_history is not None:
-            out["length_history"] = self.length_history
+        if self.max_share is not None:
+            out["max_share"] = self.max_share
         return out
 
     def length_model(self, strategy: str) -> LengthModel:
-        """The strategy's fitted length model, or the one ``length_tokens`` /
-        ``length_history`` set (a refit, a leave-one-out fold)."""
+        """The strategy's fitted length model, or the one ``length_tokens`` / ``max_share``
+        set (a refit, a leave-one-out fold)."""
         model = LENGTH_MODELS.get(strategy, CLAUDE_CODE_LENGTH)
-        if self.length_tokens is None and self.length_history is None:
+        if self.length_tokens is None and self.max_share is None:
             return model
         return LengthModel(
-            self.length_tokens or model.tokens, self.length_history or model.history, "set"
+            self.length_tokens or model.tokens, "set", self.max_share or model.max_share
         )
 
     def target(self, request: SummaryRequest, counter: TokenCounter) -> int:
