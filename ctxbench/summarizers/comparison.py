@@ -164,13 +164,37 @@ def history_before(trace: Trace, index: int) -> tuple[tuple[Message, ...], int]:
 
 def recorded_request(trace: Trace, index: int, history: Sequence[Message]) -> SummaryRequest:
     """The request the strategy reproducing the trace's agent makes of ``history``: Claude
-    Code's 9-section prompt, or Codex's summarization prompt (its sessions), with the
-    strategy's default summary budget and the replay's key (trace, call, layer, seed 0)."""
+    Code's 9-section prompt, Codex's summarization prompt (its rollouts) or OpenHands' condenser
+    prompt (its event streams), with the strategy's default summary budget and the replay's
+    key (trace, call, layer, seed 0)."""
     from ctxbench.strategies.layers import split_system, transcript
 
     strategy = strategy_for(trace)
     _, rest = split_system(history)
     compaction = trace.recorded_compactions[index]
+    previous: str | None = None
+    if strategy == "openhands_summarizing":
+        from ctxbench.strategies import openhands
+
+        cfg = openhands.OpenHandsSummarizingConfig()
+        # the events after the first: the condenser's keep_first head stays (its kept tail
+        # is not known from the record, so the whole rest counts as forgotten)
+        head = rest[: cfg.keep_first]
+        rest = rest[cfg.keep_first :]
+        summaries = [m.content for m in head if m.role == "user" and index > 0]
+        previous = summaries[0] if summaries else None
+        return SummaryRequest(
+            strategy=strategy,
+            layer="openhands_summarizing",
+            prompt=openhands.summary_prompt(
+                previous or openhands.NO_SUMMARY, list(rest), cfg.max_event_length
+            ),
+            messages=tuple(rest),
+            sections=openhands.SUMMARY_SECTIONS,
+            max_tokens=cfg.summary_max_tokens,
+            previous_summary=previous,
+            key=f"{trace.id}:{compaction.call}:openhands_summarizing:0",
+        )
     if strategy == "codex":
         from ctxbench.strategies import codex
 
@@ -200,7 +224,7 @@ def strategy_for(trace: Trace) -> str:
     default: its sessions are where recorded summaries come from)."""
     source = trace.meta.get("imported_from")
     fmt = source.get("format") if isinstance(source, Mapping) else None
-    return "codex" if fmt == "codex" else "claude_code"
+    return {"codex": "codex", "openhands": "openhands_summarizing"}.get(str(fmt), "claude_code")
 
 
 def measure(

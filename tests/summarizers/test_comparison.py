@@ -101,3 +101,24 @@ def test_the_table_and_the_json(shared_traces: Path) -> None:
 
 def test_no_recorded_summary_says_so() -> None:
     assert render([], "x") == "no recorded compaction with a summary in these traces"
+
+
+def test_an_openhands_condensation_gets_the_condenser_request(tmp_path: Path) -> None:
+    def action(n: int) -> dict[str, object]:
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        return {"kind": "ActionEvent", "source": "agent", "tool_call": call, "tool_name": "bash"}
+
+    def result(n: int) -> dict[str, object]:
+        text = {"kind": "TextObservation", "content": [{"type": "text", "text": "lib/a.py"}]}
+        return {"kind": "ObservationEvent", "tool_call_id": f"c{n}", "observation": text}
+
+    condensed = {"kind": "Condensation", "summary": "the agent read lib/a.py", "source": "x"}
+    history = [action(1), result(1), action(2), result(2), condensed, action(3), result(3)]
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps({"instance_id": "i", "instruction": "go", "history": history}))
+    (trace,), _ = import_file(path, "openhands")
+    (row,) = compare([trace], build_summarizer("model_like"), get_counter("chars4"))
+    assert (row.strategy, row.call) == ("openhands_summarizing", 2)
+    request = recorded_request(trace, 0, history_before(trace, 0)[0])
+    assert request.prompt.endswith("Now summarize the events using the rules above.")
+    assert request.messages[0].role == "assistant"  # the first event (the task) stays
