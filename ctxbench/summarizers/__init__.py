@@ -1,4 +1,5 @@
-"""Summarizers strategies call for LLM summaries: deterministic offline ones by default, an
+"""Summarizers strategies call for LLM summaries: deterministic offline ones (``model_like`` by
+default, ``extractive`` the verbatim upper bound), the recorded agent's own (``recorded``), an
 OpenAI-compatible HTTP client with an on-disk cache, and a fault-injecting one for tests."""
 
 from __future__ import annotations

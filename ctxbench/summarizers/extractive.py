@@ -1,4 +1,5 @@
-"""``extractive``: the deterministic, offline summarizer (the default).
+"""``extractive``: the deterministic, offline verbatim upper bound (the default was this until
+``model_like``, which writes like the recorded summaries, replaced it).
 
 It keeps what compaction prompts ask a model to keep, by priority: the original task and its
 constraints, file paths, identifiers, numbers, URLs, commands, error lines, decisions, next

@@ -1,4 +1,5 @@
-"""``model_like``: an offline stand-in that writes a summary the way real models do.
+"""``model_like`` (the default summarizer): an offline stand-in that writes a summary the way
+real models do.
 
 Measured against the summaries Claude Code 2.1.39 (Opus 4.6) wrote at the recorded compactions
 of the shared sessions (``ctxbench summaries``), two things set a model's summary apart from

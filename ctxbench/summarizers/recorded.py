@@ -33,7 +33,7 @@ class RecordedSummarizer(Summarizer):
 
     name = "recorded"
 
-    def __init__(self, fallback: str = "extractive") -> None:
+    def __init__(self, fallback: str = "model_like") -> None:
         from ctxbench.errors import ConfigError
         from ctxbench.summarizers import build_summarizer
 

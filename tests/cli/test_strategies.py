@@ -63,7 +63,8 @@ def test_text_listing_has_one_line_per_strategy_then_its_source_and_knobs() -> N
     lines = result.output.splitlines()
     # the strategies, then the summarizers they may use (extractive: the verbatim upper bound)
     trailer = lines.index("summarizers (--summarizer NAME, for the strategies that summarise):")
-    assert any(ln.startswith("  extractive (default): The verbatim upper bound") for ln in lines)
+    assert any(ln.startswith("  extractive: The verbatim upper bound") for ln in lines)
+    assert any(ln.startswith("  model_like (default): ") for ln in lines)
     heads = [line for line in lines[:trailer] if line and not line.startswith(" ")]
     assert [h.split(":", 1)[0] for h in heads] == STRATEGIES.names()
     at = lines.index(next(h for h in heads if h.startswith("hermes:")))

@@ -107,7 +107,7 @@ def test_unbound_it_falls_back_and_says_the_trace_records_none() -> None:
     request = SummaryRequest("s", "l", "p", (), ("S",), 100, key="t:3:l:0")
     text = summarizer.summarize(request, get_counter("chars4"))
     assert summary_source(text) == {
-        "source": "fallback:extractive",
+        "source": "fallback:model_like",
         "why": "the trace records no summary",
     }
 
