@@ -41,8 +41,8 @@ def summaries(
 ) -> None:
     """For each recorded compaction in TRACES that kept its summary, run a summarizer on the
     same history with the request the reproducing strategy makes (claude_code for Claude
-    Code sessions, codex for Codex rollouts) and print it beside the summary the real model
-    wrote: length in tokens, the probes mined on that history kept by category, and the facts
+    Code sessions, codex for Codex rollouts, openhands_summarizing for OpenHands
+    condensations) and print it beside the summary the real model wrote: length in tokens, the probes mined on that history kept by category, and the facts
     the agent used after the compaction kept (values its later tool calls pass that the
     history held). A probe or fact counts as kept when the scorer finds it in the summary.
 
