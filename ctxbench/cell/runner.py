@@ -78,11 +78,15 @@ def build_parts(spec: RunSpec, trace: Trace | None = None) -> Parts:
     estimator_rule = rule if rule is not None else rule_for(spec.reasoning, model, estimator)
     if estimator.startswith("profile:"):
         estimator_rule = None
+    summarizer = build_summarizer(spec.summarizer, spec.summarizer_params)
+    bind = getattr(summarizer, "for_trace", None)  # `recorded`: the trace's own summaries
+    if trace is not None and callable(bind):
+        summarizer = bind(trace)
     return Parts(
         strategy,
         true_counter,
         counter_under(estimator, estimator_rule),
-        build_summarizer(spec.summarizer, spec.summarizer_params),
+        summarizer,
         SimulatedProvider(
             spec.window,
             spec.reserved,

@@ -39,7 +39,7 @@ class RunSpec:
     #: which earlier reasoning the counters count (``ctxbench.counting.reasoning``); "" follows
     #: the family of the trace's recorded model, and is left out of the id (older ids hold)
     reasoning: str = ""
-    summarizer: str = "extractive"
+    summarizer: str = "model_like"
     summarizer_params: Mapping[str, Any] = field(default_factory=dict)
     error_style: str = "openai"
     seed: int = 0

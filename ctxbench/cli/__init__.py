@@ -44,6 +44,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "recorded",
         "Compare a strategy's compactions with the ones a recorded session made.",
     ),
+    "summaries": (
+        "summaries",
+        "summaries",
+        "Compare a summarizer with the summaries recorded sessions wrote.",
+    ),
     "view": ("viewing", "view", "Write (or serve) a viewer of runs: the prompt at every call."),
     "init": ("initializing", "init", "Write a commented starter sweep for your traces."),
     "shipped": ("shipped", "shipped", "Install, list and remove released framework environments."),

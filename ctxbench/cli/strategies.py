@@ -70,3 +70,10 @@ def strategies(as_json: bool) -> None:
             for knob in item["knobs"]:
                 click.echo(_knob_line(knob))
         click.echo("")
+    from ctxbench.cell.spec import RunSpec
+    from ctxbench.summarizers import SUMMARIZERS
+
+    click.echo("summarizers (--summarizer NAME, for the strategies that summarise):")
+    for entry in SUMMARIZERS.entries():
+        default = " (default)" if entry.name == RunSpec.summarizer else ""
+        click.echo(f"  {entry.name}{default}: {entry.summary}")

@@ -24,7 +24,7 @@ from ctxbench.engine.view import ContextView
 from ctxbench.errors import SummarizerError
 from ctxbench.memo import ContentMemo
 from ctxbench.pairing import PairingMemo
-from ctxbench.summarizers.base import Summarizer, SummaryRequest
+from ctxbench.summarizers.base import Summarizer, SummaryRequest, summary_source
 from ctxbench.trace import Message, ToolSpec
 
 if TYPE_CHECKING:
@@ -335,6 +335,7 @@ class ReplayContext:
         if not isinstance(text, str) or not text.strip():
             self._summary_failed(request, input_tokens, "empty: the summarizer returned no text")
             raise SummarizerError("the summarizer returned an empty summary", kind="empty")
+        said = summary_source(text)
         self.emit(
             ev.SUMMARY,
             layer=request.layer,
@@ -342,6 +343,7 @@ class ReplayContext:
             input_tokens=input_tokens,
             output_tokens=self._true_counter.count(text),
             error=None,
+            **said,
         )
         return text
 

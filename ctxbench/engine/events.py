@@ -16,7 +16,9 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
 - ``call.failed``: ``true_tokens``, ``limit``, ``attempts``, ``kind`` (``overflow``;
   ``pairing``: the provider rejected a tool result without its call or a call without results;
   ``aborted``: the system ended the reply before calling, with its ``error``).
-- ``summary``: ``layer``, ``ok``, ``input_tokens``, ``output_tokens``, ``error``.
+- ``summary``: ``layer``, ``ok``, ``input_tokens``, ``output_tokens``, ``error``; and
+  ``source`` when the summarizer says where the text came from (``recorded``: the recorded
+  agent's own summary; ``fallback:NAME``: the summarizer it fell back to, and ``why``).
 - ``snapshot``: ``path``, ``bytes``, ``sha256`` (file contents travel beside the events).
 - ``probe``: ``probe_id``, ``kind``, ``outcome`` (in_context / via_reference / stale / lost);
   ``bare`` (true, only when set) when the answer stands only as a bare list item with no words
@@ -61,6 +63,8 @@ AFTER_FAILURE = "after_failure"
 PROBE_ANSWER = "probe.answer"
 #: a model's next step with and without compaction (``ctxbench.answering``)
 NEXT_ACTION = "next_action"
+#: a ``summary`` event's ``source`` when the text is the recorded agent's own summary
+RECORDED_SOURCE = "recorded"
 #: a released framework ran the replay (shipped strategies): its release and environment hash
 SHIPPED = "shipped"
 #: Event a strategy emits before each call with the count it decides with:

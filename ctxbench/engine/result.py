@@ -104,6 +104,9 @@ class RunResult:
     next_action_agreement: float | None = None
     #: prompt + completion tokens the answerer's endpoint reported for this row's requests
     answerer_tokens: int = 0
+    #: summaries that are the recorded agent's own text (``--summarizer recorded`` at a
+    #: recorded compaction); the others came from the summarizer or its fallback
+    recorded_summaries: int = 0
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -175,7 +178,7 @@ def result_from_events(
     calls: set[int] = set()
     failed = overflow = retries = 0
     layers: Counter[str] = Counter()
-    summary_calls = summary_in = summary_out = 0
+    summary_calls = summary_in = summary_out = recorded_summaries = 0
     input_total = cached_total = 0
     peak = 0.0
     pairing = 0
@@ -219,6 +222,7 @@ def result_from_events(
             summary_calls += 1
             summary_in += int(e["input_tokens"])
             summary_out += int(e["output_tokens"])
+            recorded_summaries += e.get("source") == ev.RECORDED_SOURCE
         elif kind == ev.SHIPPED:
             release, env_hash = str(e["release"]), str(e["env_hash"])
             driver_notes = "; ".join(str(n) for n in e.get("notes") or ())
@@ -303,4 +307,5 @@ def result_from_events(
         next_action_calls=actions,
         next_action_agreement=round(agreed / actions, 4) if actions else None,
         answerer_tokens=answer_tokens,
+        recorded_summaries=recorded_summaries,
     )

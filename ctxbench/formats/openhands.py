@@ -13,7 +13,10 @@ into LLM messages:
 - ``SystemPromptEvent``: the system message.
 
 Other events (condensation, state updates) do not reach the model as messages; they are kept
-in the trace's ``meta.other_events`` with their position. When the stream does not start with
+in the trace's ``meta.other_events`` with their position. A ``Condensation`` event that carries
+its ``summary`` is also a :class:`~ctxbench.trace.RecordedCompaction` (before the next model
+call; ``forgotten_event_ids`` and ``summary_offset`` in its meta): the trace keeps the whole
+history, and ``--summarizer recorded`` / ``ctxbench summaries`` read the summary. When the stream does not start with
 the user's task, the record's ``instruction`` becomes the first user message (marked in meta).
 """
 
@@ -28,7 +31,7 @@ from ctxbench.formats import openai_chat
 from ctxbench.formats.document import Document
 from ctxbench.formats.importer import Importer, ImportOptions
 from ctxbench.formats.location import At, rest
-from ctxbench.trace import Message, Part, Trace
+from ctxbench.trace import Message, Part, RecordedCompaction, Trace
 
 NAME = "openhands"
 LLM_EVENTS = (
@@ -117,6 +120,7 @@ class _Stream:
         self.messages: list[Message] = []
         self.response_at: dict[str, int] = {}
         self.other: list[dict[str, Any]] = []
+        self.compactions: list[RecordedCompaction] = []
 
     def action(self, event: dict[str, Any], at: At) -> None:
         call = openai_chat.tool_call(at.need(event, "tool_call"), at.key("tool_call"))
@@ -187,6 +191,26 @@ class _Stream:
             )
         else:
             self.other.append({"index": index, "event": event})
+            summary = event.get("summary")
+            if kind == "Condensation" and isinstance(summary, str) and summary:
+                self.condensation(event, summary, index)
+
+    def condensation(self, event: dict[str, Any], summary: str, index: int) -> None:
+        """A condensation with its summary: a compaction before the next model call."""
+        forgotten = event.get("forgotten_event_ids")
+        self.compactions.append(
+            RecordedCompaction(
+                call=sum(1 for m in self.messages if m.role == "assistant"),
+                message=len(self.messages),
+                trigger="auto",
+                summary=summary,
+                source=f"history[{index}]",
+                meta={
+                    "forgotten_events": len(forgotten) if isinstance(forgotten, list) else None,
+                    "summary_offset": event.get("summary_offset"),
+                },
+            )
+        )
 
 
 def record(value: Any, at: At, default_id: str) -> Trace:
@@ -196,12 +220,14 @@ def record(value: Any, at: At, default_id: str) -> Trace:
     for i, event in enumerate(history_at.arr(at.need(data, "history"))):
         stream.add(history_at.index(i).obj(event), i, history_at.index(i))
     msgs = stream.messages
+    inserted: int | None = None  # where the record's instruction went in, if it did
     meta = rest(data, ("history", "instance_id"))
     instruction = data.get("instruction")
     first = next((m for m in msgs if m.role != "system"), None)
     if isinstance(instruction, str) and (first is None or first.role != "user"):
         at_index = 1 if msgs and msgs[0].role == "system" else 0
         msgs.insert(at_index, Message("user", instruction, meta={"from_record": "instruction"}))
+        inserted = at_index
     llm = data.get("metadata", {}).get("llm") if isinstance(data.get("metadata"), dict) else None
     if isinstance(llm, dict) and isinstance(llm.get("model"), str):
         meta["model"] = llm["model"]
@@ -209,7 +235,11 @@ def record(value: Any, at: At, default_id: str) -> Trace:
         meta["other_events"] = stream.other
     instance = data.get("instance_id")
     trace_id = at.key("instance_id").ident(instance) if instance is not None else default_id
-    return Trace(trace_id, tuple(msgs), meta=meta)
+    compactions = tuple(
+        replace(c, message=c.message + 1) if inserted is not None and c.message >= inserted else c
+        for c in stream.compactions
+    )
+    return Trace(trace_id, tuple(msgs), meta=meta, recorded_compactions=compactions)
 
 
 def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:

@@ -22,6 +22,7 @@ from ctxbench.report.page import Block, Bullets, Page, Paragraph, Section
 from ctxbench.report.prices import PriceTable
 from ctxbench.report.reproduction import PairParity, reproduction_section
 from ctxbench.report.results import Results
+from ctxbench.report.summaries import summaries_section
 from ctxbench.report.thresholds import threshold_maps
 from ctxbench.report.timeline import pick_timelines
 from ctxbench.trace import Trace
@@ -198,6 +199,7 @@ def report_page(inputs: ReportInputs) -> Page:
     page_sections: list[Section] = [
         sections.how_to_read(),
         sections.leaderboard_section(board, labels, priced=priced),
+        *filter(None, [summaries_section(rows, labels)]),
         sections.pareto_section(board, labels),
         sections.thresholds_section(threshold_maps(rows)),
         run_sections.timelines_section(

@@ -102,7 +102,9 @@ def how_to_read() -> Section:
                 "via_reference means recoverable through a file, not seen: the model would "
                 "have to open the file the prompt points to.",
                 "Summaries come from the configured summarizer (an offline, deterministic one "
-                "by default); an LLM summarizer keeps different facts.",
+                "by default; the Summaries section names it per configuration); an LLM "
+                "summarizer keeps different facts, and extractive, the verbatim upper bound, "
+                "keeps far more than a model writes.",
                 "The true counter approximates the provider's tokenizer and chat framing; the "
                 "accuracy section shows how close it is where traces recorded usage.",
             )

@@ -83,11 +83,13 @@ from typing import Any
 from ctxbench.config import require_non_negative, require_positive
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.events import RECORDED_SOURCE
 from ctxbench.engine.provider import is_overflow_error
 from ctxbench.engine.strategy import TraceDefault
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.strategies.base import ProviderCall, Strategy
 from ctxbench.strategies.layers import split_system, transcript, with_placeholder
+from ctxbench.summarizers.base import summary_source
 from ctxbench.trace import Message
 
 COMPACT_PROMPT = """\
@@ -383,12 +385,15 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
             max_tokens=self.config.summary_max_tokens,
         )
         try:
-            text = format_summary(ctx.summarize(request))
+            raw = ctx.summarize(request)
         except SummarizerError:
             self.failures += 1
             return False
         self.failures = 0
-        ctx.apply(layer, [*system, Message("user", CONTINUATION + text)])
+        # the recorded session's own summary message is kept as it was written
+        verbatim = summary_source(raw).get("source") == RECORDED_SOURCE
+        text = raw if verbatim else CONTINUATION + format_summary(raw)
+        ctx.apply(layer, [*system, Message("user", text)])
         self.recorded_usage_valid = False  # the recorded usage now describes another context
         self.anchor = None
         return True

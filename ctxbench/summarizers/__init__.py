@@ -1,4 +1,5 @@
-"""Summarizers strategies call for LLM summaries: deterministic offline ones by default, an
+"""Summarizers strategies call for LLM summaries: deterministic offline ones (``model_like`` by
+default, ``extractive`` the verbatim upper bound), the recorded agent's own (``recorded``), an
 OpenAI-compatible HTTP client with an on-disk cache, and a fault-injecting one for tests."""
 
 from __future__ import annotations
@@ -15,7 +16,19 @@ SUMMARIZERS = Registry("summarizer")
 SUMMARIZERS.add(
     "extractive",
     "ctxbench.summarizers.extractive:ExtractiveSummarizer",
-    "Deterministic, offline: keeps paths, ids, numbers, errors, decisions, next steps.",
+    "The verbatim upper bound: keeps paths, ids, numbers, errors, decisions, next steps"
+    " verbatim, up to the strategy's whole summary budget (offline, deterministic).",
+)
+SUMMARIZERS.add(
+    "model_like",
+    "ctxbench.summarizers.model_like:ModelLikeSummarizer",
+    "Deterministic, offline, written like a model's: user messages, edited files, task ids,"
+    " errors, next steps, at the length models write (fitted on recorded summaries).",
+)
+SUMMARIZERS.add(
+    "recorded",
+    "ctxbench.summarizers.recorded:RecordedSummarizer",
+    "The summary the recorded agent wrote, at the calls it compacted; elsewhere its fallback.",
 )
 SUMMARIZERS.add(
     "lossy",

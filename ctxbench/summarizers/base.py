@@ -39,6 +39,27 @@ class SummaryRequest:
     send_max_tokens: bool = True
 
 
+class SummaryText(str):
+    """Summary text that says where it came from (``source``, and ``why`` for a fallback): the
+    replay adds both to the ``summary`` event. A plain ``str`` says nothing (the event is as
+    before)."""
+
+    source: str = ""
+    why: str = ""
+
+    def __new__(cls, text: str, source: str, why: str = "") -> SummaryText:
+        made = super().__new__(cls, text)
+        made.source, made.why = source, why
+        return made
+
+
+def summary_source(text: str) -> dict[str, str]:
+    """The ``summary`` event fields ``text`` carries (none for a plain ``str``)."""
+    if not isinstance(text, SummaryText) or not text.source:
+        return {}
+    return {"source": text.source, **({"why": text.why} if text.why else {})}
+
+
 class Summarizer(ABC):
     """Turns a :class:`SummaryRequest` into summary text, or raises ``SummarizerError``.
 

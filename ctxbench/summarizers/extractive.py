@@ -1,4 +1,5 @@
-"""``extractive``: the deterministic, offline summarizer (the default).
+"""``extractive``: the deterministic, offline verbatim upper bound (the default was this until
+``model_like``, which writes like the recorded summaries, replaced it).
 
 It keeps what compaction prompts ask a model to keep, by priority: the original task and its
 constraints, file paths, identifiers, numbers, URLs, commands, error lines, decisions, next
@@ -111,10 +112,15 @@ SUMMARY_MARKERS: tuple[str, ...] = (
     "<system-info>Here is a summary of your previous work",
     "[CONTEXT COMPACTION",
     "[PRIOR CONTEXT",
+    "This session is being continued from a previous conversation",
 )
 
 _HEADING_RE = re.compile(r"^\s*#{1,6}\s*(.+?)\s*$")
-_ITEM_RE = re.compile(r"^\s*(?:[-*]|\d+[.)])\s+(.+?)\s*$")
+_ITEM_RE = re.compile(r"^\s*(?:(?:[-*]|\d+[.)])\s+)+(.+?)\s*$")
+#: list markers at a line's start, however many (a carried ``- - - item`` is ``item``)
+_MARKERS_RE = re.compile(r"^(?:\s*(?:[-*]|\d+[.)])\s+)+")
+#: a numbered file listing's gutter (``   100→``, ``  42\t``): line numbers, not facts
+_GUTTER_RE = re.compile(r"(?m)^[ \t]*\d+(?:→|\t)")
 _SYSTEM_TAG_RE = re.compile(r"</?system-(?:info|reminder)>")
 
 
@@ -129,7 +135,7 @@ class Fact:
 
 def _sentences(text: str) -> Iterable[str]:
     for line in text.splitlines():
-        line = line.strip()
+        line = _MARKERS_RE.sub("", line).strip()
         if not line:
             continue
         yield from (s.strip() for s in re.split(r"(?<=[.!?])\s+", line) if s.strip())
@@ -176,7 +182,7 @@ def extract_facts(messages: Iterable[Message]) -> list[Fact]:
             add("id", m.group(0))
         for m in COMMAND_RE.finditer(haystack):
             add("command", m.group(1))
-        for m in NUMBER_RE.finditer(haystack):
+        for m in NUMBER_RE.finditer(_GUTTER_RE.sub("", haystack)):
             token = m.group(0).strip()
             if len(token.replace(",", "")) >= 3 or not token.isdigit():
                 add("number", token)

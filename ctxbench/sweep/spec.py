@@ -7,7 +7,7 @@ A sweep file names where the traces come from and which configurations replay th
     counters = ["tiktoken:o200k_base"]    # the provider's TRUE counters ("auto": by meta.model)
     reasoning = ""                        # earlier reasoning counted ("" = the model family's)
     estimators = [""]                     # "" = each strategy's own estimator
-    summarizer = "extractive"             # + summarizer_params = {...}
+    summarizer = "model_like"             # + summarizer_params = {...}
     error_style = "openai"
     seed = 0
     mine_probes = false
@@ -162,7 +162,10 @@ class SweepSettings:
     )
     summarizer: str = field(
         default=RunSpec.summarizer,
-        metadata=_help("summarizer of summarising strategies", '"extractive"'),
+        metadata=_help(
+            "summarizer of summarising strategies (extractive: the verbatim upper bound)",
+            '"extractive"',
+        ),
     )
     summarizer_params: Mapping[str, Any] = field(
         default_factory=dict,

@@ -61,7 +61,11 @@ def test_text_listing_has_one_line_per_strategy_then_its_source_and_knobs() -> N
     result = CliRunner().invoke(cli, ["strategies"])
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    heads = [line for line in lines if line and not line.startswith(" ")]
+    # the strategies, then the summarizers they may use (extractive: the verbatim upper bound)
+    trailer = lines.index("summarizers (--summarizer NAME, for the strategies that summarise):")
+    assert any(ln.startswith("  extractive: The verbatim upper bound") for ln in lines)
+    assert any(ln.startswith("  model_like (default): ") for ln in lines)
+    heads = [line for line in lines[:trailer] if line and not line.startswith(" ")]
     assert [h.split(":", 1)[0] for h in heads] == STRATEGIES.names()
     at = lines.index(next(h for h in heads if h.startswith("hermes:")))
     assert lines[at + 1] == "  source: NousResearch/hermes-agent agent/context_compressor.py"

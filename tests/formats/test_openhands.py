@@ -85,3 +85,50 @@ def test_other_observations_use_their_text_or_json() -> None:
     assert observation_text({"kind": "FinishObservation", "message": "bye"}, at) == "bye"
     assert observation_text({"kind": "X", "content": [{"type": "text", "text": "t"}]}, at) == "t"
     assert json.loads(observation_text({"kind": "X", "n": 1}, at)) == {"n": 1}
+
+
+def _event(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"kind": kind, "source": "agent", **fields}
+
+
+def _action(n: int) -> dict[str, Any]:
+    call = {"id": f"c{n}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    return _event("ActionEvent", tool_call=call, tool_name="bash", llm_response_id=f"r{n}")
+
+
+def _observation(n: int) -> dict[str, Any]:
+    return _event(
+        "ObservationEvent",
+        tool_call_id=f"c{n}",
+        tool_name="bash",
+        observation={"kind": "TextObservation", "content": [{"type": "text", "text": "ok"}]},
+    )
+
+
+def test_a_condensation_with_its_summary_is_a_recorded_compaction(tmp_path: Path) -> None:
+    record = {
+        "instance_id": "i1",
+        "instruction": "fix the bug",
+        "history": [
+            _action(1),
+            _observation(1),
+            _event(
+                "Condensation",
+                forgotten_event_ids=["e1", "e2"],
+                summary="USER_CONTEXT: fix the bug in parser.py",
+                summary_offset=1,
+            ),
+            _event("Condensation", forgotten_event_ids=["e3"]),  # no summary: not one
+            _action(2),
+            _observation(2),
+        ],
+    }
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    (trace,), _ = import_file(path, "openhands")
+    (compaction,) = trace.recorded_compactions
+    assert compaction.summary == "USER_CONTEXT: fix the bug in parser.py"
+    assert compaction.call == 1  # before the second model call
+    assert trace.messages[compaction.message].tool_calls[0].id == "c2"  # after the instruction
+    assert compaction.meta["forgotten_events"] == 2 and compaction.meta["summary_offset"] == 1
+    assert len(trace.meta["other_events"]) == 2  # still kept where they were

@@ -1,0 +1,351 @@
+"""Any summarizer against the summaries real agents wrote: ``ctxbench summaries``.
+
+For each recorded compaction that kept its summary text (Claude Code ``compact_boundary`` +
+``isCompactSummary``, Codex ``compacted``), :func:`compare` rebuilds the history the agent
+compacted (the recorded summary before it, if any, then the messages since) and the request
+the matching strategy would make of it (:func:`recorded_request`: its own prompt, sections and
+summary budget), runs the summarizer on it, and measures both texts the same way:
+
+- **length** in tokens of the given counter;
+- **mined probes**: the probes :func:`ctxbench.probes.mining.mine_probes` mines on that
+  history, scored by :class:`ctxbench.probes.scoring.PromptScorer` on a prompt holding only
+  the summary, kept (``in_context``) by mined category;
+- **used after**: the facts the agent used after the compaction (:func:`used_after_facts`),
+  scored the same way.
+
+Pure but for the summarizer (an LLM-backed one calls its endpoint); the command prints it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench.counting.base import TokenCounter
+from ctxbench.probes.mining import mine_probes
+from ctxbench.probes.model import Probe
+from ctxbench.probes.scoring import PromptScorer, TextIndex
+from ctxbench.summarizers.base import Summarizer, SummaryRequest
+from ctxbench.trace import Message, Trace, message_search_text
+
+#: tool-call arguments that hold prose or code, not values the agent reuses
+PROSE_ARGUMENTS = frozenset(
+    {"description", "content", "old_string", "new_string", "prompt", "todos", "plan"}
+)
+#: a value worth asking about: a path, a number, a dotted/underscored name or an inner hyphen
+_VALUE_SHAPE = re.compile(r"[/\d._]|[A-Za-z0-9]-[A-Za-z0-9]")
+_TOKEN_STRIP = "\"'`,;:()[]{}<>"
+MIN_VALUE = 5
+MAX_VALUE = 200
+#: only the words of a one-line argument this long (a command, not a script) are values
+MAX_LINE = 400
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One summary measured: its tokens, mined probes kept by category, used-after facts kept."""
+
+    tokens: int
+    probes: Mapping[str, tuple[int, int]]
+    used_after: tuple[int, int]
+    #: the used-after facts the summary lost (for --why)
+    lost: tuple[str, ...] = ()
+
+    @property
+    def probes_kept(self) -> tuple[int, int]:
+        kept = sum(k for k, _ in self.probes.values())
+        return kept, sum(n for _, n in self.probes.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "probes": {k: {"kept": a, "of": b} for k, (a, b) in sorted(self.probes.items())},
+            "probes_kept": dict(zip(("kept", "of"), self.probes_kept, strict=True)),
+            "used_after": dict(zip(("kept", "of"), self.used_after, strict=True)),
+            "used_after_lost": list(self.lost),
+        }
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One recorded compaction: the recorded summary and the summarizer's, measured alike."""
+
+    trace_id: str
+    call: int
+    trigger: str
+    strategy: str
+    history_tokens: int
+    recorded: Measured
+    ours: Measured
+    summary: str = field(repr=False, default="")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "call": self.call,
+            "trigger": self.trigger,
+            "strategy": self.strategy,
+            "history_tokens": self.history_tokens,
+            "recorded": self.recorded.to_dict(),
+            "summarizer": self.ours.to_dict(),
+        }
+
+
+def _strings(value: Any, key: str | None, out: list[str]) -> None:
+    if isinstance(value, str):
+        if key not in PROSE_ARGUMENTS:
+            out.append(value)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _strings(v, str(k), out)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, key, out)
+
+
+def call_values(arguments: str) -> list[str]:
+    """The values a tool call passes: each short one-line string argument whole, and the
+    path-, id- or number-shaped words of each one-line argument (a command's files and ids);
+    prose and code arguments (Bash's ``description``, Edit's strings, heredocs) are left out."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = arguments
+    strings: list[str] = []
+    _strings(parsed, None, strings)
+    out: list[str] = []
+    for text in strings:
+        if "\n" not in text and MIN_VALUE <= len(text) <= MAX_VALUE and _VALUE_SHAPE.search(text):
+            out.append(text)
+        if "\n" in text or len(text) > MAX_LINE:
+            continue  # a heredoc, a commit message: prose
+        for word in text.split():
+            word = word.strip(_TOKEN_STRIP).rstrip(".")
+            if MIN_VALUE <= len(word) <= MAX_VALUE and _VALUE_SHAPE.search(word.lstrip("-")):
+                out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def used_after_facts(
+    before: Sequence[Message], after: Sequence[Message], *, limit: int | None = None
+) -> tuple[str, ...]:
+    """Facts the agent used after a compaction: values its tool calls in ``after`` pass
+    (:func:`call_values`) that the history ``before`` held in a user message, a tool result
+    or an assistant message (not the system prompt), in the order of first use.
+
+    This is the compaction's side of issue 35's needed facts (a value the agent writes in a
+    later tool call, learned from an earlier message); it lives here until the miner mines them.
+    """
+    seen = TextIndex.of("\n".join(message_search_text(m) for m in before if m.role != "system"))
+    out: list[str] = []
+    for message in after:
+        for call in message.tool_calls:
+            for value in call_values(call.arguments):
+                if value not in out and seen.has(value):
+                    out.append(value)
+    return tuple(out[:limit] if limit is not None else out)
+
+
+def history_before(trace: Trace, index: int) -> tuple[tuple[Message, ...], int]:
+    """The history the agent compacted at recorded compaction ``index`` (its summary of the
+    previous one as a user message, then the messages since), and where it starts."""
+    compactions = trace.recorded_compactions
+    this = compactions[index]
+    start = compactions[index - 1].message if index > 0 else 0
+    system = tuple(m for m in trace.messages[:start] if m.role == "system")
+    head: tuple[Message, ...] = ()
+    if index > 0 and compactions[index - 1].summary:
+        head = (Message("user", compactions[index - 1].summary),)
+    return system + head + tuple(trace.messages[start : this.message]), start
+
+
+def recorded_request(trace: Trace, index: int, history: Sequence[Message]) -> SummaryRequest:
+    """The request the strategy reproducing the trace's agent makes of ``history``: Claude
+    Code's 9-section prompt, Codex's summarization prompt (its rollouts) or OpenHands' condenser
+    prompt (its event streams), with the strategy's default summary budget and the replay's
+    key (trace, call, layer, seed 0)."""
+    from ctxbench.strategies.layers import split_system, transcript
+
+    strategy = strategy_for(trace)
+    _, rest = split_system(history)
+    compaction = trace.recorded_compactions[index]
+    previous: str | None = None
+    if strategy == "openhands_summarizing":
+        from ctxbench.strategies import openhands
+
+        cfg = openhands.OpenHandsSummarizingConfig()
+        # the events after the first: the condenser's keep_first head stays (its kept tail
+        # is not known from the record, so the whole rest counts as forgotten)
+        head = rest[: cfg.keep_first]
+        rest = rest[cfg.keep_first :]
+        summaries = [m.content for m in head if m.role == "user" and index > 0]
+        previous = summaries[0] if summaries else None
+        return SummaryRequest(
+            strategy=strategy,
+            layer="openhands_summarizing",
+            prompt=openhands.summary_prompt(
+                previous or openhands.NO_SUMMARY, list(rest), cfg.max_event_length
+            ),
+            messages=tuple(rest),
+            sections=openhands.SUMMARY_SECTIONS,
+            max_tokens=cfg.summary_max_tokens,
+            previous_summary=previous,
+            key=f"{trace.id}:{compaction.call}:openhands_summarizing:0",
+        )
+    if strategy == "codex":
+        from ctxbench.strategies import codex
+
+        prompt = codex.SUMMARIZATION_PROMPT
+        sections: tuple[str, ...] = codex.SUMMARY_SECTIONS
+        budget = codex.CodexConfig().summary_max_tokens
+        layer = "auto_compact"
+    else:
+        from ctxbench.strategies import claude_code
+
+        prompt, sections = claude_code.COMPACT_PROMPT, claude_code.SUMMARY_SECTIONS
+        budget = claude_code.ClaudeCodeConfig().summary_max_tokens
+        layer = "autocompact"
+    return SummaryRequest(
+        strategy=strategy,
+        layer=layer,
+        prompt=transcript(rest) + "\n\n[user]: " + prompt,
+        messages=tuple(rest),
+        sections=sections,
+        max_tokens=budget,
+        key=f"{trace.id}:{compaction.call}:{layer}:0",
+    )
+
+
+def strategy_for(trace: Trace) -> str:
+    """The strategy that reproduces the agent a trace was imported from (Claude Code by
+    default: its sessions are where recorded summaries come from)."""
+    source = trace.meta.get("imported_from")
+    fmt = source.get("format") if isinstance(source, Mapping) else None
+    return {"codex": "codex", "openhands": "openhands_summarizing"}.get(str(fmt), "claude_code")
+
+
+def measure(
+    summary: str,
+    probes: Sequence[Probe],
+    facts: Sequence[str],
+    counter: TokenCounter,
+) -> Measured:
+    """``summary`` alone as the prompt: its tokens, the probes and facts it keeps."""
+    scorer = PromptScorer((Message("user", summary),), {})
+    by_kind: dict[str, list[int]] = {}
+    for probe in probes:
+        kind = str(probe.meta.get("mined") or probe.kind)
+        tally = by_kind.setdefault(kind, [0, 0])
+        tally[0] += scorer.score(probe) == "in_context"
+        tally[1] += 1
+    lost = tuple(f for f in facts if scorer.score(_fact_probe(f)) != "in_context")
+    return Measured(
+        counter.count(summary),
+        {k: (a, b) for k, (a, b) in by_kind.items()},
+        (len(facts) - len(lost), len(facts)),
+        lost,
+    )
+
+
+def _fact_probe(value: str) -> Probe:
+    return Probe("used-after", "recall", "Which value did the agent use?", (value,))
+
+
+def compare(
+    traces: Iterable[Trace], summarizer: Summarizer, counter: TokenCounter
+) -> list[Compared]:
+    """Every recorded compaction with a summary in ``traces``, measured for the recorded
+    summary and for ``summarizer``'s on the same request."""
+    out: list[Compared] = []
+    for trace in traces:
+        compactions = trace.recorded_compactions
+        for index, compaction in enumerate(compactions):
+            if not compaction.summary:
+                continue
+            history, _ = history_before(trace, index)
+            end = compactions[index + 1].message if index + 1 < len(compactions) else None
+            after = trace.messages[compaction.message : end]
+            facts = used_after_facts(history, after)
+            probes = mine_probes(Trace(f"{trace.id}@{compaction.call}", history))
+            request = recorded_request(trace, index, history)
+            text = summarizer.summarize(request, counter)
+            out.append(
+                Compared(
+                    trace.id,
+                    compaction.call,
+                    compaction.trigger,
+                    request.strategy,
+                    counter.count(request.prompt),
+                    measure(compaction.summary, probes, facts, counter),
+                    measure(text, probes, facts, counter),
+                    text,
+                )
+            )
+    return out
+
+
+def _pct(pair: tuple[int, int]) -> str:
+    kept, of = pair
+    return "-" if of == 0 else f"{100 * kept / of:.0f}% ({kept}/{of})"
+
+
+def _sum(pairs: Iterable[tuple[int, int]]) -> tuple[int, int]:
+    kept = of = 0
+    for a, b in pairs:
+        kept, of = kept + a, of + b
+    return kept, of
+
+
+def render(rows: Sequence[Compared], summarizer: str, *, as_json: bool = False) -> str:
+    """The rows as a table (one block per compaction, a total) or one JSON document."""
+    if as_json:
+        return json.dumps(
+            {"summarizer": summarizer, "compactions": [r.to_dict() for r in rows]}, indent=2
+        )
+    if not rows:
+        return "no recorded compaction with a summary in these traces"
+    lines = [f"recorded summaries vs {summarizer}"]
+    for row in rows:
+        lines.append(
+            f"\n{row.trace_id} call {row.call} ({row.trigger}, {row.strategy},"
+            f" history {row.history_tokens:,} tokens)"
+        )
+        lines += _table(row.recorded, row.ours, summarizer)
+    if len(rows) > 1:
+        total_r = _total(r.recorded for r in rows)
+        total_o = _total(r.ours for r in rows)
+        lines.append(f"\nall {len(rows)} compactions")
+        lines += _table(total_r, total_o, summarizer)
+    return "\n".join(lines)
+
+
+def _total(measured: Iterable[Measured]) -> Measured:
+    items = list(measured)
+    kinds = sorted({k for m in items for k in m.probes})
+    return Measured(
+        sum(m.tokens for m in items),
+        {k: _sum(m.probes.get(k, (0, 0)) for m in items) for k in kinds},
+        _sum(m.used_after for m in items),
+    )
+
+
+def _table(recorded: Measured, ours: Measured, name: str) -> list[str]:
+    rows = [("length (tokens)", f"{recorded.tokens:,}", f"{ours.tokens:,}")]
+    rows.append(("mined probes kept", _pct(recorded.probes_kept), _pct(ours.probes_kept)))
+    for kind in sorted(set(recorded.probes) | set(ours.probes)):
+        rows.append(
+            (
+                f"  {kind}",
+                _pct(recorded.probes.get(kind, (0, 0))),
+                _pct(ours.probes.get(kind, (0, 0))),
+            )
+        )
+    rows.append(("used after, kept", _pct(recorded.used_after), _pct(ours.used_after)))
+    width = max(len(r[0]) for r in rows)
+    second = max(len("recorded"), *(len(r[1]) for r in rows))
+    out = [f"  {'':<{width}}  {'recorded':>{second}}  {name}"]
+    out += [f"  {a:<{width}}  {b:>{second}}  {c}" for a, b, c in rows]
+    return out
