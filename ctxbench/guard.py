@@ -24,6 +24,8 @@ import io
 import os
 import stat
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -32,8 +34,8 @@ from ctxbench.errors import ConfigError, CtxbenchError, OutputError
 #: The largest spec file (TOML, JSON) or baseline read whole (the largest shipped is ~20 KB).
 MAX_SPEC_BYTES = 64 * 2**20
 #: Defaults of the unpacked size and line count of one compressed input.
-DEFAULT_MAX_UNPACKED_BYTES = 4 * 2**30
-DEFAULT_MAX_UNPACKED_LINES = 20_000_000
+DEFAULT_MAX_UNPACKED_BYTES = 2**30
+DEFAULT_MAX_UNPACKED_LINES = 2_000_000
 BYTES_ENV = "CTXBENCH_MAX_UNPACKED"
 LINES_ENV = "CTXBENCH_MAX_UNPACKED_LINES"
 BYTES_FLAG = "--max-unpacked"
@@ -72,6 +74,31 @@ def regular_file(
     if kind is not None:
         raise error(f"is {kind}, not a regular file", path=path, hint=hint)
     return Path(path)
+
+
+def small_file(
+    path: str | Path,
+    *,
+    what: str,
+    error: type[CtxbenchError] = ConfigError,
+    limit: int = MAX_SPEC_BYTES,
+    hint: str = "give the right file",
+) -> Path:
+    """``path`` checked before a reader reads it whole: a regular file (when it exists) of at
+    most ``limit`` bytes (``what``: "a sweep spec", "a baseline"); the reader reports a
+    missing or unreadable file itself."""
+    path = regular_file(path, error=error, hint=hint)
+    try:
+        size = os.stat(path).st_size if path.is_file() else 0
+    except (OSError, ValueError):
+        return path
+    if size > limit:
+        raise error(
+            f"is larger than {limit:,} bytes, the limit of {what} (ctxbench.guard.MAX_SPEC_BYTES)",
+            path=path,
+            hint=f"is this {what}? {hint}",
+        )
+    return path
 
 
 def read_limited(
@@ -129,12 +156,22 @@ def unpacked_limits() -> tuple[int, int]:
     )
 
 
-def set_unpacked_limits(max_bytes: int | None, max_lines: int | None) -> None:
-    """Set the limits for this process and the workers it starts (``ctxbench --max-unpacked``)."""
-    if max_bytes is not None:
-        os.environ[BYTES_ENV] = str(max_bytes)
-    if max_lines is not None:
-        os.environ[LINES_ENV] = str(max_lines)
+@contextmanager
+def unpacked_limits_set(max_bytes: int | None, max_lines: int | None) -> Iterator[None]:
+    """The limits set for this process and the workers it starts while the block runs
+    (``ctxbench --max-unpacked BYTES --max-unpacked-lines N``); restored after it."""
+    saved = {name: os.environ.get(name) for name in (BYTES_ENV, LINES_ENV)}
+    for name, value in ((BYTES_ENV, max_bytes), (LINES_ENV, max_lines)):
+        if value is not None:
+            os.environ[name] = str(value)
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
 
 
 def _env_int(name: str, default: int) -> int:
