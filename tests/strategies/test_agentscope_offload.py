@@ -6,11 +6,14 @@ error naming the limit."""
 from __future__ import annotations
 
 import base64
+import hashlib
 
 import pytest
 
+from ctxbench.engine import events as ev
 from ctxbench.errors import OutputError
 from ctxbench.strategies.agentscope import offload
+from ctxbench.summarizers.failing import FailingSummarizer
 from ctxbench.trace import Message, Part, Trace
 from tests.factories import tool_trace
 from tests.strategies.test_agentscope import PNG, run
@@ -70,3 +73,23 @@ def test_under_the_limits_the_files_are_those_written() -> None:
     written = [p for p in out.files if "tool_result-" in p]
     assert len(written) == 3
     assert all(len(out.files[p]) > 2_000 for p in written)
+
+
+def test_the_offloaded_context_is_one_file_appended_to() -> None:
+    """Each compaction once wrote a new copy of everything offloaded so far (``context.jsonl``,
+    ``context~2.jsonl``, ...): disk and memory grew with the square of the trace."""
+    out = run(
+        tool_trace(120, output="r" * 400), 20_000, context_size=4000, summarizer=FailingSummarizer()
+    )
+    compactions = [e for e in out.events if e.type == ev.COMPACTION and e["layer"] == "compression"]
+    assert len(compactions) >= 3
+    assert [p for p in out.files if p.startswith("offload/t/")] == ["offload/t/context.jsonl"]
+    content = out.files["offload/t/context.jsonl"]
+    lines = content.decode("utf-8").splitlines()
+    assert len(lines) == len(set(lines))  # every offloaded message once
+    snapshots = [e for e in out.events if e.type == ev.SNAPSHOT and "context" in e["path"]]
+    assert len(snapshots) == len(compactions)
+    sizes = [e["bytes"] for e in snapshots]
+    assert sizes == sorted(set(sizes)) and sizes[-1] == len(content)
+    assert snapshots[-1]["sha256"] == hashlib.sha256(content).hexdigest()
+    assert {e["path"] for e in snapshots} == {"offload/t/context.jsonl"}

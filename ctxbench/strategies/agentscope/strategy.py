@@ -213,11 +213,11 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
             return
         if self.cfg.offloads:
             self.offloaded.extend(compress)
-            path = self.offloader.write(
+            path = self.offloader.append(  # one file, appended to: AgentScope's offload file
                 ctx,
                 f"offload/{safe_component(ctx.trace_id)}/context.jsonl",
                 "".join(
-                    json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in self.offloaded
+                    json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in compress
                 ).encode("utf-8", "surrogatepass"),
             )
             reminder = CONTEXT_OFFLOAD_REMINDER.format(path=path)
