@@ -5,8 +5,8 @@ Every reader opens its path through here (issue 38), so one rule and one error h
 - :func:`regular_file`: regular files only (links followed). A FIFO hangs its reader forever,
   ``/dev/zero`` never ends, a socket cannot be read: each is refused in one line before it is
   opened. A missing path or a directory is left to the caller, which knows what to ask for.
-- :func:`read_limited`: a whole small file (a TOML or JSON spec, a baseline), refused past
-  :data:`MAX_SPEC_BYTES` before it is read into memory.
+- :func:`small_file`, :func:`read_limited`: a small file read whole (a TOML or JSON spec, a
+  baseline, a profile), refused past :data:`MAX_SPEC_BYTES` before it is read into memory.
 - :func:`open_text`: a text file, gunzipped when it ends in ``.gz``; the unpacked bytes and
   lines are counted as they are read and refused past :func:`unpacked_limits` (a 2 MB
   ``.jsonl.gz`` of blank lines unpacks to 2 GB). The limits are set by ``ctxbench
@@ -128,24 +128,6 @@ def read_limited(
             hint=f"is this {what}? {hint}",
         )
     return data
-
-
-def read_text_limited(
-    path: str | Path,
-    *,
-    what: str,
-    error: type[CtxbenchError] = ConfigError,
-    limit: int = MAX_SPEC_BYTES,
-    hint: str = "give the right file",
-) -> str:
-    """:func:`read_limited` decoded as UTF-8 (a byte-order mark skipped)."""
-    data = read_limited(path, what=what, error=error, limit=limit, hint=hint)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise error(
-            f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path, hint=hint
-        ) from None
 
 
 def unpacked_limits() -> tuple[int, int]:
