@@ -35,7 +35,7 @@ from ctxbench.errors import ConfigError, CtxbenchError, OutputError
 MAX_SPEC_BYTES = 64 * 2**20
 #: Defaults of the unpacked size and line count of one compressed input.
 DEFAULT_MAX_UNPACKED_BYTES = 2**30
-DEFAULT_MAX_UNPACKED_LINES = 2_000_000
+DEFAULT_MAX_UNPACKED_LINES = 1_000_000
 BYTES_ENV = "CTXBENCH_MAX_UNPACKED"
 LINES_ENV = "CTXBENCH_MAX_UNPACKED_LINES"
 BYTES_FLAG = "--max-unpacked"

@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "view": (["view", "{F}", "-o", "{O}/viewer"], ".jsonl"),
     "view --rows": (["view", "{E}", "--rows", "{F}", "-o", "{O}/viewer"], ".jsonl"),
     "init": (["init", "{F}", "-o", "{O}/init.toml"], ".jsonl"),
+    "parity": (["parity", "claude_code", "recorded", "{F}"], ".jsonl"),
 }
 
 

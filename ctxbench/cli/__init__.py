@@ -99,7 +99,7 @@ class LazyGroup(click.Group):
     "--max-unpacked-lines",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Refuse a compressed input (.gz) unpacking to more lines (default 2,000,000).",
+    help="Refuse a compressed input (.gz) unpacking to more lines (default 1,000,000).",
 )
 @click.pass_context
 def cli(
