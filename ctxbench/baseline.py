@@ -17,6 +17,7 @@ from ctxbench import jsontext
 from ctxbench.config import INT64_MAX
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError, CtxbenchError
+from ctxbench.guard import small_file
 
 BASELINE_SCHEMA = "ctxbench.baseline/1"
 
@@ -92,7 +93,7 @@ def make_baseline(results: Iterable[RunResult], results_dir: str = "") -> dict[s
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
     """Read and check a baseline file; problems are ConfigErrors naming the file."""
-    path = Path(path)
+    path = small_file(path, what="a baseline", hint="give a file `ctxbench baseline` wrote")
     try:
         text = path.read_text("utf-8-sig")
     except FileNotFoundError:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxbench.errors import ConfigError
+from ctxbench.guard import small_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -268,7 +269,7 @@ def parse_set(values: Sequence[str]) -> dict[str, str]:
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Parse a TOML file; syntax errors name the file and line. A UTF-8 byte-order mark
     (as Windows editors write) is skipped."""
-    path = Path(path)
+    path = small_file(path, what="a TOML file", hint="give a TOML file")
     try:
         text = path.read_text("utf-8-sig")
     except FileNotFoundError:

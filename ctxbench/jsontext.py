@@ -19,9 +19,7 @@ journal records): a sweep writes a hundred thousand events.
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, AnyStr
@@ -167,16 +165,11 @@ def _too_long(
 
 
 def refuse_device(path: str | Path, error: type[CtxbenchError] = ConfigError) -> None:
-    """An error for a device or a socket given as a file (``/dev/zero`` never ends); regular
-    files and pipes (``/dev/stdin``, ``<(...)``) pass."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return  # the reader reports a missing or unreadable file itself
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
-        raise error(
-            "is a device or a socket, not a file", path=path, hint="give a trace or results file"
-        )
+    """An error for a FIFO, a device or a socket given as a file (``/dev/zero`` never ends, a
+    FIFO hangs its reader): :func:`ctxbench.guard.regular_file`."""
+    from ctxbench.guard import regular_file
+
+    regular_file(path, error=error, hint="give a regular file (a trace or results file)")
 
 
 def json_lines(
@@ -196,10 +189,13 @@ def json_lines(
 def text_lines(
     path: str | Path, *, error: type[CtxbenchError] = ConfigError, hint: str
 ) -> Iterator[tuple[int, str]]:
-    """Numbered lines of a UTF-8 text file (a byte-order mark skipped), streamed; a file that
-    is missing, unreadable or not UTF-8 raises ``error`` naming it, with ``hint``."""
+    """Numbered lines of a UTF-8 text file (a byte-order mark skipped; gunzipped, bounded, when
+    it ends in ``.gz``), streamed; a file that is missing, unreadable, not UTF-8 or not a
+    regular file raises ``error`` naming it, with ``hint``."""
+    from ctxbench.guard import open_text
+
     try:
-        with open(path, encoding="utf-8-sig") as fh:
+        with open_text(path, error=error) as fh:
             yield from bounded_lines(fh, path=path, error=error)
     except FileNotFoundError:
         raise error("no such file", path=path, hint=hint) from None

@@ -19,6 +19,7 @@ HELPERS = frozenset(
         "__init__.py",
         "conftest.py",
         "factories.py",
+        "fuzz_inputs.py",
         "hardening.py",
         "replaying.py",
         "report_data.py",

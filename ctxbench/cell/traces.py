@@ -12,7 +12,8 @@ auto-detected (``TraceFile.format`` says which). A cell names its trace by *addr
 An address is also what a result row's ``spec.trace_source`` holds, so a row can be re-run
 alone. Loaders cache per source for the life of the process: the line offsets of a canonical
 ``.jsonl`` file (random access), the position of a sequential reader (compressed or recorded
-files, datasets, scenarios), and the last trace loaded. Memory never holds a whole corpus.
+files, datasets, scenarios), and the last trace loaded, by address and trace id (a bare file
+address names all its traces). Memory never holds a whole corpus.
 """
 
 from __future__ import annotations
@@ -221,18 +222,21 @@ class TraceLoader:
     def __init__(self) -> None:
         self._offsets: dict[str, list[tuple[int, int]]] = {}
         self._readers: dict[str, tuple[Iterator[Trace], int]] = {}
-        self._last: tuple[str, Trace] | None = None
+        #: the last trace loaded, by (address, trace id): an address without ``#INDEX`` (a
+        #: bare file, as ``ctxbench run`` records) names every trace of its file
+        self._last: tuple[tuple[str, str], Trace] | None = None
         self._lock = threading.Lock()
 
     def load(self, address: str, trace_id: str = "", trace_hash: str = "") -> Trace:
         """The trace at ``address``; checks its id and, when given, its content hash."""
         with self._lock:
-            if self._last is not None and self._last[0] == address:
+            key = (address, trace_id)
+            if self._last is not None and self._last[0] == key:
                 trace = self._last[1]
             else:
                 ref, index = split_address(address)
                 trace = self._find(ref, index, trace_id)
-                self._last = (address, trace)
+                self._last = (key, trace)
         if trace_id and trace.id != trace_id:
             raise TraceFormatError(
                 f"expected trace {trace_id!r} at {address}, found {trace.id!r}",
@@ -295,6 +299,9 @@ class TraceLoader:
 
 def _line_offsets(path: Path) -> list[tuple[int, int]]:
     """(byte offset, line number) of every non-blank line of a JSON Lines file."""
+    from ctxbench.guard import regular_file
+
+    regular_file(path, error=TraceFormatError, hint="give a trace file")
     out = []
     offset = 0
     try:

@@ -99,8 +99,25 @@ class LazyGroup(click.Group):
     help="Import plug-ins (module:attr) that files name; by default only those given on the "
     "command line are imported.",
 )
+@click.option(
+    "--max-unpacked",
+    type=click.IntRange(min=1),
+    metavar="BYTES",
+    help="Refuse a compressed input (.gz) unpacking to more bytes (default 1 GiB).",
+)
+@click.option(
+    "--max-unpacked-lines",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Refuse a compressed input (.gz) unpacking to more lines (default 1,000,000).",
+)
 @click.pass_context
-def cli(ctx: click.Context, allow_plugins: bool) -> None:
+def cli(
+    ctx: click.Context,
+    allow_plugins: bool,
+    max_unpacked: int | None = None,
+    max_unpacked_lines: int | None = None,
+) -> None:
     """ctxbench: replay agent traces through context-compaction strategies, offline.
 
     \b
@@ -109,7 +126,10 @@ def cli(ctx: click.Context, allow_plugins: bool) -> None:
       ctxbench run traces.jsonl --strategy dbgpt --window 32768 --counter tiktoken:o200k_base
       ctxbench sweep scenarios/quickstart.toml -o results/ && ctxbench report results/ -o report.html
     """
+    from ctxbench.guard import unpacked_limits_set
     from ctxbench.registry import plugin_policy, plugin_words
+
+    ctx.with_resource(unpacked_limits_set(max_unpacked, max_unpacked_lines))
 
     named = None if allow_plugins else plugin_words(ctx.meta.get("ctxbench.argv", ()))
     ctx.with_resource(plugin_policy(named))

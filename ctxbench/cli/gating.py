@@ -19,6 +19,7 @@ from ctxbench.atomic_file import AtomicFile
 from ctxbench.baseline import load_baseline, make_baseline
 from ctxbench.cli.options import dir_option, file_option
 from ctxbench.errors import ConfigError
+from ctxbench.guard import refuse_own_files
 
 if TYPE_CHECKING:
     from ctxbench.engine.result import RunResult
@@ -34,6 +35,7 @@ def _results(results_dir: str) -> list[RunResult]:
 
 
 def _write(path: str, text: str) -> None:
+    refuse_own_files(path)  # never over a results directory's journal, spec or table
     with AtomicFile(path) as out:
         out.write(text)
 

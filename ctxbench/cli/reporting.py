@@ -51,8 +51,10 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     """
     from ctxbench.cli.progress import StageBar
     from ctxbench.decisions.verdict import Verdict
+    from ctxbench.guard import refuse_own_files
     from ctxbench.report.write import write_report
 
+    refuse_own_files(out)  # never over a results directory's journal, spec or table
     bar = StageBar("report", quiet=quiet)
     written = write_report(
         results_dir,

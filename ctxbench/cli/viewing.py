@@ -34,8 +34,17 @@ from ctxbench.cli.options import dir_option, file_option, quiet_option
     type=click.Path(exists=True, dir_okay=False),
     help="For an events file given to --against: the rows of the same run.",
 )
-@click.option("--serve", is_flag=True, help="Serve the viewer on 127.0.0.1 and open nothing else.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="Serve the viewer on 127.0.0.1 under a random path (printed), to its own page only.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="The port to serve on (default: a free one, printed).",
+)
 @quiet_option()
 def view(
     source: str,
@@ -45,7 +54,7 @@ def view(
     against: str | None,
     against_rows: str | None,
     serve: bool,
-    port: int,
+    port: int | None,
     quiet: bool,
 ) -> None:
     """Write a viewer of SOURCE's runs: a sweep's results directory, a rows file
@@ -60,6 +69,10 @@ def view(
     SOURCE opens beside its counterpart in the other source (the same run id, else the same
     configuration): baseline vs current, reproduction vs release. The page loads one call at a
     time, so it stays fast on a 10,000-round run; it opens from file:// or with --serve.
+
+    The viewer is written only into a new folder, an empty one or one it wrote before (it
+    holds a .ctxbench-viewer marker listing its files), never through a link nor over a
+    results directory's own files; it is built aside and swapped in once every run replayed.
 
     \b
     Examples:
@@ -80,19 +93,30 @@ def view(
         if out_dir
         else (path / "viewer" if path.is_dir() else path.with_suffix(".viewer"))
     )
-    bar = terminal_bar("view", quiet=quiet)
-    index = build(
-        path,
-        target,
-        rows=rows_file,
-        run_ids=run_ids,
-        against=against,
-        against_rows=against_rows,
-        progress=bar.update,
-    )
-    bar.close()
-    click.echo(f"wrote {index}")
-    if serve:
-        from ctxbench.view.serve import serve_directory
+    server = None
+    if serve:  # bound first: a port in use is refused before any replay
+        from ctxbench.view.serve import make_server
 
-        serve_directory(target, port=port)
+        server = make_server(target, port=port or 0)
+    try:
+        bar = terminal_bar("view", quiet=quiet)
+        try:
+            index = build(
+                path,
+                target,
+                rows=rows_file,
+                run_ids=run_ids,
+                against=against,
+                against_rows=against_rows,
+                progress=bar.update,
+            )
+        finally:
+            bar.close()
+        click.echo(f"wrote {index}")
+        if server is not None:
+            from ctxbench.view.serve import serve_forever
+
+            serve_forever(server)
+    finally:
+        if server is not None:
+            server.server_close()

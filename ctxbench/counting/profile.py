@@ -22,6 +22,7 @@ from ctxbench import jsontext
 from ctxbench.config import build
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import ConfigError, CtxbenchError
+from ctxbench.guard import small_file
 from ctxbench.trace import Message, ToolSpec
 
 PREFIX = "profile:"
@@ -63,7 +64,7 @@ def save_profile(path: str | Path, profile: Profile) -> None:
 
 def load_profile(path: str | Path) -> Profile:
     """Read a profile file; unknown keys and wrong types are errors naming the file."""
-    path = Path(path)
+    path = small_file(path, what="a counter profile", hint="give a file `--save-profile` wrote")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:

@@ -31,10 +31,11 @@ def schema() -> dict[str, Any]:
 
 
 def open_text(path: Path) -> IO[str]:
-    """A trace file's text, gunzipped when it ends in ``.gz`` (a byte-order mark skipped)."""
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig")
-    return path.open("r", encoding="utf-8-sig")
+    """A trace file's text, gunzipped (and bounded) when it ends in ``.gz``, a byte-order mark
+    skipped; a FIFO or device is refused (:func:`ctxbench.guard.open_text`)."""
+    from ctxbench.guard import open_text as guarded
+
+    return guarded(path, error=TraceFormatError)
 
 
 def inner_suffix(path: Path) -> str:

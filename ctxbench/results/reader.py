@@ -18,6 +18,7 @@ from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.events import Event, event_problem
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ResultsError
+from ctxbench.guard import regular_file, small_file
 from ctxbench.results import layout
 from ctxbench.results.files import refuse_links
 from ctxbench.results.journal import journal_index, read_record
@@ -39,7 +40,10 @@ class ResultsDir:
                 hint="give the -o DIR of a `ctxbench sweep` run "
                 "(or a folder holding `ctxbench run --out DIR/results.jsonl`)",
             )
-        refuse_links(self.path, sorted({*layout.OWN_FILES, *layout.ROW_FILES}), error=ResultsError)
+        own = sorted({*layout.OWN_FILES, *layout.ROW_FILES} - {layout.FILES})
+        refuse_links(self.path, [*own, layout.FILES], error=ResultsError)
+        for name in own:  # a FIFO or device among its files would hang or flood a reader
+            regular_file(self.path / name, error=ResultsError, hint="restore the results file")
 
     @property
     def complete(self) -> bool:
@@ -58,6 +62,7 @@ class ResultsDir:
         """The resolved sweep spec, as ``sweep.json`` holds it."""
         path = self.path / layout.SPEC_FILE
         hint = "sweep.json is written when a sweep starts: rerun the sweep into a new directory"
+        small_file(path, what="a sweep spec", error=ResultsError, hint=hint)
         try:
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:

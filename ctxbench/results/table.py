@@ -23,6 +23,7 @@ from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError, OutputError, ResultsError
 from ctxbench.escaping import csv_cell
+from ctxbench.guard import regular_file
 from ctxbench.results.layout import REBUILD, RESUME
 
 #: Rows per parquet row group when writing a table.
@@ -202,6 +203,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
     A damaged file, a foreign table or a row without the identity columns is a
     :class:`ResultsError` naming the file (and the line or column)."""
+    regular_file(path, error=ResultsError, hint="give a results file or directory")
     if path.suffix == ".parquet":
         records = _parquet_records(path)
     else:

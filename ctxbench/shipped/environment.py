@@ -160,12 +160,17 @@ def install(release: Release, *, force: bool = False) -> tuple[Environment, bool
     """Build (or reuse) the environment of ``release``; returns it and whether it was built."""
     existing = installed(release)
     if existing is not None and not force:
-        _fill_tiktoken_cache(existing)
+        try:
+            _fill_tiktoken_cache(existing)
+        except OSError as exc:
+            raise _cannot(exc, existing.root, "install") from None
         return existing, False
     root = environment_dir(release)
-    if root.exists():
-        shutil.rmtree(root)
-    root.parent.mkdir(parents=True, exist_ok=True)
+    _clear(root)
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot(exc, root.parent, "install") from None
     started = time.perf_counter()
     _run([sys.executable, "-m", "venv", str(root)], release)
     python = _python_of(root)
@@ -192,18 +197,56 @@ def install(release: Release, *, force: bool = False) -> tuple[Environment, bool
         install_seconds=round(time.perf_counter() - started, 1),
     )
     env = Environment(release, root, manifest)
-    _fill_tiktoken_cache(env)
-    manifest.write(root / MANIFEST_NAME)
+    try:
+        _fill_tiktoken_cache(env)
+        manifest.write(root / MANIFEST_NAME)
+    except OSError as exc:
+        raise _cannot(exc, root, "install") from None
     return env, True
 
 
 def remove(release: Release) -> bool:
     """Delete the environment of ``release``; False when there was none."""
     root = environment_dir(release)
-    if not root.exists():
+    if not root.exists() and not root.is_symlink():
         return False
-    shutil.rmtree(root)
+    _clear(root)
     return True
+
+
+def _clear(root: Path) -> None:
+    """Remove an environment folder ctxbench built (it holds its manifest or ``pyvenv.cfg``);
+    a link, a plain file or a folder it did not build is refused, never deleted, and a
+    removal the OS refuses is one clear error."""
+    fix = f"remove it yourself, or set {CACHE_ENV_VAR} to another folder"
+    if root.is_symlink():
+        raise InstallError(
+            "is a symbolic link: ctxbench does not build or remove environments through links",
+            path=root,
+            hint=fix,
+        )
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise InstallError("is not a folder: refusing to replace it", path=root, hint=fix)
+    if not any((root / name).is_file() for name in (MANIFEST_NAME, "pyvenv.cfg")):
+        raise InstallError(
+            f"was not built by ctxbench (no {MANIFEST_NAME}, no pyvenv.cfg): refusing to delete it",
+            path=root,
+            hint=fix,
+        )
+    try:
+        shutil.rmtree(root)
+    except OSError as exc:
+        raise _cannot(exc, root, "remove") from None
+
+
+def _cannot(exc: OSError, path: Path, what: str) -> InstallError:
+    return InstallError(
+        f"cannot {what} the environment: {exc.strerror or exc}",
+        path=getattr(exc, "filename", None) or path,
+        hint=f"make {cache_root()} writable, or set {CACHE_ENV_VAR} to a writable folder",
+    )
 
 
 def listing() -> list[tuple[Release, Environment | None]]:

@@ -30,13 +30,16 @@ def build(
     ``against`` is another results source (a baseline, a release's results): its runs of the
     same traces are shown too, each source's runs labelled by its name, so a run can be
     compared with one of the other source aligned by call. ``progress(done, total)`` hears of
-    every run replayed."""
+    every run replayed. ``out_dir`` is new, empty or a viewer written before; it is replaced
+    only once every run is written (:mod:`ctxbench.view.folder`)."""
     from ctxbench.cell.traces import load_trace
     from ctxbench.results import spec_of_row
     from ctxbench.view.capture import capture_run
+    from ctxbench.view.folder import building, check_target
     from ctxbench.view.sources import counterparts, read_source, select, source_names
     from ctxbench.view.write import write_viewer
 
+    check_target(Path(out_dir))  # before any replay
     found = read_source(source, rows=rows)
     sides = [(found, select(found.rows, run_ids))]
     names: tuple[str, ...] = ()
@@ -58,6 +61,6 @@ def build(
                     progress(done, total)
 
     shown = " vs ".join(names) if names else Path(source).name
-    return write_viewer(
-        out_dir, captures, title=title or f"ctxbench viewer: {shown}", sources=names
-    )
+    with building(out_dir) as folder:
+        write_viewer(folder, captures, title=title or f"ctxbench viewer: {shown}", sources=names)
+    return Path(out_dir) / "index.html"

@@ -16,6 +16,7 @@ from typing import Any
 from ctxbench import jsontext
 from ctxbench.engine.events import Event
 from ctxbench.errors import ConfigError
+from ctxbench.guard import regular_file
 
 _HINT = (
     "give a sweep's results directory, the rows of `ctxbench run --out rows.jsonl`, "
@@ -32,11 +33,10 @@ class Source:
 
 
 def _is_events_file(path: Path) -> bool:
-    with path.open("r", encoding="utf-8-sig") as fh:
-        for number, line in enumerate(fh, start=1):
-            if line.strip():
-                first = jsontext.loads(line, path=path, line=number, hint=_HINT)
-                return isinstance(first, dict) and "type" in first and "spec" not in first
+    for number, line in jsontext.text_lines(path, hint=_HINT):
+        if line.strip():
+            first = jsontext.loads(line, path=path, line=number, hint=_HINT)
+            return isinstance(first, dict) and "type" in first and "spec" not in first
     return False
 
 
@@ -49,6 +49,7 @@ def read_source(path: str | Path, *, rows: str | Path | None = None) -> Source:
         from ctxbench.results import ResultsDir
 
         return Source(tuple(ResultsDir(path).rows()), {})
+    regular_file(path, hint=_HINT)
     if not path.is_file():
         raise ConfigError("no such file or directory", path=path, hint=_HINT)
     if path.suffix != ".parquet" and _is_events_file(path):

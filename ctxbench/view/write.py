@@ -15,7 +15,6 @@ add scripts but may not ``fetch`` its own directory. Snapshot and offload files 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -258,14 +257,11 @@ def write_viewer(
     sources: Sequence[str] = (),
 ) -> Path:
     """Write the viewer's page and the data of every capture ``captures()`` yields
-    (``(Capture, recorded_events, side)``, one at a time, so memory holds one run). With two
+    (``(Capture, recorded_events, side)``, one at a time, so memory holds one run) into
+    ``root``, a new folder (:func:`ctxbench.view.folder.building` gives one). With two
     ``sources`` (names), ``side`` says which one a run comes from (0 or 1); runs are labelled
     by it and a run opens compared with its counterpart in the other source."""
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    for stale in ("data", "files"):
-        if (root / stale).is_dir():
-            shutil.rmtree(root / stale)
     assets = resources.files("ctxbench.view") / "assets"
     for name in ASSETS:
         (root / name).write_text((assets / name).read_text("utf-8"), "utf-8")

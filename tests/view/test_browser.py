@@ -149,7 +149,7 @@ def test_served_on_loopback(browser: Any, viewer: Path) -> None:
     thread.start()
     try:
         runs = two_runs()
-        page = Page(browser, f"http://{HOST}:{server.server_address[1]}/#call=3")
+        page = Page(browser, server.url + "#call=3")
         try:
             assert page.call == 3
             if 3 in runs.prompts[0] or 3 in runs.prompts[1]:

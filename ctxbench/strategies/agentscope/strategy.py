@@ -4,11 +4,8 @@ runtime state; tool results on arrival; the reply an exception ends), on the pur
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -26,6 +23,7 @@ from ctxbench.strategies.agentscope.layers import (
     split_context,
     split_tool_result,
 )
+from ctxbench.strategies.agentscope.offload import Offloader, image_file
 from ctxbench.strategies.agentscope.prompts import (
     CONTEXT_OFFLOAD_REMINDER,
     HINT_MARK,
@@ -65,6 +63,8 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         self.summary_text = ""
         #: every compressed message so far (the session's offloaded context file)
         self.offloaded: list[Message] = []
+        #: writes the offloaded files: names from an allow-list, bounded per run
+        self.offloader = Offloader()
         self.rules = self.cfg.rules
         self._whole: WholePrompt | None = None
         #: 2.0.11: the prompt length when an exception ended the reply (None: replying)
@@ -100,7 +100,8 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         offload_reminder = ""
         if self.cfg.offloads:
             stem = safe_component(message.tool_call_id or f"call{ctx.call}")
-            path = ctx.write_file(
+            path = self.offloader.write(
+                ctx,
                 f"offload/{safe_component(ctx.trace_id)}/tool_result-{stem}.txt",
                 _blocks_bytes(offloaded),
             )
@@ -175,16 +176,13 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         return IMAGE_REMOVED.format(name=name)
 
     def _offload_data_url(self, url: str, ctx: ReplayContext) -> str:
-        found = re.match(r"data:image/(\w+);base64,(.*)", url, re.S)
-        if not found:
+        found = image_file(url)  # the extension from an allow-list, never the trace's
+        if found is None:
             return ""
-        try:
-            data = base64.b64decode(found.group(2), validate=False)
-        except (binascii.Error, ValueError):
-            return ""
+        extension, data = found
         digest = hashlib.sha256(data).hexdigest()[:12]
-        return ctx.write_file(
-            f"offload/{safe_component(ctx.trace_id)}/image-{digest}.{found.group(1)}", data
+        return self.offloader.write(
+            ctx, f"offload/{safe_component(ctx.trace_id)}/image-{digest}.{extension}", data
         )
 
     def compress(self, ctx: ReplayContext) -> None:
@@ -215,10 +213,11 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
             return
         if self.cfg.offloads:
             self.offloaded.extend(compress)
-            path = ctx.write_file(
+            path = self.offloader.append(  # one file, appended to: AgentScope's offload file
+                ctx,
                 f"offload/{safe_component(ctx.trace_id)}/context.jsonl",
                 "".join(
-                    json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in self.offloaded
+                    json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in compress
                 ).encode("utf-8", "surrogatepass"),
             )
             reminder = CONTEXT_OFFLOAD_REMINDER.format(path=path)

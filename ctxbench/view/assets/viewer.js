@@ -1,4 +1,5 @@
-// ctxbench viewer: loads one call at a time from data/*.js (see ctxbench/view/write.py).
+// ctxbench viewer: loads one call at a time from data/*.js, or data/*.json when served
+// (see ctxbench/view/write.py and serve.py).
 // Every text from a trace is set with textContent, never parsed as HTML.
 "use strict";
 (function () {
@@ -7,6 +8,9 @@
   const CACHE_LIMIT = 120;
   const SHOWN_TAIL = 300; // a prompt longer than this shows its head and its last messages
   const SHOWN_HEAD = 3;
+  // opened from file:// the page may add scripts but may not fetch its folder: data/KEY.js call
+  // ctxbenchLoad; served over http the server answers data/KEY.json only
+  const SERVED = location.protocol === "http:" || location.protocol === "https:";
 
   window.ctxbenchLoad = function (key, data) {
     cache.set(key, data);
@@ -24,6 +28,14 @@
     let resolve, reject;
     const promise = new Promise((a, b) => { resolve = a; reject = b; });
     pending.set(key, { promise, resolve, reject });
+    if (SERVED) {
+      // served (ctxbench view --serve): the data are JSON, never script
+      fetch("data/" + key + ".json", { credentials: "omit" })
+        .then((r) => { if (!r.ok) throw new Error("cannot load data/" + key + ".json"); return r.json(); })
+        .then((data) => window.ctxbenchLoad(key, data))
+        .catch((err) => { pending.delete(key); reject(err); });
+      return promise;
+    }
     const script = document.createElement("script");
     script.src = "data/" + key + ".js";
     script.onerror = () => { pending.delete(key); reject(new Error("cannot load data/" + key + ".js")); };
