@@ -48,6 +48,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("initializing", "init", "Write a commented starter sweep for your traces."),
     "shipped": ("shipped", "shipped", "Install, list and remove released framework environments."),
     "parity": ("parity", "parity", "Compare a reproduction with the released code, call by call."),
+    "cost": (
+        "costing",
+        "cost",
+        "What a threshold costs per 1,000 tasks, with and without compaction.",
+    ),
 }
 
 

@@ -18,13 +18,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ctxbench.cost.baseline import uncompacted
 from ctxbench.cost.cache import CacheRules, cache_rules, provider_for
 from ctxbench.cost.gaps import call_gaps
-from ctxbench.cost.ledger import run_tokens
 from ctxbench.trace import Trace, Usage
-
-#: a window no recorded prompt reaches: ``none`` then sends every recorded call
-OPEN_WINDOW = 16_000_000
 
 
 @dataclass(frozen=True)
@@ -104,20 +101,7 @@ def has_cache_usage(trace: Trace) -> bool:
 
 def trace_samples(trace: Trace, counter: str) -> tuple[CacheRules, list[CacheSample]]:
     """Replay ``trace`` with ``none`` and compare every recorded call's cache split."""
-    from ctxbench.cell.runner import resolve_spec, run_spec
-    from ctxbench.cell.spec import RunSpec
-
-    spec = resolve_spec(
-        RunSpec(
-            trace_id=trace.id,
-            trace_hash=trace.content_hash,
-            strategy="none",
-            window=OPEN_WINDOW,
-            reserved=0,
-            counter=counter,
-        )
-    )
-    tokens = run_tokens(run_spec(spec, trace).events)
+    tokens = uncompacted(trace, counter)
     rules = rules_for(trace, counter)
     gaps = call_gaps(trace)
     usages = [trace.messages[i].usage for i in trace.call_indices]

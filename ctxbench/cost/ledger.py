@@ -6,14 +6,19 @@ Pure functions of a replay's events (and, for cache expiry, the gaps between cal
   tokens and the prefix shared with the previous accepted prompt; per ``compaction`` the true
   tokens it removed; per ``summary`` the summary call's input and output.
 - :func:`ledger` prices every call through a provider's :class:`~ctxbench.cost.cache.CacheRules`
-  and :class:`~ctxbench.cost.prices.ModelPrices` (cache reads, writes and fresh tokens), and
-  the same calls without compaction: every compaction's removed tokens put back into the
-  prompts after it, with the prefix they shared cached as it would have been.
+  and :class:`~ctxbench.cost.prices.ModelPrices` (cache reads, writes and fresh tokens), and,
+  given the ``none`` replay of the same trace on a window no prompt reaches (the recorded
+  agent's own prompts), the trace without compaction.
 - A compaction's **payback**: its one-time cost (the summary call's input, billed fresh, and
   output; the cache rewrite of the new prefix and the cache lost at the next call, net of that
   call's smaller prompt) against the saving at each later call (the removed tokens no longer
   sent, at their cached or fresh price), summed until the next compaction or the end of the
-  trace: the calls it takes to pay back, or ``None`` when it never does.
+  trace: the calls it takes to pay back, or ``None`` when it never does. Its counterfactual
+  puts back only its own removed tokens, until the next compaction (which would have rewritten
+  the prompt either way): the first call after it would have read the whole previous prompt
+  from the cache (unless that prompt was itself not cached: a system that rewrites its prompt
+  head at every call, as DB-GPT 0.8.2 does, loses the cache with or without compaction), a
+  later call its shared prefix plus the tokens put back.
 
 The agent's own output tokens are the same with and without compaction (the replay is open
 loop) and are left out; summary output is counted.
@@ -79,16 +84,12 @@ def summary_usd(tokens: tuple[int, int], prices: ModelPrices) -> float:
 
 @dataclass(frozen=True)
 class CallCost:
-    """One accepted call priced with and without the compactions before it."""
+    """One accepted call, priced."""
 
     call: int
     prompt: int
     split: Split
     usd: float
-    #: the same call had no compaction removed anything: its prompt and split, and USD
-    prompt_without: int
-    split_without: Split
-    usd_without: float
     #: the prefix shared with the previous accepted prompt, and the seconds since that call
     shared: int = 0
     gap: float | None = None
@@ -122,6 +123,8 @@ class Ledger:
     calls: tuple[CallCost, ...]
     paybacks: tuple[Payback, ...]
     summary_usd: float
+    #: the trace's calls without compaction (the ``none`` replay), when it was given
+    without: tuple[CallCost, ...] = ()
 
     @property
     def usd(self) -> float:
@@ -130,8 +133,8 @@ class Ledger:
 
     @property
     def usd_without(self) -> float:
-        """The same calls without compaction (no summaries)."""
-        return sum(c.usd_without for c in self.calls)
+        """The trace's input cost without compaction (every recorded call sent whole)."""
+        return sum(c.usd for c in self.without)
 
     @property
     def cache_read(self) -> int:
@@ -150,51 +153,42 @@ class Ledger:
         return sum(not p.paid_back for p in self.paybacks)
 
 
+def priced_calls(
+    tokens: RunTokens,
+    rules: CacheRules,
+    prices: ModelPrices,
+    gaps: Mapping[int, float] | None = None,
+    default_gap: float | None = None,
+) -> tuple[CallCost, ...]:
+    """Every accepted call of ``tokens`` split and priced. ``gaps``: seconds between call
+    ``k`` and the previous call (the trace's timestamps); calls without one: ``default_gap``."""
+    gaps = gaps or {}
+    out = []
+    for call, prompt, shared in tokens.calls:
+        gap = gaps.get(call, default_gap)
+        split = rules.split(prompt, shared, gap)
+        out.append(
+            CallCost(call, prompt, split, usd(split, prices, one_hour=rules.one_hour), shared, gap)
+        )
+    return tuple(out)
+
+
 def ledger(
     tokens: RunTokens,
     rules: CacheRules,
     prices: ModelPrices,
     gaps: Mapping[int, float] | None = None,
     default_gap: float | None = None,
+    *,
+    without: RunTokens | None = None,
 ) -> Ledger:
-    """Price a replay (see the module docstring). ``gaps``: seconds between call ``k`` and the
-    previous call (from the trace's timestamps); calls without one take ``default_gap``."""
-    gaps = gaps or {}
-    costs: list[CallCost] = []
-    put_back = 0  # tokens every compaction so far removed
-    previous_without = 0  # the previous call's prompt without compaction
-    for call, prompt, shared in tokens.calls:
-        gap = gaps.get(call, default_gap)
-        cut = sum(n for c, n in tokens.removed.items() if previous_call(costs) < c <= call)
-        split = rules.split(prompt, shared, gap)
-        put_back += cut
-        without = prompt + put_back
-        if cut:  # uncompacted, this call would have shared the whole previous prompt
-            shared_without = previous_without if costs else 0
-        else:
-            shared_without = shared + put_back if shared > 0 else 0
-        split_without = rules.split(without, shared_without, gap)
-        costs.append(
-            CallCost(
-                call,
-                prompt,
-                split,
-                usd(split, prices, one_hour=rules.one_hour),
-                without,
-                split_without,
-                usd(split_without, prices, one_hour=rules.one_hour),
-                shared,
-                gap,
-            )
-        )
-        previous_without = without
+    """Price a replay (see the module docstring); ``without``: the ``none`` replay of the
+    same trace, priced the same way for the cost without compaction."""
+    costs = priced_calls(tokens, rules, prices, gaps, default_gap)
     summaries = {c: summary_usd(t, prices) for c, t in tokens.summaries.items()}
     paybacks = _paybacks(costs, tokens, summaries, rules, prices)
-    return Ledger(tuple(costs), paybacks, sum(summaries.values()))
-
-
-def previous_call(costs: Sequence[CallCost]) -> int:
-    return costs[-1].call if costs else -1
+    base = priced_calls(without, rules, prices, gaps, default_gap) if without is not None else ()
+    return Ledger(costs, paybacks, sum(summaries.values()), base)
 
 
 def _paybacks(
@@ -204,10 +198,7 @@ def _paybacks(
     rules: CacheRules,
     prices: ModelPrices,
 ) -> tuple[Payback, ...]:
-    """One payback per call with a compaction or a summary. Its counterfactual puts back only
-    its own removed tokens, from its call until the next compaction (which would have
-    rewritten the prompt either way) or the end: the first call after it shares the whole
-    previous prompt, a later call its shared prefix plus the tokens put back."""
+    """One payback per call with a compaction or a summary (see the module docstring)."""
     at = sorted(set(tokens.removed) | set(summaries))
     out: list[Payback] = []
     for i, c in enumerate(at):
@@ -217,10 +208,12 @@ def _paybacks(
         cut = tokens.removed.get(c, 0)
         deltas: list[float] = []
         for n, x in enumerate(segment):
-            if n == 0:
-                shared = before[-1].prompt if before else 0
-            else:
+            if n > 0:
                 shared = x.shared + cut if x.shared > 0 else 0
+            elif before and (before[-1].shared > 0 or len(before) == 1):
+                shared = before[-1].prompt  # uncompacted, the whole previous prompt is cached
+            else:
+                shared = x.shared
             split = rules.split(x.prompt + cut, shared, x.gap)
             deltas.append(usd(split, prices, one_hour=rules.one_hour) - x.usd)
         summary = summaries.get(c, 0.0)
