@@ -58,7 +58,7 @@ def run_tokens(events: Iterable[ev.Event | Mapping[str, Any]]) -> RunTokens:
         else:
             kind, call, e = raw["type"], int(raw["call"]), raw
         if kind == ev.PROVIDER_CALL and e["ok"]:
-            calls.append((call, int(e["true_tokens"]), int(e["cached_tokens"])))
+            calls.append((call, int(e["true_tokens"]), int(e.get("cached_tokens") or 0)))
         elif kind == ev.COMPACTION:
             cut = int(e["true_before"]) - int(e["true_after"])
             removed[call] = removed.get(call, 0) + cut

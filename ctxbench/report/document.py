@@ -125,6 +125,33 @@ def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None
     return cost
 
 
+def _cost_section(
+    rows: Sequence[Row],
+    results: Results,
+    traces: Mapping[str, Trace],
+    run_labels: Mapping[str, str],
+) -> Section:
+    """The cost section (:mod:`ctxbench.report.cost_section`); each trace's ``none`` replay on
+    an open window, the cost without compaction, is made once per true counter."""
+    from functools import cache
+
+    from ctxbench.cost.baseline import uncompacted
+    from ctxbench.report.cost_section import cost_section
+
+    @cache
+    def baseline_of(trace_id: str, counter: str) -> Any:
+        return uncompacted(traces[trace_id], counter)
+
+    return cost_section(
+        rows,
+        results.events,
+        traces,
+        run_labels,
+        lambda trace, counter: baseline_of(trace.id, counter),
+        has_events=results.has_events,
+    )
+
+
 def _strategy_defaults(strategy: str) -> Mapping[str, Any] | None:
     from ctxbench import config as configuration
     from ctxbench.errors import CtxbenchError
@@ -191,6 +218,7 @@ def report_page(inputs: ReportInputs) -> Page:
         sections.leaderboard_section(board, labels, priced=priced),
         sections.pareto_section(board, labels),
         sections.thresholds_section(threshold_maps(rows)),
+        _cost_section(rows, results, inputs.traces, run_labels),
         run_sections.timelines_section(
             pick_timelines(
                 rows,
