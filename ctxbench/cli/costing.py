@@ -79,6 +79,13 @@ def _money(usd: float) -> str:
 @click.option(
     "--tasks", type=click.IntRange(min=1), default=1000, show_default=True, help="Scale to N tasks."
 )
+@click.option(
+    "--summary-cached",
+    is_flag=True,
+    help="The summary call reads the previous prompt from the cache (it sends the "
+    "conversation with its instruction after it, as Claude Code's compaction call does); "
+    "default: its prompt is billed fresh.",
+)
 @click.option("--paybacks", is_flag=True, help="Also list every compaction's payback.")
 @json_option("Print one JSON object.")
 @quiet_option("No progress bar.")
@@ -96,6 +103,7 @@ def cost(
     ttl: float | None,
     gap: float | None,
     tasks: int,
+    summary_cached: bool,
     paybacks: bool,
     as_json: bool,
     quiet: bool,
@@ -163,6 +171,7 @@ def cost(
                 call_gaps(trace),
                 gap,
                 without=uncompacted(trace, counter),
+                summary_reads_cache=summary_cached,
             )
             ledgers.append(priced)
             per_trace.append(
@@ -186,6 +195,7 @@ def cost(
                     "summary_usd": round(p.summary_usd, 6),
                     "one_time_usd": round(p.one_time_usd, 6),
                     "saving_per_call_usd": round(p.savings_usd[0], 6) if p.savings_usd else None,
+                    "calls": p.calls,
                     "calls_to_payback": p.calls_to_payback,
                     "net_usd": round(p.net_usd, 6),
                 }

@@ -77,9 +77,15 @@ def usd(split: Split, prices: ModelPrices, *, one_hour: bool = False) -> float:
     ) / 1e6
 
 
-def summary_usd(tokens: tuple[int, int], prices: ModelPrices) -> float:
-    """USD of a summary call: its prompt billed fresh, its text as output."""
-    return (tokens[0] * prices.input_per_mtok + tokens[1] * prices.output_per_mtok) / 1e6
+def summary_usd(tokens: tuple[int, int], prices: ModelPrices, cached: int = 0) -> float:
+    """USD of a summary call: its prompt billed fresh (its first ``cached`` tokens read from
+    the cache), its text as output."""
+    read = min(cached, tokens[0])
+    return (
+        read * prices.cache_read_per_mtok
+        + (tokens[0] - read) * prices.input_per_mtok
+        + tokens[1] * prices.output_per_mtok
+    ) / 1e6
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,9 @@ class Payback:
     #: summary; None: it never does before the next compaction or the end of the trace
     calls_to_payback: int | None
     net_usd: float
+    #: accepted calls from it until the next compaction or the end (0: the call it was made
+    #: for still failed, so it never paid back)
+    calls: int = 0
 
     @property
     def paid_back(self) -> bool:
@@ -181,14 +190,28 @@ def ledger(
     default_gap: float | None = None,
     *,
     without: RunTokens | None = None,
+    summary_reads_cache: bool = False,
 ) -> Ledger:
     """Price a replay (see the module docstring); ``without``: the ``none`` replay of the
-    same trace, priced the same way for the cost without compaction."""
+    same trace, priced the same way for the cost without compaction. ``summary_reads_cache``:
+    the summary call sends the conversation as the previous call did, with its instruction
+    after it (as Claude Code's compaction call does), so the previous prompt is read from the
+    cache; otherwise its whole prompt is billed fresh (a summary prompt of its own)."""
     costs = priced_calls(tokens, rules, prices, gaps, default_gap)
-    summaries = {c: summary_usd(t, prices) for c, t in tokens.summaries.items()}
+    cached = _previous_prompts(costs, tokens.summaries) if summary_reads_cache else {}
+    summaries = {c: summary_usd(t, prices, cached.get(c, 0)) for c, t in tokens.summaries.items()}
     paybacks = _paybacks(costs, tokens, summaries, rules, prices)
     base = priced_calls(without, rules, prices, gaps, default_gap) if without is not None else ()
     return Ledger(costs, paybacks, sum(summaries.values()), base)
+
+
+def _previous_prompts(costs: Sequence[CallCost], at: Mapping[int, object]) -> dict[int, int]:
+    """call -> the prompt tokens of the last accepted call before it (0: none)."""
+    out = {}
+    for c in at:
+        before = [x.prompt for x in costs if x.call < c]
+        out[c] = before[-1] if before else 0
+    return out
 
 
 def _paybacks(
@@ -231,6 +254,7 @@ def _paybacks(
                 savings_usd=tuple(deltas[1:]),
                 calls_to_payback=paid,
                 net_usd=running,
+                calls=len(segment),
             )
         )
     return tuple(out)

@@ -103,7 +103,7 @@ def cost_section(
                         tb.money(p.summary_usd),
                         tb.money(p.one_time_usd),
                         tb.money(p.savings_usd[0] if p.savings_usd else None),
-                        tb.count(len(p.savings_usd) + 1),
+                        tb.count(p.calls),
                         tb.text("never")
                         if p.calls_to_payback is None
                         else tb.count(p.calls_to_payback),
@@ -130,7 +130,7 @@ def cost_section(
                 tb.count(over[(label, window)]),
                 tb.count(s.compactions),
                 tb.number(s.never_share, percent=True),
-                tb.number(s.median_calls_to_payback),
+                tb.number(_whole(s.median_calls_to_payback)),
                 tb.number(s.cache_read / sent if sent else None, percent=True),
             ]
         )
@@ -179,7 +179,11 @@ def cost_section(
                         ("summary USD", True),
                         ("one-time USD", True, "summary + the first call over it uncompacted"),
                         ("saving / call USD", True, "at the second call after it"),
-                        ("calls", True, "calls until the next compaction or the end"),
+                        (
+                            "calls",
+                            True,
+                            "accepted calls until the next compaction or the end (0: the call still failed)",
+                        ),
                         (
                             "calls to pay back",
                             True,
@@ -197,6 +201,10 @@ def cost_section(
             )
         )
     return Section("cost", title, tuple(blocks))
+
+
+def _whole(value: float | None) -> float | int | None:
+    return int(value) if value is not None and value == int(value) else value
 
 
 def _used(priced_as: Mapping[tuple[str, int], set[str]]) -> set[str]:

@@ -108,3 +108,21 @@ def test_an_expired_cache_is_written_again() -> None:
     cold = ledger(tokens, ANTHROPIC, SONNET, gaps={1: 301.0})
     assert warm.calls[1].split.read == 10_000
     assert (cold.calls[1].split.read, cold.calls[1].split.write) == (0, 20_000)
+
+
+def test_a_summary_call_that_reads_the_cached_conversation_costs_less() -> None:
+    """With the conversation sent as before and the instruction after it, the summary call
+    reads call 1's 20k-token prompt from the cache: 20k x $0.30/M + 1k x $15/M = $0.021."""
+    tokens = run_tokens(_events(3))
+    fresh = ledger(tokens, ANTHROPIC, SONNET).paybacks[0]
+    cached = ledger(tokens, ANTHROPIC, SONNET, summary_reads_cache=True).paybacks[0]
+    assert fresh.summary_usd == pytest.approx(0.075)
+    assert cached.summary_usd == pytest.approx(0.021)
+    assert cached.calls == fresh.calls == 4
+
+
+def test_a_compaction_whose_call_still_failed_never_pays_back() -> None:
+    events = [_call(0, 10_000, 0)]
+    events.append({"type": "compaction", "call": 1, "true_before": 40_000, "true_after": 30_000})
+    payback = ledger(run_tokens(events), ANTHROPIC, SONNET).paybacks[0]
+    assert payback.calls == 0 and payback.calls_to_payback is None
