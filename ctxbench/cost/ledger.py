@@ -26,6 +26,7 @@ loop) and are left out; summary output is counted.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -207,10 +208,11 @@ def ledger(
 
 def _previous_prompts(costs: Sequence[CallCost], at: Mapping[int, object]) -> dict[int, int]:
     """call -> the prompt tokens of the last accepted call before it (0: none)."""
+    order = [x.call for x in costs]
     out = {}
     for c in at:
-        before = [x.prompt for x in costs if x.call < c]
-        out[c] = before[-1] if before else 0
+        i = bisect_left(order, c)
+        out[c] = costs[i - 1].prompt if i else 0
     return out
 
 
@@ -223,18 +225,20 @@ def _paybacks(
 ) -> tuple[Payback, ...]:
     """One payback per call with a compaction or a summary (see the module docstring)."""
     at = sorted(set(tokens.removed) | set(summaries))
+    order = [x.call for x in costs]  # accepted calls, in call order
     out: list[Payback] = []
     for i, c in enumerate(at):
-        stop = at[i + 1] if i + 1 < len(at) else None
-        before = [x for x in costs if x.call < c]
-        segment = [x for x in costs if x.call >= c and (stop is None or x.call < stop)]
+        first = bisect_left(order, c)
+        last = bisect_left(order, at[i + 1]) if i + 1 < len(at) else len(order)
+        before = costs[first - 1] if first else None
+        segment = costs[first:last]
         cut = tokens.removed.get(c, 0)
         deltas: list[float] = []
         for n, x in enumerate(segment):
             if n > 0:
                 shared = x.shared + cut if x.shared > 0 else 0
-            elif before and (before[-1].shared > 0 or len(before) == 1):
-                shared = before[-1].prompt  # uncompacted, the whole previous prompt is cached
+            elif before is not None and (before.shared > 0 or first == 1):
+                shared = before.prompt  # uncompacted, the whole previous prompt is cached
             else:
                 shared = x.shared
             split = rules.split(x.prompt + cut, shared, x.gap)

@@ -83,6 +83,16 @@ class RunResult:
     #: what the ``shipped:`` driver changed in how the trace reaches the framework (e.g. native
     #: tool calls given to DB-GPT's ReAct agent as text rounds), "; "-joined; empty otherwise
     driver_notes: str = ""
+    #: the provider the true counter stands for (ctxbench.cost: OpenAI for o200k/cl100k and any
+    #: counter naming no provider, DeepSeek, Anthropic, Gemini), its prompt cache per call
+    #: (no expiry: the row has no clock), priced with its built-in table
+    cache_provider: str = ""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    #: USD of the run through that cache: input, cache writes and summary calls (no agent output)
+    cache_cost_usd: float | None = None
+    #: compactions (calls with one) whose saving never covered their one-time cost
+    compactions_never_paid_back: int = 0
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -162,6 +172,9 @@ def result_from_events(
     release = env_hash = driver_notes = ""
     outcomes: Counter[str] = Counter()
     by_kind: dict[str, Counter[str]] = {}
+    sent: list[tuple[int, int, int]] = []
+    removed: dict[int, int] = {}
+    summaries: dict[int, tuple[int, int]] = {}
     for raw in events:
         if isinstance(raw, ev.Event):  # its fields, without building its dict
             kind, e = raw.type, raw.data
@@ -169,8 +182,9 @@ def result_from_events(
             kind, e = raw["type"], raw
         if kind in _UNCOUNTED:  # most events: a status at every step, a snapshot per result
             continue
+        at = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
         if kind == ev.PROVIDER_CALL:
-            calls.add(raw.call if isinstance(raw, ev.Event) else int(raw["call"]))
+            calls.add(at)
             if e["limit"] > 0:
                 peak = max(peak, e["true_tokens"] / e["limit"])
             if e["attempt"] > 0:
@@ -178,18 +192,22 @@ def result_from_events(
             if e["ok"]:
                 input_total += e["true_tokens"]
                 cached_total += e["cached_tokens"]
+                sent.append((at, int(e["true_tokens"]), int(e["cached_tokens"])))
             elif e.get("error_kind", ev.OVERFLOW) == ev.OVERFLOW:
                 overflow += 1
         elif kind == ev.CALL_FAILED:
             failed += 1
         elif kind == ev.COMPACTION:
             layers[e["layer"]] += 1
+            removed[at] = removed.get(at, 0) + int(e["true_before"]) - int(e["true_after"])
             pairing += int(e["pairing_violations"])
             system_kept = system_kept and bool(e["system_kept"])
         elif kind == ev.SUMMARY:
             summary_calls += 1
             summary_in += int(e["input_tokens"])
             summary_out += int(e["output_tokens"])
+            s_in, s_out = summaries.get(at, (0, 0))
+            summaries[at] = (s_in + int(e["input_tokens"]), s_out + int(e["output_tokens"]))
         elif kind == ev.SHIPPED:
             release, env_hash = str(e["release"]), str(e["env_hash"])
             driver_notes = "; ".join(str(n) for n in e.get("notes") or ())
@@ -207,6 +225,7 @@ def result_from_events(
         if sum(c.values())
     }
     cost = prices.cost(input_total, cached_total, summary_in, summary_out) if prices else None
+    cache = _through_cache(identity.counter, sent, removed, summaries)
     return RunResult(
         **asdict(identity),  # the identity columns, as the spec gave them
         calls=len(calls),
@@ -237,4 +256,29 @@ def result_from_events(
         release=release,
         env_hash=env_hash,
         driver_notes=driver_notes,
+        **cache,
     )
+
+
+def _through_cache(
+    counter: str,
+    sent: list[tuple[int, int, int]],
+    removed: dict[int, int],
+    summaries: dict[int, tuple[int, int]],
+) -> dict[str, Any]:
+    """The row's prompt-cache columns (:mod:`ctxbench.cost`)."""
+    from ctxbench.cost.cache import DEFAULT_PRICES, cache_rules, provider_for
+    from ctxbench.cost.ledger import RunTokens, ledger
+    from ctxbench.cost.prices import BUILTIN
+
+    rules = cache_rules(provider_for(counter))
+    priced = ledger(
+        RunTokens(tuple(sent), removed, summaries), rules, BUILTIN[DEFAULT_PRICES[rules.provider]]
+    )
+    return {
+        "cache_provider": rules.provider,
+        "cache_read_tokens": priced.cache_read,
+        "cache_write_tokens": priced.cache_write,
+        "cache_cost_usd": round(priced.usd, 6),
+        "compactions_never_paid_back": priced.never_paid_back,
+    }
