@@ -12,7 +12,7 @@ from tests.cost.test_ledger import _events as _bare
 
 def _events(later_calls: int) -> list[dict[str, Any]]:
     """test_ledger's events with the fields every event of their type carries."""
-    full = {
+    full: dict[str, dict[str, Any]] = {
         "provider.call": {"attempt": 0, "limit": 1_000_000, "estimated_tokens": 0},
         "compaction": {"layer": "summary", "pairing_violations": 0, "system_kept": True},
     }
