@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctxbench.cost.baseline import uncompacted
 from ctxbench.cost.cache import CacheRules, cache_rules, provider_for
 from ctxbench.cost.gaps import call_gaps
-from ctxbench.trace import Trace, Usage
+from ctxbench.trace import Message, Trace, Usage
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,25 @@ def _quantile(values: Sequence[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def cache_usage(message: Message) -> Usage | None:
+    """The message's usage with its recorded cache figures: where the importer kept the
+    provider's raw response beside a usage without them (tau2-bench keeps Anthropic's in
+    ``meta.raw_data.usage``), its cache reads and writes are taken from there."""
+    usage = message.usage
+    raw = message.meta.get("raw_data")
+    raw_usage = raw.get("usage") if isinstance(raw, dict) else None
+    if usage is None or usage.cached_tokens is not None or not isinstance(raw_usage, dict):
+        return usage
+    read = raw_usage.get("cache_read_input_tokens")
+    if not isinstance(read, int):
+        return usage
+    meta = {
+        **usage.meta,
+        "cache_creation_input_tokens": raw_usage.get("cache_creation_input_tokens"),
+    }
+    return replace(usage, cached_tokens=read, meta=meta)
+
+
 def recorded_write(usage: Usage) -> int | None:
     value = usage.meta.get("cache_creation_input_tokens")
     return int(value) if isinstance(value, int) else None
@@ -78,7 +97,7 @@ def rules_for(trace: Trace, counter: str) -> CacheRules:
     model = str(trace.meta.get("model") or "")
     provider = provider_for(counter, model)
     if provider == "anthropic":
-        usages = [m.usage for m in trace.messages if m.usage is not None]
+        usages = [u for m in trace.messages if (u := cache_usage(m)) is not None]
         if not any((u.cached_tokens or 0) or (recorded_write(u) or 0) for u in usages):
             return cache_rules("anthropic-off")
         one_hour = any(
@@ -93,8 +112,8 @@ def rules_for(trace: Trace, counter: str) -> CacheRules:
 def has_cache_usage(trace: Trace) -> bool:
     """Whether the trace recorded a cache figure on any call."""
     return any(
-        m.usage is not None
-        and (m.usage.cached_tokens is not None or recorded_write(m.usage) is not None)
+        (u := cache_usage(m)) is not None
+        and (u.cached_tokens is not None or recorded_write(u) is not None)
         for m in trace.messages
     )
 
@@ -104,7 +123,7 @@ def trace_samples(trace: Trace, counter: str) -> tuple[CacheRules, list[CacheSam
     tokens = uncompacted(trace, counter)
     rules = rules_for(trace, counter)
     gaps = call_gaps(trace)
-    usages = [trace.messages[i].usage for i in trace.call_indices]
+    usages = [cache_usage(trace.messages[i]) for i in trace.call_indices]
     hidden = 0
     if trace.meta.get("hidden_prefix"):
         first = next(

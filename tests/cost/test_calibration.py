@@ -39,3 +39,16 @@ def test_a_claude_run_that_recorded_no_cache_use_had_caching_off(shared_traces: 
     )
     assert traces and all(has_cache_usage(t) for t in traces)
     assert {rules_for(t, "claude_code").provider for t in traces} == {"anthropic-off"}
+
+
+def test_the_tau2_claude_run_kept_its_zero_cache_figures_in_the_raw_response(
+    shared_traces: Path,
+) -> None:
+    traces = _traces(
+        shared_traces,
+        "sierra-research+tau2-bench/web/leaderboard/public/submissions/*/trajectories/*.json",
+    )
+    assert traces and all(has_cache_usage(t) for t in traces)
+    (result,) = cache_calibration(traces[:3])
+    assert result.provider == "anthropic-off" and result.hit_calls == 0
+    assert result.hit_agreement == 1.0
