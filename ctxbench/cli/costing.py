@@ -25,6 +25,7 @@ from ctxbench.cli.running import strategy_params
 from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
 from ctxbench.cost.baseline import uncompacted
 from ctxbench.cost.cache import DEFAULT_PRICES, PROVIDERS, cache_rules, provider_for
+from ctxbench.cost.calibration import has_cache_usage, rules_for
 from ctxbench.cost.gaps import call_gaps
 from ctxbench.cost.ledger import Ledger, ledger, run_tokens
 from ctxbench.cost.prices import load_price_tables
@@ -52,13 +53,18 @@ def _money(usd: float) -> str:
     show_default=True,
     help="Output reservation: prompts must fit window - reserved.",
 )
-@counter_option(default=RunSpec.counter, show_default=True, help="The provider's TRUE counter.")
+@counter_option(
+    default=RunSpec.counter,
+    show_default=True,
+    help="The provider's TRUE counter (`auto`: from each trace's meta.model).",
+)
 @click.option(
     "--provider",
     type=click.Choice([AUTO, *PROVIDERS]),
     default=AUTO,
     show_default=True,
-    help="Whose prompt cache and prices (auto: from the counter, else the trace's model).",
+    help="Whose prompt cache and prices (auto: what the trace recorded, else the counter's or "
+    "the trace model's provider).",
 )
 @click.option(
     "--price-table",
@@ -135,11 +141,17 @@ def cost(
     used: set[str] = set()
     for path in traces:
         for trace in open_traces(path).traces():
-            name = (
-                provider
-                if provider != AUTO
-                else provider_for(counter, str(trace.meta.get("model") or ""))
-            )
+            true_counter = counter
+            if counter == AUTO:  # the counter of the trace's recorded model
+                from ctxbench.counting.auto import choose, trace_model
+
+                true_counter = choose(trace_model(trace)).counter
+            if provider != AUTO:
+                name = provider
+            elif has_cache_usage(trace):  # the provider, TTL (or no caching) it recorded
+                name = rules_for(trace, true_counter).provider
+            else:
+                name = provider_for(true_counter, str(trace.meta.get("model") or ""))
             rules = cache_rules(name, ttl_seconds=ttl)
             table = price_table or DEFAULT_PRICES[name]
             if table not in tables:
@@ -158,7 +170,7 @@ def cost(
                     params=session_params(trace, strategy, params),
                     window=window,
                     reserved=reserved,
-                    counter=counter,
+                    counter=true_counter,
                 )
             )
             bar = terminal_bar(f"cost {trace.id}", quiet=quiet)
@@ -170,7 +182,7 @@ def cost(
                 prices,
                 call_gaps(trace),
                 gap,
-                without=uncompacted(trace, counter),
+                without=uncompacted(trace, true_counter),
                 summary_reads_cache=summary_cached,
             )
             ledgers.append(priced)
