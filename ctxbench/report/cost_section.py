@@ -3,8 +3,10 @@ compaction on the provider the run's true counter stands for, the share of compa
 never pay back, and every compaction's payback (:mod:`ctxbench.cost`).
 
 Pure: the rows, their reduced events and the loaded traces come in; "without compaction" is
-the ``none`` replay of each trace on a window no prompt reaches, handed in as a function so
-the section itself replays nothing twice.
+the results' own ``none`` run of the same trace, true counter and window (what the agent costs
+until a prompt no longer fits: its failed calls are shown), handed in as a function, so the
+report replays nothing (``ctxbench cost`` prices the trace without compaction on a window no
+prompt reaches).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from ctxbench.trace import Trace
 #: the per-compaction table lists at most this many (the largest removals first)
 MAX_PAYBACK_ROWS = 300
 
-Baseline = Callable[[Trace, str], RunTokens]
+#: a row -> its ``none`` counterpart's tokens and failed calls (None: the results hold none)
+Baseline = Callable[[RunResult], tuple[RunTokens, int] | None]
 
 
 def _rules(trace: Trace | None, counter: str) -> CacheRules:
@@ -75,20 +78,26 @@ def cost_section(
     ledgers: dict[tuple[str, int], list[Ledger]] = {}
     priced_as: dict[tuple[str, int], set[str]] = {}
     over: dict[tuple[str, int], int] = {}
+    unknown: set[tuple[str, int]] = set()  # configurations some trace has no none run for
+    known: dict[tuple[str, str], tuple[CacheRules, dict[int, float]]] = {}
     payback_rows: list[tuple[int, list[tb.Cell]]] = []
     for row in rows:
         trace = traces.get(row.trace_id)
         run = events.get(row.run_id)
         if row.error or trace is None or run is None or not run.tokens.calls:
             continue
-        rules = _rules(trace, row.counter)
+        if (row.trace_id, row.counter) not in known:  # once per trace and counter
+            known[(row.trace_id, row.counter)] = (_rules(trace, row.counter), call_gaps(trace))
+        rules, gaps = known[(row.trace_id, row.counter)]
         prices = _prices(rules)
-        gaps = call_gaps(trace)
-        priced = ledger(run.tokens, rules, prices, gaps, without=baseline(trace, row.counter))
+        base = baseline(row)
+        priced = ledger(run.tokens, rules, prices, gaps, without=base[0] if base else None)
         key = (labels[row.run_id], row.window)
         ledgers.setdefault(key, []).append(priced)
-        limit = row.window - row.reserved
-        over[key] = over.get(key, 0) + sum(c.prompt > limit for c in priced.without)
+        if base is None:
+            unknown.add(key)
+        else:
+            over[key] = over.get(key, 0) + base[1]
         priced_as.setdefault(key, set()).add(f"{rules.provider}: {prices.model}")
         for p in priced.paybacks:
             payback_rows.append(
@@ -116,7 +125,8 @@ def cost_section(
     summary_rows = []
     for (label, window), group in sorted(ledgers.items()):
         s = summarize(group)
-        with_, without = s.per_trace_with, s.per_trace_without
+        with_ = s.per_trace_with
+        without = None if (label, window) in unknown else s.per_trace_without
         sent = s.cache_read + s.cache_write + s.fresh
         summary_rows.append(
             [
@@ -127,7 +137,7 @@ def cost_section(
                 tb.money(with_),
                 tb.money(without),
                 tb.number((with_ - without) / without if without else None, percent=True),
-                tb.count(over[(label, window)]),
+                tb.count(over.get((label, window)) if without is not None else None),
                 tb.count(s.compactions),
                 tb.number(s.never_share, percent=True),
                 tb.number(_whole(s.median_calls_to_payback)),
@@ -144,13 +154,12 @@ def cost_section(
                     ("priced as", False, "provider: model of the built-in price table"),
                     ("traces", True),
                     ("USD / trace", True, "input, cache writes and summaries, with compaction"),
-                    ("USD / trace without", True, "the trace replayed with none, same prices"),
+                    ("USD / trace without", True, "the none run of the same trace and window"),
                     ("change", True, "with / without - 1"),
                     (
-                        "calls over the window without",
+                        "failed calls without",
                         True,
-                        "calls of the none replay whose prompt exceeds window - reserved: "
-                        "without compaction they need a larger window (or fail)",
+                        "failed calls of the none runs: without compaction the agent stops there",
                     ),
                     ("compactions", True, "calls with a compaction or a summary"),
                     ("never pay back", True, "share of compactions whose saving never covers them"),

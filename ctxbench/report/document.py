@@ -131,24 +131,24 @@ def _cost_section(
     traces: Mapping[str, Trace],
     run_labels: Mapping[str, str],
 ) -> Section:
-    """The cost section (:mod:`ctxbench.report.cost_section`); each trace's ``none`` replay on
-    an open window, the cost without compaction, is made once per true counter."""
-    from functools import cache
-
-    from ctxbench.cost.baseline import uncompacted
+    """The cost section (:mod:`ctxbench.report.cost_section`); a row's cost without compaction
+    is its ``none`` counterpart's in the same results (same trace, counter, window, reserve)."""
     from ctxbench.report.cost_section import cost_section
 
-    @cache
-    def baseline_of(trace_id: str, counter: str) -> Any:
-        return uncompacted(traces[trace_id], counter)
+    nones = {
+        (r.trace_id, r.counter, r.window, r.reserved): r
+        for r in rows
+        if r.strategy == "none" and not r.error
+    }
+
+    def baseline(row: Row) -> Any:
+        none = nones.get((row.trace_id, row.counter, row.window, row.reserved))
+        if none is None:
+            return None
+        return results.run_events(none.run_id).tokens, none.failed_calls
 
     return cost_section(
-        rows,
-        results.events,
-        traces,
-        run_labels,
-        lambda trace, counter: baseline_of(trace.id, counter),
-        has_events=results.has_events,
+        rows, results.events, traces, run_labels, baseline, has_events=results.has_events
     )
 
 

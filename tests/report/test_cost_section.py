@@ -3,19 +3,15 @@ window, and each compaction's payback."""
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 
-from ctxbench.cost.baseline import uncompacted
-from ctxbench.cost.ledger import RunTokens
 from ctxbench.report.cost_section import cost_section
+from ctxbench.report.document import _cost_section
 from ctxbench.report.leaderboard import ConfigKey, config_labels
 from ctxbench.report.page import Section, TableBlock
 from ctxbench.report.results import load_results
 from ctxbench.report.table import Table
 from ctxbench.report.write import load_traces
-from ctxbench.trace import Trace
 from tests.report_data import CONFIGS, WINDOWS, built_report
 
 
@@ -25,18 +21,8 @@ def section() -> Section:
     traces, _ = load_traces(results.rows)
     keys = {r.run_id: ConfigKey.of_result(r) for r in results.rows}
     labels = config_labels(keys.values())
-
-    @cache
-    def baseline(trace_id: str, counter: str) -> RunTokens:
-        return uncompacted(traces[trace_id], counter)
-
-    def of(trace: Trace, counter: str) -> RunTokens:
-        return baseline(trace.id, counter)
-
     run_labels = {run_id: labels[key] for run_id, key in keys.items()}
-    return cost_section(
-        results.rows, results.events, traces, run_labels, of, has_events=results.has_events
-    )
+    return _cost_section(results.rows, results, traces, run_labels)
 
 
 def _table(section: Section, table_id: str) -> Table:
@@ -52,9 +38,13 @@ def test_one_row_per_configuration_and_window_priced_with_the_tables_date(
     assert len(table.rows) == len(CONFIGS) * len(WINDOWS)
     assert "read 2026-12-05" in table.note and "gpt-4o" in table.note
     labels = [c.label for c in table.columns]
-    without = labels.index("USD / trace without")
-    # without compaction is the same none replay for every configuration
-    assert len({row[without].text for row in table.rows}) == 1
+    window, without = labels.index("window"), labels.index("USD / trace without")
+    # without compaction is the none run of the same traces and window, for every configuration
+    for size in WINDOWS:
+        same = {row[without].text for row in table.rows if row[window].sort == size}
+        assert len(same) == 1 and same != {"–"}
+    change = labels.index("change")
+    assert {row[change].text for row in table.rows if row[0].text == "none"} == {"0.0%"}
 
 
 def test_none_makes_no_compaction_and_compacting_strategies_list_their_paybacks(
@@ -71,5 +61,5 @@ def test_none_makes_no_compaction_and_compacting_strategies_list_their_paybacks(
 
 
 def test_a_results_directory_without_events_says_so() -> None:
-    empty = cost_section((), {}, {}, {}, lambda t, c: RunTokens(), has_events=False)
+    empty = cost_section((), {}, {}, {}, lambda row: None, has_events=False)
     assert "no events" in empty.blocks[0].text  # type: ignore[union-attr]
