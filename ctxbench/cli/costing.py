@@ -93,6 +93,12 @@ def _money(usd: float) -> str:
     "default: its prompt is billed fresh.",
 )
 @click.option("--paybacks", is_flag=True, help="Also list every compaction's payback.")
+@click.option(
+    "--calls",
+    "per_call",
+    is_flag=True,
+    help="Also list every accepted call: its prompt, cache reads, writes, fresh tokens, USD.",
+)
 @json_option("Print one JSON object.")
 @quiet_option("No progress bar.")
 def cost(
@@ -111,6 +117,7 @@ def cost(
     tasks: int,
     summary_cached: bool,
     paybacks: bool,
+    per_call: bool,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -138,6 +145,7 @@ def cost(
     ledgers: list[Ledger] = []
     per_trace: list[dict[str, Any]] = []
     listed: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
     used: set[str] = set()
     for path in traces:
         for trace in open_traces(path).traces():
@@ -199,6 +207,18 @@ def cost(
                     "fresh": priced.fresh,
                 }
             )
+            calls.extend(
+                {
+                    "trace_id": trace.id,
+                    "call": c.call,
+                    "prompt": c.prompt,
+                    "cache_read": c.split.read,
+                    "cache_write": c.split.write,
+                    "fresh": c.split.fresh,
+                    "usd": round(c.usd, 6),
+                }
+                for c in priced.calls
+            )
             listed.extend(
                 {
                     "trace_id": trace.id,
@@ -226,9 +246,14 @@ def cost(
         }
         if paybacks:
             payload["paybacks"] = listed
+        if per_call:
+            payload["calls"] = calls
         click.echo(json.dumps(payload, ensure_ascii=False))
         return
     print_table(per_trace, per_trace[0].keys())
+    if per_call and calls:
+        click.echo("")
+        print_table(calls, calls[0].keys())
     if paybacks and listed:
         click.echo("")
         print_table(listed, listed[0].keys())

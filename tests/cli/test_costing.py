@@ -38,6 +38,17 @@ def test_cost_prices_a_threshold_per_1000_tasks_with_the_price_tables_date(mini:
     assert never == data["never_paid_back"]
 
 
+def test_cost_lists_every_call_split_into_cache_reads_writes_and_fresh_tokens(
+    mini: Path,
+) -> None:
+    data = _cost(mini, "--calls")
+    calls = data["calls"]
+    assert len(calls) == 64
+    assert all(c["cache_read"] + c["cache_write"] + c["fresh"] == c["prompt"] for c in calls)
+    assert all(c["cache_write"] == 0 and c["cache_read"] % 64 == 0 for c in calls)  # DeepSeek
+    assert sum(c["usd"] for c in calls) == pytest.approx(data["usd_with"], abs=1e-4)
+
+
 def test_cost_on_anthropic_prices_costs_more_than_on_deepseek(mini: Path) -> None:
     deepseek = _cost(mini)
     anthropic = _cost(mini, "--provider", "anthropic")
