@@ -46,6 +46,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.engine.result",
             "ctxbench.counting.base",
             "ctxbench.summarizers.base",
+            # the prompt-cache model the row is priced with (pure functions of events)
+            "ctxbench.cost.cache",
+            "ctxbench.cost.prices",
+            "ctxbench.cost.ledger",
+            "ctxbench.cost.summary",
+            "ctxbench.cost.gaps",
         ),
     ),
     # validation checks a probe's answer with the scorer's matching; the replay finds the needed
@@ -84,6 +90,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.recorded",
             "ctxbench.view",
             "ctxbench.parity",
+            "ctxbench.cost",
         ),
     ),
     # answers drawn from the analyses: recommendations with their uncertainty, and the gate

@@ -58,6 +58,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "windows",
         "List the model windows a --window may name, with sources.",
     ),
+    "cost": (
+        "costing",
+        "cost",
+        "What a threshold costs per 1,000 tasks, with and without compaction.",
+    ),
 }
 
 

@@ -309,6 +309,12 @@ def _profile_path(base: Path, model: str, several: bool) -> Path:
     default=None,
     help="Model family stored in the profile (default: the traces' meta.model).",
 )
+@click.option(
+    "--cache",
+    is_flag=True,
+    help="Also compare the prompt-cache model with the recorded cache reads (after the rest; "
+    "under --json, one more JSON line).",
+)
 @quiet_option("No progress bar or notes on stderr.")
 def calibrate(
     traces: tuple[str, ...],
@@ -320,6 +326,7 @@ def calibrate(
     as_json: bool,
     profile_file: str | None,
     family: str | None,
+    cache: bool,
     quiet: bool,
 ) -> None:
     """Compare COUNTER's prompt counts with the prompt tokens providers recorded in TRACES.
@@ -346,6 +353,7 @@ def calibrate(
       ctxbench calibrate tau2.json --counter tiktoken:o200k_base
       ctxbench calibrate *.json --counter auto --by-model --cv 5
       ctxbench calibrate tau2.json -c tiktoken:o200k_base --json --save-profile gpt-4o.json
+      ctxbench calibrate session.jsonl mini.traj.json --counter auto --cache
       ctxbench run traces.jsonl -s dbgpt -w 32768 --counter profile:gpt-4o.json
     """
     loaded = [t for path in traces for t in open_traces(path, strict=True).traces()]
@@ -384,3 +392,7 @@ def calibrate(
     if profile_file:
         for group in groups:
             _save(group, _profile_path(Path(profile_file), group.model, split), family, loaded)
+    if cache:
+        from ctxbench.cli.cache_calibrating import report_cache
+
+        report_cache(loaded, None if counter_spec == AUTO else counter_spec, as_json=as_json)

@@ -8,6 +8,7 @@ import click
 
 from ctxbench.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
 from ctxbench.cli.options import at_least_option, counter_option
+from ctxbench.cost.cache import PROVIDERS
 from ctxbench.errors import ConfigError
 
 
@@ -39,6 +40,16 @@ def _sweep_weights(results_dir: str) -> Any:
     return sweep_weights(store.spec() if has_spec else {}, source=results_dir)
 
 
+def _priced(runs: list[Any], results_dir: str, provider: str | None) -> list[Any]:
+    """The runs with their USD through the provider's prompt cache (for --max-usd)."""
+    import dataclasses
+
+    from ctxbench.cost.runs import run_costs
+
+    usd = run_costs(results_dir, provider)
+    return [dataclasses.replace(r, usd=usd.get(r.run_id)) for r in runs]
+
+
 @click.command("recommend")
 @click.argument("results_dir", type=click.Path(file_okay=False))
 @click.option("--window", "-w", type=int, help="Only this window (default: every window).")
@@ -53,6 +64,17 @@ def _sweep_weights(results_dir: str) -> Any:
     "--max-tokens",
     type=click.FloatRange(min=0),
     help="Token budget: mean input + summary + rejected prompt tokens per trace.",
+)
+@click.option(
+    "--max-usd",
+    type=click.FloatRange(min=0),
+    help="USD budget: mean cost per trace through the provider's prompt cache (see `ctxbench cost`).",
+)
+@click.option(
+    "--provider",
+    type=click.Choice(list(PROVIDERS)),
+    default=None,
+    help="Whose cache and prices --max-usd uses (default: the one each true counter stands for).",
 )
 @click.option("--allow-errors", is_flag=True, help="Do not exclude configs whose replays raised.")
 @click.option(
@@ -78,6 +100,8 @@ def recommend(
     counter: str | None,
     max_failed_calls: int,
     max_tokens: float | None,
+    max_usd: float | None,
+    provider: str | None,
     allow_errors: bool,
     weights: tuple[str, ...],
     level: float,
@@ -97,15 +121,19 @@ def recommend(
     Examples:
       ctxbench recommend reports/quickstart
       ctxbench recommend results --window 32768 --max-tokens 400000 --weight task=2
+      ctxbench recommend results --max-usd 0.50 --provider anthropic
     """
     from ctxbench.decisions.outcomes import Constraints, KindWeights, read_outcomes
     from ctxbench.decisions.recommend import recommend as decide
     from ctxbench.decisions.text import recommendation_text
 
-    constraints = Constraints(max_failed_calls, max_tokens, allow_errors)
+    constraints = Constraints(max_failed_calls, max_tokens, allow_errors, max_usd)
     kind_weights = KindWeights(parse_weights(weights)) if weights else _sweep_weights(results_dir)
+    runs = read_outcomes(results_dir)
+    if max_usd is not None:
+        runs = _priced(runs, results_dir, provider)
     rec = decide(
-        read_outcomes(results_dir),
+        runs,
         constraints=constraints,
         weights=kind_weights,
         window=window,

@@ -33,6 +33,8 @@ class Constraints:
     max_tokens: float | None = None
     #: a run whose replay raised disqualifies its config
     allow_errors: bool = False
+    #: mean USD per trace through the provider's prompt cache (``RunOutcome.usd``); None: no budget
+    max_usd: float | None = None
 
     def describe(self) -> str:
         parts = [
@@ -44,6 +46,8 @@ class Constraints:
             parts.append(f"at most {self.max_tokens:,.0f} tokens per trace")
         if not self.allow_errors:
             parts.append("no replay errors")
+        if self.max_usd is not None:
+            parts.append(f"at most ${self.max_usd:,.4g} per trace")
         return ", ".join(parts)
 
 
@@ -66,6 +70,8 @@ class RunOutcome:
     error: str | None
     #: probe outcomes came from events (else they are rebuilt from the row's counts)
     from_events: bool = True
+    #: USD of the run through its provider's prompt cache (ctxbench.cost.runs); None: not priced
+    usd: float | None = None
 
     @property
     def cost(self) -> int:

@@ -188,6 +188,11 @@ def _excluded(runs: Sequence[RunOutcome], cost: float, constraints: Constraints)
         return f"{failed} failed call(s)"
     if constraints.max_tokens is not None and cost > constraints.max_tokens:
         return f"{cost:,.0f} tokens per trace > budget {constraints.max_tokens:,.0f}"
+    priced = [r.usd for r in runs if r.usd is not None]
+    if constraints.max_usd is not None and priced:
+        usd = sum(priced) / len(priced)
+        if usd > constraints.max_usd:
+            return f"${usd:,.4g} per trace > budget ${constraints.max_usd:,.4g}"
     return ""
 
 

@@ -107,6 +107,16 @@ class RunResult:
     #: summaries that are the recorded agent's own text (``--summarizer recorded`` at a
     #: recorded compaction); the others came from the summarizer or its fallback
     recorded_summaries: int = 0
+    #: the provider the true counter stands for (ctxbench.cost: OpenAI for o200k/cl100k and any
+    #: counter naming no provider, DeepSeek, Anthropic, Gemini), its prompt cache per call
+    #: (no expiry: the row has no clock), priced with its built-in table
+    cache_provider: str = ""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    #: USD of the run through that cache: input, cache writes and summary calls (no agent output)
+    cache_cost_usd: float | None = None
+    #: compactions (calls with one) whose saving never covered their one-time cost
+    compactions_never_paid_back: int = 0
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -192,6 +202,9 @@ def result_from_events(
     failed_kinds: Counter[str] = Counter()
     answers: dict[str, Counter[str]] = {}
     actions = agreed = answer_tokens = 0
+    sent: list[tuple[int, int, int]] = []
+    removed: dict[int, int] = {}
+    summaries: dict[int, tuple[int, int]] = {}
     for raw in events:
         if isinstance(raw, ev.Event):  # its fields, without building its dict
             kind, e = raw.type, raw.data
@@ -199,8 +212,9 @@ def result_from_events(
             kind, e = raw["type"], raw
         if kind in _UNCOUNTED:  # most events: a status at every step, a snapshot per result
             continue
+        at = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
         if kind == ev.PROVIDER_CALL:
-            calls.add(raw.call if isinstance(raw, ev.Event) else int(raw["call"]))
+            calls.add(at)
             if e["limit"] > 0:
                 peak = max(peak, e["true_tokens"] / e["limit"])
             if e["attempt"] > 0:
@@ -208,6 +222,7 @@ def result_from_events(
             if e["ok"]:
                 input_total += e["true_tokens"]
                 cached_total += e["cached_tokens"]
+                sent.append((at, int(e["true_tokens"]), int(e["cached_tokens"])))
             elif e.get("error_kind", ev.OVERFLOW) == ev.OVERFLOW:
                 overflow += 1
         elif kind == ev.CALL_FAILED:
@@ -216,6 +231,7 @@ def result_from_events(
                 first_failed = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
         elif kind == ev.COMPACTION:
             layers[e["layer"]] += 1
+            removed[at] = removed.get(at, 0) + int(e["true_before"]) - int(e["true_after"])
             pairing += int(e["pairing_violations"])
             system_kept = system_kept and bool(e["system_kept"])
         elif kind == ev.SUMMARY:
@@ -223,6 +239,8 @@ def result_from_events(
             summary_in += int(e["input_tokens"])
             summary_out += int(e["output_tokens"])
             recorded_summaries += e.get("source") == ev.RECORDED_SOURCE
+            s_in, s_out = summaries.get(at, (0, 0))
+            summaries[at] = (s_in + int(e["input_tokens"]), s_out + int(e["output_tokens"]))
         elif kind == ev.SHIPPED:
             release, env_hash = str(e["release"]), str(e["env_hash"])
             driver_notes = "; ".join(str(n) for n in e.get("notes") or ())
@@ -261,6 +279,7 @@ def result_from_events(
     n_answers = sum(sum(c.values()) for c in answers.values())
     n_answered = sum(c["answered"] for c in answers.values())
     cost = prices.cost(input_total, cached_total, summary_in, summary_out) if prices else None
+    cache = _through_cache(identity.counter, sent, removed, summaries)
     return RunResult(
         **asdict(identity),  # the identity columns, as the spec gave them
         calls=len(calls),
@@ -308,4 +327,29 @@ def result_from_events(
         next_action_agreement=round(agreed / actions, 4) if actions else None,
         answerer_tokens=answer_tokens,
         recorded_summaries=recorded_summaries,
+        **cache,
     )
+
+
+def _through_cache(
+    counter: str,
+    sent: list[tuple[int, int, int]],
+    removed: dict[int, int],
+    summaries: dict[int, tuple[int, int]],
+) -> dict[str, Any]:
+    """The row's prompt-cache columns (:mod:`ctxbench.cost`)."""
+    from ctxbench.cost.cache import DEFAULT_PRICES, cache_rules, provider_for
+    from ctxbench.cost.ledger import RunTokens, ledger
+    from ctxbench.cost.prices import BUILTIN
+
+    rules = cache_rules(provider_for(counter))
+    priced = ledger(
+        RunTokens(tuple(sent), removed, summaries), rules, BUILTIN[DEFAULT_PRICES[rules.provider]]
+    )
+    return {
+        "cache_provider": rules.provider,
+        "cache_read_tokens": priced.cache_read,
+        "cache_write_tokens": priced.cache_write,
+        "cache_cost_usd": round(priced.usd, 6),
+        "compactions_never_paid_back": priced.never_paid_back,
+    }

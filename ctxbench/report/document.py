@@ -126,6 +126,33 @@ def _cost_function(inputs: ReportInputs) -> Callable[[Row], float | None] | None
     return cost
 
 
+def _cost_section(
+    rows: Sequence[Row],
+    results: Results,
+    traces: Mapping[str, Trace],
+    run_labels: Mapping[str, str],
+) -> Section:
+    """The cost section (:mod:`ctxbench.report.cost_section`); a row's cost without compaction
+    is its ``none`` counterpart's in the same results (same trace, counter, window, reserve)."""
+    from ctxbench.report.cost_section import cost_section
+
+    nones = {
+        (r.trace_id, r.counter, r.window, r.reserved): r
+        for r in rows
+        if r.strategy == "none" and not r.error
+    }
+
+    def baseline(row: Row) -> Any:
+        none = nones.get((row.trace_id, row.counter, row.window, row.reserved))
+        if none is None:
+            return None
+        return results.run_events(none.run_id).tokens, none.failed_calls
+
+    return cost_section(
+        rows, results.events, traces, run_labels, baseline, has_events=results.has_events
+    )
+
+
 def _strategy_defaults(strategy: str) -> Mapping[str, Any] | None:
     from ctxbench import config as configuration
     from ctxbench.errors import CtxbenchError
@@ -202,6 +229,7 @@ def report_page(inputs: ReportInputs) -> Page:
         *filter(None, [summaries_section(rows, labels)]),
         sections.pareto_section(board, labels),
         sections.thresholds_section(threshold_maps(rows)),
+        _cost_section(rows, results, inputs.traces, run_labels),
         run_sections.timelines_section(
             pick_timelines(
                 rows,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxbench.cost.ledger import RunTokens
 from ctxbench.engine import events as ev
 from ctxbench.engine.result import RunResult
 from ctxbench.report.decisions import CallRecord
@@ -50,6 +51,9 @@ class RunEvents:
     open_loop_breaks: tuple[int, ...] = ()
     #: the probes an answerer was asked (none without ``--answerer``)
     answers: tuple[AnswerOutcome, ...] = ()
+    #: what the cost model reads: accepted calls with their shared prefix, removed tokens and
+    #: summaries by call (:mod:`ctxbench.cost.ledger`)
+    tokens: RunTokens = field(default_factory=RunTokens)
 
 
 class _Digest:
@@ -63,6 +67,9 @@ class _Digest:
         self.summary_out = 0
         self.breaks: list[int] = []
         self.answers: list[AnswerOutcome] = []
+        self.sent: list[tuple[int, int, int]] = []
+        self.removed: dict[int, int] = {}
+        self.summaries: dict[int, tuple[int, int]] = {}
 
     def add(self, e: ev.Event) -> None:
         data = e.data
@@ -77,8 +84,14 @@ class _Digest:
                     ok=bool(data["ok"]),
                 )
             )
+            if data["ok"]:
+                self.sent.append(
+                    (e.call, int(data["true_tokens"]), int(data.get("cached_tokens") or 0))
+                )
         elif e.type == ev.COMPACTION:
             self.compactions.append((e.call, str(data["layer"])))
+            cut = int(data.get("true_before", 0)) - int(data.get("true_after", 0))
+            self.removed[e.call] = self.removed.get(e.call, 0) + cut
         elif e.type == ev.RECORDED:  # drawn beside the strategy's own compactions
             self.compactions.append((e.call, f"recorded {data.get('trigger')}"))
         elif e.type == ev.PROBE:
@@ -88,6 +101,11 @@ class _Digest:
         elif e.type == ev.SUMMARY:
             self.summary_in += int(data.get("input_tokens") or 0)
             self.summary_out += int(data.get("output_tokens") or 0)
+            s_in, s_out = self.summaries.get(e.call, (0, 0))
+            self.summaries[e.call] = (
+                s_in + int(data.get("input_tokens") or 0),
+                s_out + int(data.get("output_tokens") or 0),
+            )
         elif e.type == ev.OPEN_LOOP_BREAK:
             self.breaks.append(e.call)
         elif e.type == ev.PROBE_ANSWER:
@@ -109,6 +127,7 @@ class _Digest:
             self.summary_out,
             tuple(self.breaks),
             tuple(self.answers),
+            RunTokens(tuple(self.sent), self.removed, self.summaries),
         )
 
 

@@ -23,6 +23,7 @@ REPORT_SECTIONS = (
     "leaderboard",
     "pareto",
     "thresholds",
+    "cost",
     "timelines",
     "lost-facts",
     "token-counting",
