@@ -33,7 +33,7 @@ from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.engine.result import Prices
 from ctxbench.probes.model import Probe
-from ctxbench.probes.scoring import TextIndex, file_text, normalise
+from ctxbench.probes.scoring import TextIndex, answer_forms, file_text, normalise
 from ctxbench.strategies import build_strategy
 from ctxbench.summarizers import build_summarizer
 from ctxbench.trace import Message, Trace, message_search_text
@@ -53,6 +53,9 @@ class ProbeTrack:
     ask_call: int
     outcome: str | None
     changes: tuple[tuple[int, str], ...]
+    #: why the engine scored it as it did, when not by the prompt (``after_failure``: the
+    #: task had failed by its ask point, whatever the prompt held)
+    reason: str | None = None
 
     @property
     def lost_at(self) -> int | None:
@@ -272,14 +275,15 @@ class _Haystack:
         """Sorted indices of the texts holding any of ``answers``."""
         found: set[int] = set()
         for answer in answers:
-            needle = normalise(answer)
-            at = self._folded.find(needle) if needle else -1
-            while at >= 0:
-                i = bisect.bisect_right(self._starts, at) - 1
-                if i not in found and self._index(i).has(answer):
-                    found.add(i)
-                nxt = self._starts[i + 1] if i + 1 < len(self._starts) else len(self._folded)
-                at = self._folded.find(needle, nxt)
+            for form in answer_forms(answer):  # a path's tails, a command's core, ...
+                needle = normalise(form)
+                at = self._folded.find(needle) if needle else -1
+                while at >= 0:
+                    i = bisect.bisect_right(self._starts, at) - 1
+                    if i not in found and self._index(i).has(answer):
+                        found.add(i)
+                    nxt = self._starts[i + 1] if i + 1 < len(self._starts) else len(self._folded)
+                    at = self._folded.find(needle, nxt)
         return sorted(found)
 
     def _index(self, i: int) -> TextIndex:
@@ -317,9 +321,9 @@ def _track_probes(capture: Capture, probes: Sequence[Probe], trace: Trace) -> li
     """Each probe's state at every call, from which messages of the prompt hold an answer."""
     if not probes:
         return []
-    outcomes = {
-        str(e["probe_id"]): str(e["outcome"]) for e in capture.events if e["type"] == ev.PROBE
-    }
+    asked = [e for e in capture.events if e["type"] == ev.PROBE]
+    outcomes = {str(e["probe_id"]): str(e["outcome"]) for e in asked}
+    reasons = {str(e["probe_id"]): str(e["reason"]) for e in asked if e.get("reason")}
     raw = [message_search_text(m) for m in capture.messages]
     messages = _Haystack([r + replay_text(m) for r, m in zip(raw, capture.messages)])
     cited_by: dict[str, set[int]] = {}
@@ -356,6 +360,7 @@ def _track_probes(capture: Capture, probes: Sequence[Probe], trace: Trace) -> li
             n_calls if probe.ask_at is None else min(max(probe.ask_at, 0), n_calls),
             outcomes.get(probe.id),
             tuple(found),
+            reasons.get(probe.id),
         )
         for probe, found in zip(probes, changes)
     ]
@@ -386,6 +391,7 @@ def probe_json(track: ProbeTrack) -> dict[str, Any]:
         "ask_at": p.ask_at,
         "ask_call": track.ask_call,
         "outcome": track.outcome,
+        "reason": track.reason,
         "changes": [list(c) for c in track.changes],
         "lost_at": track.lost_at,
     }

@@ -249,6 +249,11 @@
         box.append(el("div", { class: "event snapshot" }, el("b", { text: "file " }),
           el("a", { href: "files/" + run.id + "/" + e.path, target: "_blank", rel: "noopener", text: e.path }),
           " (" + fmt(e.bytes) + " bytes)"));
+      } else if (e.type === "open_loop.break") {
+        box.append(el("div", { class: "event failed open-loop" },
+          el("b", { text: "open-loop break" }),
+          ": the recorded action writes " + e.value + " (learned at message " + e.source_message +
+          "), which this prompt no longer shows: from here the recorded run could not have happened as recorded"));
       } else if (e.type === "next_action") {
         box.append(el("div", { class: "event next-action " + (e.agree ? "ok" : "rejected") },
           el("b", { text: "next step " + (e.agree ? "agrees" : "differs") + " (" + e.trigger + ")" }),
@@ -364,7 +369,8 @@
       body.append(el("tr", { "data-probe": p.id, class: "state-" + now },
         el("td", { text: p.id }), el("td", { text: p.kind }), el("td", { text: p.question }),
         el("td", { text: p.answers.join(" | ") }), el("td", { class: "now", text: now.replace("_", " ") }),
-        el("td", null, lost), el("td", { text: p.outcome || "–" })));
+        el("td", null, lost),
+        el("td", { text: (p.outcome || "–") + (p.reason ? " (" + p.reason.replace("_", " ") + ")" : "") })));
     }
     $("probes-box").hidden = run.probes.length === 0;
   }
