@@ -120,7 +120,7 @@ def test_a_missing_class_is_a_clear_error(
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("json:dumps", "is not a strategy: it is a function, not a class"),
+        ("json:dumps", "a compactor function takes (messages, budget)"),
         ("collections:OrderedDict", "is not a strategy: it has no name"),
         ("bad_config_plugin:NoDataclass", "has no Config dataclass"),
     ],

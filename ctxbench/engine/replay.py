@@ -28,11 +28,12 @@ from functools import cached_property
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
+from ctxbench.engine import faults
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import PairingCheck, SimulatedProvider
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
-from ctxbench.errors import ProviderOverflowError
+from ctxbench.errors import CtxbenchError, ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import PromptScorer
 from ctxbench.summarizers.base import Summarizer
@@ -85,11 +86,13 @@ def replay(
     on_call: Callable[[int, int], None] | None = None,
 ) -> ReplayOutput:
     """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring.
-    ``on_call(done, total)`` hears each model call done (a progress bar at the edge)."""
-    calls = trace.call_indices
-    messages = trace.messages
+    ``on_call(done, total)`` hears each model call done (a progress bar at the edge).
+
+    An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one
+    :class:`~ctxbench.errors.PluginError` naming the hook, the trace and the call, with the
+    plug-in's own frames (:mod:`ctxbench.engine.faults`)."""
     probe_list = tuple(trace.probes if probes is None else probes)
-    n_calls = len(calls)
+    n_calls = len(trace.call_indices)
     ctx = ReplayContext(
         trace_id=trace.id,
         strategy=strategy,
@@ -107,9 +110,39 @@ def replay(
         at = n_calls if probe.ask_at is None or probe.ask_at >= n_calls else max(probe.ask_at, 0)
         asked.setdefault(at, []).append(probe)
 
+    cited: set[str] = set()
+    try:
+        _run(ctx, trace, strategy, provider, asked, cited, on_call)
+    except Exception as exc:
+        if isinstance(exc, CtxbenchError) or not faults.is_plugin(strategy):
+            raise
+        plugin = f"strategy {identity.strategy if identity else strategy.name}"
+        raise faults.at_boundary(plugin, exc, trace.id, ctx.call, n_calls) from exc
+    return ReplayOutput(
+        tuple(ctx.events),
+        identity or Identity(trace_id=trace.id, strategy=strategy.name),
+        dict(ctx.files),
+        ctx.view.messages,
+        prices,
+        cited=frozenset(cited),
+    )
+
+
+def _run(
+    ctx: ReplayContext,
+    trace: Trace,
+    strategy: Strategy,
+    provider: SimulatedProvider,
+    asked: Mapping[int, list[Probe]],
+    cited: set[str],
+    on_call: Callable[[int, int], None] | None,
+) -> None:
+    """The replay's loop (see the module docstring)."""
+    calls = trace.call_indices
+    messages = trace.messages
+    n_calls = len(calls)
     strategy.on_start(ctx)
     pairing = PairingCheck(provider.error_style)
-    cited: set[str] = set()
     position = 0
     recorded = {c.call: c for c in trace.recorded_compactions}
     for k, index in enumerate(calls):
@@ -132,15 +165,6 @@ def replay(
         with contextlib.suppress(ReplyAborted):  # probes still read the prompt as it stands
             strategy.before_call(ctx)
         _score(ctx, asked[n_calls], cited)
-
-    return ReplayOutput(
-        tuple(ctx.events),
-        identity or Identity(trace_id=trace.id, strategy=strategy.name),
-        dict(ctx.files),
-        ctx.view.messages,
-        prices,
-        cited=frozenset(cited),
-    )
 
 
 def _recorded_event(ctx: ReplayContext, compaction: RecordedCompaction) -> None:
