@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.baseline import gate_cell
+from ctxbench.baseline import gate_cell, version_warnings
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError
 
@@ -313,6 +313,6 @@ def check(
         _aggregate(pairs, tol),
         tol,
         paired_intervals(pairs),
-        baseline_warnings(baseline["cells"]),
+        version_warnings(baseline) + baseline_warnings(baseline["cells"]),
         baseline_results=str(baseline.get("results_dir") or ""),
     )

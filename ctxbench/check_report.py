@@ -57,13 +57,14 @@ def run_ids(c: CellCheck) -> str:
 
 
 def diff_command(report: CheckReport, c: CellCheck) -> str:
-    """The ``ctxbench diff`` command that shows where a regressed cell's replay diverged."""
+    """The ``ctxbench diff`` command that shows where a regressed cell's replay diverged: from
+    the events stored beside the baseline (or the baseline's results folder) to the results."""
     import shlex
 
     base = report.baseline_results or "BASELINE_RESULTS"
     cur = report.results_dir or "RESULTS"
     command = ["ctxbench", "diff", base, cur, "--run-a", c.baseline_run_id]
-    if c.baseline_run_id != c.run_id:
+    if c.baseline_run_id != c.run_id or base.endswith((".jsonl", ".gz")):  # an events file
         command += ["--run-b", c.run_id]
     return shlex.join(command)
 

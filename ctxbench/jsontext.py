@@ -196,9 +196,15 @@ def json_lines(
 def text_lines(
     path: str | Path, *, error: type[CtxbenchError] = ConfigError, hint: str
 ) -> Iterator[tuple[int, str]]:
-    """Numbered lines of a UTF-8 text file (a byte-order mark skipped), streamed; a file that
-    is missing, unreadable or not UTF-8 raises ``error`` naming it, with ``hint``."""
+    """Numbered lines of a UTF-8 text file (a byte-order mark skipped; gzip-compressed when its
+    name ends in ``.gz``), streamed; a file that is missing, unreadable or not UTF-8 raises ``error`` naming it, with ``hint``."""
     try:
+        if str(path).endswith(".gz"):  # a baseline's events are stored compressed
+            import gzip
+
+            with gzip.open(path, "rt", encoding="utf-8-sig") as fh:
+                yield from bounded_lines(fh, path=path, error=error)
+            return
         with open(path, encoding="utf-8-sig") as fh:
             yield from bounded_lines(fh, path=path, error=error)
     except FileNotFoundError:

@@ -276,3 +276,44 @@ def test_the_example_workflow_commands_run_and_gate(
     assert (out_dir / "report.html").stat().st_size > 10_000
     assert ET.parse(out_dir / "junit.xml").getroot().get("failures") == "0"
     assert "no regression" in (out_dir / "summary.md").read_text("utf-8")
+
+
+# -- the gate in CI: the baseline's events, plug-in versions -----------------------------------
+
+
+def test_the_printed_diff_command_works_where_the_baselines_results_are_gone(
+    results: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    old = tmp_path / "old-results"
+    shutil.copytree(results, old)
+    out = invoke("baseline", str(old), "-o", str(tmp_path / "b.json"))
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "b.events.jsonl.gz").is_file()
+    shutil.rmtree(old)  # CI: only the committed baseline and its events are there
+    doc = json.loads((tmp_path / "b.json").read_text("utf-8"))
+    assert doc["events"] == "b.events.jsonl.gz"
+    doc["cells"][0]["retention"] = 1.0  # the current cell then dropped retention
+    save(doc, tmp_path / "b.json")
+    out = invoke("check", str(results), "--baseline", str(tmp_path / "b.json"))
+    assert out.exit_code == 1
+    (command,) = [
+        line.strip() for line in out.output.splitlines() if line.startswith("  ctxbench diff")
+    ]
+    args = shlex.split(command)[1:]
+    assert args[1] == str(tmp_path / "b.events.jsonl.gz") and "--run-b" in args
+    shown = invoke(*args)
+    assert shown.exit_code == 0, shown.output
+    assert "A (" in shown.output or "identical" in shown.output
+
+
+def test_check_names_a_plug_in_whose_code_changed() -> None:
+    from ctxbench.check import CellCheck, CheckReport
+    from ctxbench.check_report import match_notes
+
+    base = cell(run_id="a", key="k", plugin="mypkg.mod:compact@sha256:1111")
+    cur = cell(run_id="b", key="k", plugin="mypkg.mod:compact@sha256:2222", retention=0.5)
+    matched = CellCheck("k", "b", "regressed", "key", [], base, cur, [], "compact")
+    (note,) = match_notes(CheckReport([matched], [], Tolerances()))
+    assert note.endswith("plug-in code mypkg.mod:compact sha256:1111 -> sha256:2222")

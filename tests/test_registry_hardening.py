@@ -237,9 +237,9 @@ def test_a_sweep_file_naming_a_plugin_needs_it_on_the_command_line(tmp_path: Pat
     assert done.returncode == 2 and not (tmp_path / "IMPORTED").exists()
     (line,) = done.stderr.splitlines()[:1]
     assert line.startswith("error: ") and "my_plugins:Strategy" in line, done.stderr
-    assert "--allow-plugins" in done.stderr
+    assert "ctxbench sweep FILE -o DIR --allow-plugins" in done.stderr
+    # the flag is accepted after the command too (where a user adds it to the line they ran)
     done = ctxbench(
-        "--allow-plugins",
         "sweep",
         "sweep.toml",
         "-o",
@@ -247,6 +247,7 @@ def test_a_sweep_file_naming_a_plugin_needs_it_on_the_command_line(tmp_path: Pat
         "-q",
         "-j",
         "1",
+        "--allow-plugins",
         cwd=tmp_path,
         env=env,
     )

@@ -45,6 +45,12 @@ class RunSpec:
     seed: int = 0
     mine_probes: bool = False
     trace_source: str = ""
+    #: the code of the plug-ins the cell runs (``path@sha256:...`` or ``path@version:V``,
+    #: space-separated; :func:`ctxbench.registry.plugin_version`): a changed plug-in is
+    #: another cell, so ``--resume`` never reuses an old version's result. Left out of the id
+    #: when empty (built-in strategies keep their ids) and out of :attr:`key`, so the gate
+    #: compares a new version with the old one.
+    plugin: str = ""
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the cell (where the trace was loaded from is not one); the
@@ -66,6 +72,8 @@ class RunSpec:
         }
         if self.reasoning:
             out["reasoning"] = self.reasoning
+        if self.plugin:
+            out["plugin"] = self.plugin
         return out
 
     @property

@@ -45,15 +45,28 @@ def baseline(results_dir: str, out: str) -> None:
     """Record the metrics of every cell of RESULTS_DIR as a baseline.
 
     Cells are recorded by run id and by a readable spec key, with the ctxbench and result
-    schema versions, so `ctxbench check` can compare later runs with them.
+    schema versions and the version of each plug-in's code, so `ctxbench check` can compare
+    later runs with them. The cells' events are stored beside it (BASELINE.events.jsonl.gz;
+    commit it with the baseline), so the `ctxbench diff` commands `check` prints work in CI,
+    where the baseline's results folder does not exist.
 
     \b
     Example:
       ctxbench sweep ci.toml -o results && ctxbench baseline results -o baseline.json
     """
-    doc = make_baseline(_results(results_dir), results_dir)
+    from ctxbench.baseline import events_path, write_events
+    from ctxbench.results import ResultsDir
+
+    results = _results(results_dir)
+    events = events_path(out)
+    wanted = {r.run_id for r in results}
+    n = write_events(
+        (e for e in ResultsDir(results_dir).events() if e.get("run_id") in wanted), events
+    )
+    doc = make_baseline(results, results_dir, events.name)
     _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     click.echo(f"wrote {out}: {len(doc['cells'])} cells")
+    click.echo(f"wrote {events}: {n} events (what `ctxbench diff` reads when the results are gone)")
     from ctxbench.decisions.changes import baseline_warnings
 
     for warning in baseline_warnings(doc["cells"]):
@@ -133,6 +146,12 @@ def check(
     report.results_dir = results_dir
     if baseline_results:
         report.baseline_results = baseline_results
+    else:
+        from ctxbench.baseline import events_path
+
+        stored = events_path(baseline_file)
+        if doc.get("events") and stored.is_file():
+            report.baseline_results = str(stored)
     click.echo(check_report.text_report(report))
     if junit:
         _write(junit, check_report.junit_report(report))

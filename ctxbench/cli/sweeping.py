@@ -188,6 +188,12 @@ def execute(
         )
     if summary.dropped:
         click.echo(f"--reset dropped {summary.dropped} cells the new spec no longer has", err=True)
+    if summary.plugins_changed:
+        click.echo(
+            f"{summary.rerun_for_plugins} cells re-run: their plug-in's code changed since the "
+            f"last run ({'; '.join(summary.plugins_changed)}); the old results were dropped",
+            err=True,
+        )
     click.echo(
         f"{summary.cells} cells: {summary.ran} ran, {summary.skipped} already done, "
         f"{summary.failed} failed"
@@ -196,6 +202,13 @@ def execute(
     click.echo(f"events:  {os.path.join(out_dir, 'events.jsonl')}")
     for run_id, error in summary.failed_examples:
         click.echo(f"  failed {run_id}: {error}", err=True)
+        folder = os.path.join(out_dir, "files", run_id)
+        click.echo(
+            f"    traceback: {os.path.join(folder, 'traceback.txt')}; run it alone: "
+            f"ctxbench run --from-row {out_dir} --run-id {run_id}"
+            + (" --allow-plugins" if error.startswith("PluginError") else ""),
+            err=True,
+        )
     if not quiet:
         rate = summary.ran / elapsed if elapsed > 0 else 0.0
         click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)

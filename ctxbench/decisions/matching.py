@@ -100,7 +100,27 @@ def changed_knobs(base: Cell, cur: Cell) -> str:
             and base.get(field) != cur.get(field)
         ):
             parts.append(f"{field} {base.get(field)} -> {cur.get(field)}")
+    parts += plugin_changes(base, cur)
     return ", ".join(parts)
+
+
+def plugin_changes(base: Cell, cur: Cell) -> list[str]:
+    """``plug-in code mypkg.mod:compact sha256:... -> sha256:...`` for each plug-in whose
+    code differs between two cells (both recorded the version of their plug-ins)."""
+    before = _plugins(base)
+    after = _plugins(cur)
+    return [
+        f"plug-in code {path} {before[path]} -> {version}"
+        for path, version in sorted(after.items())
+        if path in before and before[path] != version
+    ]
+
+
+def _plugins(cell: Cell) -> dict[str, str]:
+    text = cell.get("plugin")
+    if not isinstance(text, str):
+        return {}
+    return {p: v for p, _, v in (item.rpartition("@") for item in text.split())}
 
 
 def cell_names(cells: Sequence[Cell]) -> dict[str, str]:
