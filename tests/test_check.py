@@ -317,3 +317,69 @@ def test_check_names_a_plug_in_whose_code_changed() -> None:
     matched = CellCheck("k", "b", "regressed", "key", [], base, cur, [], "compact")
     (note,) = match_notes(CheckReport([matched], [], Tolerances()))
     assert note.endswith("plug-in code mypkg.mod:compact sha256:1111 -> sha256:2222")
+
+
+PLUGIN_REPO = REPO / "examples" / "plugin-repo"
+PLUGIN_WORKFLOW = REPO / "examples" / "github-actions" / "plugin-gate.yml"
+
+
+def plugin_gate_commands() -> list[str]:
+    workflow = yaml.safe_load(PLUGIN_WORKFLOW.read_text("utf-8"))
+    steps = workflow["jobs"]["compaction-gate"]["steps"]
+    return [s["run"] for s in steps if str(s.get("run", "")).startswith("ctxbench ")]
+
+
+def test_the_plug_in_workflow_gates_the_example_teams_compactor_against_its_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands = plugin_gate_commands()
+    assert [c.split()[1] for c in commands] == ["sweep", "check", "report"]
+    assert all("--allow-plugins" in c for c in commands if c.split()[1] != "check")
+    monkeypatch.chdir(PLUGIN_REPO)
+    monkeypatch.syspath_prepend(str(PLUGIN_REPO / "src"))  # what `pip install -e .` does
+    out_dir = tmp_path / "gate-results"
+    for command in commands:
+        argv = [a.replace("gate-results", str(out_dir)) for a in shlex.split(command)[1:]]
+        result = CliRunner().invoke(cli, argv)
+        assert result.exit_code == 0, f"{command}\n{result.output}"
+    assert "no regression" in (out_dir / "summary.md").read_text("utf-8")
+
+
+def test_the_example_teams_v2_that_keeps_fewer_messages_fails_and_its_diff_hint_works(
+    tmp_path: Path,
+) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    repo = tmp_path / "acme"
+    shutil.copytree(PLUGIN_REPO, repo)
+    code = repo / "src" / "acme_agent" / "compaction.py"
+    v1 = code.read_text("utf-8")
+    code.write_text(v1.replace("messages[-keep_last:]", "messages[-(keep_last // 2) :]"))
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{repo / 'src'}"}
+
+    def ctxbench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ctxbench", *args],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    swept = ctxbench("sweep", "ctxbench/gate.toml", "-o", "gate-results", "-q", "--allow-plugins")
+    assert swept.returncode == 0, swept.stderr
+    checked = ctxbench("check", "gate-results", "--baseline", "ctxbench/baseline.json")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "plug-in code acme_agent.compaction:compact sha256:" in checked.stdout
+    hint = next(line for line in checked.stdout.splitlines() if line.startswith("  ctxbench diff"))
+    args = shlex.split(hint)[1:]
+    assert args[1] == "ctxbench/baseline.events.jsonl.gz"  # committed: no old results needed
+    shown = ctxbench(*args)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        shown.stdout.startswith("first divergence at call") and "compaction compact" in shown.stdout
+    )
