@@ -102,6 +102,14 @@ def baseline(results_dir: str, out: str) -> None:
     help="Pair cells left unmatched by run id and key when they agree on these fields "
     "(any of trace,strategy,window,counter): a changed knob is compared with its old value.",
 )
+@click.option(
+    "--rename",
+    "renames",
+    multiple=True,
+    metavar="OLD=NEW",
+    help="A baseline strategy that was renamed or moved (a plug-in in another module): its "
+    "cells are compared with NEW's (repeatable).",
+)
 @dir_option(
     "--baseline-results",
     help="The baseline's results directory, for the printed `ctxbench diff` commands "
@@ -117,6 +125,7 @@ def check(
     fail_on_new_overflow: bool,
     allow_missing: bool,
     match_by: str | None,
+    renames: tuple[str, ...],
     baseline_results: str | None,
     junit: str | None,
     markdown: str | None,
@@ -134,15 +143,17 @@ def check(
       ctxbench check results --baseline baseline.json --max-retention-drop 0.02 \\
           --max-cost-increase 0.05 --fail-on-new-overflow --junit junit.xml --markdown summary.md
       ctxbench check results --baseline baseline.json --match-by trace,strategy,window,counter
+      ctxbench check results --baseline baseline.json --rename mypkg.old:compact=mypkg.new:compact
     """
-    from ctxbench.decisions.matching import parse_match_by
+    from ctxbench.decisions.matching import parse_match_by, parse_renames
 
     fields = parse_match_by(match_by)
+    mapping = parse_renames(renames)
     tol = gate.Tolerances(
         max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing
     )
     doc = load_baseline(baseline_file)
-    report = gate.check(_results(results_dir), doc, tol, fields)
+    report = gate.check(_results(results_dir), doc, tol, fields, mapping)
     report.results_dir = results_dir
     if baseline_results:
         report.baseline_results = baseline_results
