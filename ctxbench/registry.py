@@ -62,6 +62,11 @@ def plugin_policy(allowed: Iterable[str] | None) -> Iterator[PluginPolicy]:
         _policy = previous
 
 
+def plugin_permitted(path: str) -> bool:
+    """Whether plug-in ``path`` may be imported under the policy in force."""
+    return _policy.permits(path)
+
+
 def plugin_words(args: Iterable[str]) -> set[str]:
     """The plug-in paths a command line names: every argument, ``--opt=VALUE`` and
     ``KEY=VALUE`` value that has the ``module:attr`` shape."""

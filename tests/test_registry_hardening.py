@@ -221,6 +221,23 @@ def test_a_plugin_shipped_inside_a_results_directory_is_not_run(results: Path) -
     assert "ctxbench_plugins:Strategy" in line and "--allow-plugins" in done.stderr
 
 
+def test_report_says_which_plug_in_runs_it_left_out_and_how_to_include_them(
+    results: Path,
+) -> None:
+    (results / "ctxbench_plugins.py").write_text(PLUGIN, "utf-8")
+    plant(results, strategy="ctxbench_plugins:Strategy")
+    runs = len((results / JOURNAL).read_text("utf-8").splitlines())
+    done = ctxbench("report", ".", "-o", "r.html", "-q", cwd=results)
+    assert done.returncode == 0 and not (results / "IMPORTED").exists()
+    assert (
+        f"note: the timelines leave out the {runs} runs of plug-in ctxbench_plugins:Strategy"
+        in done.stderr
+    )
+    assert "add --allow-plugins to include them" in done.stderr
+    allowed = ctxbench("report", ".", "-o", "r.html", "-q", "--allow-plugins", cwd=results)
+    assert allowed.returncode == 0 and "leave out" not in allowed.stderr
+
+
 def test_allow_plugins_runs_a_plugin_a_file_names(results: Path) -> None:
     (results / "ctxbench_plugins.py").write_text(PLUGIN, "utf-8")
     plant(results, strategy="ctxbench_plugins:Strategy")

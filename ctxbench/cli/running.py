@@ -268,10 +268,25 @@ def run(
     if not as_json:
         print_table(rows, ROW_COLUMNS)
     _note_unwritten(unwritten)
+    _warn_pairing(rows)
     if parities:  # recorded compactions next to the strategy's own (stderr under --json)
         from ctxbench.recorded import render
 
         click.echo(render(parities), err=as_json)
+
+
+def _warn_pairing(rows: list[dict[str, Any]]) -> None:
+    """A warning per run whose compactions split tool calls from their results: a provider
+    rejects such a prompt, whatever the run's retention says."""
+    for row in rows:
+        broken = row.get("pairing_violations") or 0
+        if broken:
+            click.echo(
+                f"warning: {row['trace_id']}: the strategy split tool calls from their results "
+                f"({broken} pairing violations over {row.get('calls')} calls): a provider "
+                "rejects such prompts; keep every call with its results (ctxbench.rounds)",
+                err=True,
+            )
 
 
 def _emit(
