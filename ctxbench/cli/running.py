@@ -399,6 +399,16 @@ def rerun_row(
     _note_unwritten(missed)
     if not as_json:
         print_table([new], ROW_COLUMNS)
+    if spec.plugin:
+        from ctxbench.cell.runner import plugins_of
+
+        now = plugins_of(spec)
+        if now != spec.plugin:
+            click.echo(
+                f"note: the plug-in's code changed since this row was recorded ({spec.plugin} "
+                f"-> {now}): a difference may come from that",
+                err=True,
+            )
     differ = [k for k in new if k not in TIMING_COLUMNS and k in row and row[k] != new[k]]
     if differ:
         click.echo(
