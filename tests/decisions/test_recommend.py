@@ -211,6 +211,12 @@ params = { min_keep_recent_rounds = [1, 5] }
     assert "deploy: dbgpt" in out.output and "retention by kind:" in out.output
     assert "task 1.00" in out.output
     assert "identical to the pick on every probe and cost" in out.output
+    as_json = CliRunner().invoke(cli, ["recommend", str(results), "--json", "-s", "dbgpt"])
+    assert as_json.exit_code == 0, as_json.output
+    (group,) = json.loads(as_json.output)["groups"]
+    assert group["pick"]["strategy"] == "dbgpt" and group["pick"]["name"] in out.output
+    other = CliRunner().invoke(cli, ["recommend", str(results), "--strategy", "none"])
+    assert other.exit_code != 0 and "--strategy" in str(other.exception)
     narrow = CliRunner().invoke(cli, ["recommend", str(results), "--window", "1"])
     assert narrow.exit_code != 0
     bad = CliRunner().invoke(cli, ["recommend", str(results), "--weight", "task"])

@@ -364,6 +364,13 @@ def test_resume_runs_again_the_cells_whose_plug_in_code_changed_and_says_how_man
     assert len(after) == 60
     mine = [r for r in after.values() if r["strategy"] == "mine.compaction:compact"]
     assert len(mine) == 12 and not any(r["run_id"] in before for r in mine)
+    # re-running one of its rows after yet another change says the code changed since
+    code.write_text(PLUGIN.replace("keep: int = 6", "keep: int = 3"))
+    rerun = sweep(
+        "run", "--from-row", "out", "--run-id", mine[0]["run_id"], "--allow-plugins", "-q",
+        cwd=tmp_path, environ=environ,
+    )  # fmt: skip
+    assert "note: the plug-in's code changed since this row was recorded" in rerun.stderr
     assert sum(r["input_tokens_total"] for r in mine) < sum(
         r["input_tokens_total"]
         for r in before.values()
