@@ -69,6 +69,12 @@ def diff_command(report: CheckReport, c: CellCheck) -> str:
     return shlex.join(command)
 
 
+def _same_folder(a: str, b: str) -> bool:
+    import os
+
+    return bool(a and b) and os.path.normpath(a) == os.path.normpath(b)
+
+
 def match_notes(report: CheckReport) -> list[str]:
     """How the cells that changed id were paired, with what changed between them."""
     from ctxbench.decisions.matching import changed_knobs
@@ -144,6 +150,12 @@ def text_report(report: CheckReport) -> str:
     if report.regressed:
         lines += ["", "where each regressed cell diverged:"]
         lines += [f"  {diff_command(report, c)}" for c in report.regressed]
+        if _same_folder(report.baseline_results, report.results_dir):
+            lines.append(
+                "  note: the baseline's results folder is the current one (it was overwritten), "
+                "so these compare the new runs with themselves; record the baseline again with "
+                "`ctxbench baseline` to store its events beside it"
+            )
     lines += failure_reasons(report)
     lines.append("RESULT: " + ("REGRESSION" if report.failed else "ok"))
     return "\n".join(lines)

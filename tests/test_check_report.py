@@ -46,3 +46,16 @@ def test_one_change_shared_by_many_matched_cells_is_noted_once() -> None:
     (note,) = match_notes(CheckReport([pair(i) for i in range(8)], [], Tolerances()))
     assert note == "matched by key (run id changed): 8 cells: plug-in code m:f sha256:1 -> sha256:2"
     assert len(match_notes(CheckReport([pair(i) for i in range(3)], [], Tolerances()))) == 3
+
+
+def test_diff_hints_that_would_compare_a_folder_with_itself_say_so() -> None:
+    from ctxbench.check import CellCheck, CheckReport, Finding, Tolerances
+    from ctxbench.check_report import text_report
+
+    worse = Finding("retention", 0.8, 0.5, "dropped 0.3")
+    cell = CellCheck("k", "b", "regressed", "key", [worse], {"run_id": "a"}, {"run_id": "b"})
+    report = CheckReport([cell], [], Tolerances(), results_dir="ci-results")
+    report.baseline_results = "ci-results/"  # an old baseline: only its results folder, reused
+    assert "compare the new runs with themselves" in text_report(report)
+    report.baseline_results = "baseline.events.jsonl.gz"
+    assert "themselves" not in text_report(report)
