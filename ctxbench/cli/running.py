@@ -98,7 +98,8 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 @click.option(
     "--strategy",
     "-s",
-    help="Strategy name (see `ctxbench strategies`) or module:Class.",
+    help="Strategy name (see `ctxbench strategies`), a plug-in module:Class, or a plain "
+    "module:function compact(messages, budget, **knobs) on OpenAI-style dicts.",
 )
 @file_option("--config", "config_file", help="TOML file with the strategy's knobs.")
 @sets_option()
