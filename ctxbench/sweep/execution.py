@@ -46,6 +46,12 @@ class Plan:
             for config in self.configs:
                 yield entry.cell(config).run_id
 
+    def cells_with_configs(self) -> Iterator[tuple[str, RunSpec]]:
+        """``(run id, configuration)`` of every cell."""
+        for entry in self.entries:
+            for config in self.configs:
+                yield entry.cell(config).run_id, config
+
     def tasks(
         self,
         *,
@@ -207,23 +213,18 @@ def run_sweep(
             if previous is not None and not reset:
                 refuse_changed_spec(previous, record, Path(out))
             changed = changed_plugins(previous, record)
-            stale = 0
             if reset:
                 dropped = writer.keep_only(wanted)
             elif changed:  # the old versions' cells: their results must not be read again
-                stale = writer.keep_only(wanted)
-            changed_paths = {c.partition(": ")[0] for c in changed}
+                writer.keep_only(wanted)
             writer.write_spec(record)
             skipped = len(wanted & writer.finished)
-            rerun = (
-                sum(
-                    1
-                    for config in planned.configs
-                    if any(i.rpartition("@")[0] in changed_paths for i in config.plugin.split())
-                )
-                * len(planned.entries)
-                if stale
-                else 0
+            changed_paths = {c.partition(": ")[0] for c in changed}
+            rerun = sum(  # the changed plug-ins' cells: none of them is finished
+                1
+                for rid, config in planned.cells_with_configs()
+                if rid not in writer.finished
+                and any(i.rpartition("@")[0] in changed_paths for i in config.plugin.split())
             )
             done = failed = 0
             examples: list[tuple[str, str]] = []
