@@ -212,8 +212,31 @@ def execute(
     if not quiet:
         rate = summary.ran / elapsed if elapsed > 0 else 0.0
         click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)
+    warn_split_pairs(out_dir)
     print_recommendation(out_dir)
     return summary
+
+
+def warn_split_pairs(out_dir: str) -> None:
+    """A warning per strategy whose cells split tool calls from their results: a provider
+    rejects such prompts, whatever the cells' retention says."""
+    from ctxbench.results import ResultsDir
+
+    split: dict[str, list[int]] = {}
+    for row in ResultsDir(out_dir).results():
+        counts = split.setdefault(row.strategy, [0, 0, 0])
+        counts[0] += 1
+        if row.pairing_violations:
+            counts[1] += 1
+            counts[2] += row.pairing_violations
+    for strategy, (cells, broken, violations) in sorted(split.items()):
+        if broken:
+            click.echo(
+                f"warning: {broken} of {cells} cells of {strategy} split tool calls from their "
+                f"results ({violations} pairing violations): a provider rejects such prompts "
+                "and `ctxbench check` fails on them",
+                err=True,
+            )
 
 
 def print_recommendation(out_dir: str) -> None:
