@@ -48,7 +48,7 @@ def strategies(as_json: bool) -> None:
     strategy (a subclass of ctxbench.Strategy) is given to `--strategy` as
     `package.module:Class`; a plain function `compact(messages, budget, **knobs)` on
     OpenAI-style message dicts as `package.module:compact` (its keyword parameters are its
-    knobs; see docs/plugins.md).
+    knobs).
 
     \b
     Examples:
