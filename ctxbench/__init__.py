@@ -37,6 +37,8 @@ _EXPORTS = {
     "SummaryRequest": "ctxbench.summarizers.base",
     "TokenCounter": "ctxbench.counting.base",
     "get_counter": "ctxbench.counting",
+    "to_openai": "ctxbench.formats.openai_messages",
+    "from_openai": "ctxbench.formats.openai_messages",
     "RunResult": "ctxbench.engine.result",
     # one replay, sweeps, results
     "RunSpec": "ctxbench.cell.spec",
@@ -54,6 +56,7 @@ _EXPORTS = {
     "ProviderOverflowError": "ctxbench.errors",
     "SummarizerError": "ctxbench.errors",
     "OutputError": "ctxbench.errors",
+    "PluginError": "ctxbench.errors",
     "ResultsError": "ctxbench.errors",
 }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +50,41 @@ IDENTITY: tuple[str, ...] = (
 )
 
 
-def cell_key(result: RunResult) -> str:
-    """The readable key of a row: the same cell under a new id still matches its baseline."""
+def events_path(baseline: str | Path) -> Path:
+    """Where the events of baseline ``baseline.json`` are stored: ``baseline.events.jsonl.gz``."""
+    path = Path(baseline)
+    return path.with_name(path.stem + ".events.jsonl.gz")
+
+
+def write_events(events: Iterable[Mapping[str, Any]], path: str | Path) -> int:
+    """Write ``events`` (dicts with their ``run_id``) gzip-compressed, byte-identical for the
+    same events (no time stamp in the header); returns how many were written."""
+    import gzip
+
+    from ctxbench.atomic_file import AtomicFile
+    from ctxbench.jsontext import compact_json
+
+    lines = [compact_json(event) + "\n" for event in events]
+    with AtomicFile(path, "wb") as out:
+        out.write(gzip.compress("".join(lines).encode("utf-8", "backslashreplace"), mtime=0))
+    return len(lines)
+
+
+def _spec(result: RunResult) -> Any:
     from ctxbench.cell.spec import RunSpec
 
     try:
-        spec = RunSpec.from_dict(json.loads(result.spec))
+        return RunSpec.from_dict(json.loads(result.spec))
     except (TypeError, ValueError, RecursionError, CtxbenchError):  # a damaged spec
+        return None
+
+
+def cell_key(result: RunResult) -> str:
+    """The readable key of a row: the same cell under a new id still matches its baseline."""
+    spec = _spec(result)
+    if spec is None:
         return f"{result.trace_id}|{result.strategy}|w={result.window}|{result.counter}"
-    return spec.key
+    return str(spec.key)
 
 
 def _clean(value: Any) -> Any:
@@ -69,14 +95,22 @@ def _clean(value: Any) -> Any:
 
 def gate_cell(result: RunResult) -> dict[str, Any]:
     """A row as a gate cell: run id, key, identity fields and metrics."""
-    cell = {"run_id": result.run_id, "key": cell_key(result)}
+    spec = _spec(result)
+    key = str(spec.key) if spec is not None else cell_key(result)
+    cell = {"run_id": result.run_id, "key": key}
     cell.update({f: _clean(getattr(result, f)) for f in (*IDENTITY, *METRICS)})
+    if spec is not None and spec.plugin:  # the plug-ins' code: `check` names a change of it
+        cell["plugin"] = spec.plugin
     return cell
 
 
-def make_baseline(results: Iterable[RunResult], results_dir: str = "") -> dict[str, Any]:
+def make_baseline(
+    results: Iterable[RunResult], results_dir: str = "", events_file: str = ""
+) -> dict[str, Any]:
     """The baseline document of a results table (cells sorted by run_id); ``results_dir``
-    is recorded so ``check`` can print the ``ctxbench diff`` command of a regressed cell."""
+    and ``events_file`` (the cells' events, stored beside the baseline by
+    :func:`write_events`) are recorded so ``check`` can print the ``ctxbench diff`` command
+    of a regressed cell, which works from the events file where the old results are gone."""
     from ctxbench.engine.result import SCHEMA_VERSION
     from ctxbench.version import __version__
 
@@ -87,6 +121,8 @@ def make_baseline(results: Iterable[RunResult], results_dir: str = "") -> dict[s
     }
     if results_dir:
         doc["results_dir"] = results_dir
+    if events_file:
+        doc["events"] = events_file
     doc["cells"] = [gate_cell(result) for result in sorted(results, key=lambda r: r.run_id)]
     return doc
 
@@ -122,6 +158,17 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
             key="schema",
             hint="create baselines with `ctxbench baseline`",
         )
+    from ctxbench.engine.result import SCHEMA_VERSION
+
+    recorded = data.get("result_schema_version", SCHEMA_VERSION)
+    if recorded != SCHEMA_VERSION:
+        raise ConfigError(
+            f"the baseline holds rows of schema {recorded!r}; this ctxbench writes "
+            f"{SCHEMA_VERSION!r}, so its metrics cannot be compared",
+            path=path,
+            key="result_schema_version",
+            hint="record a new baseline with this ctxbench (`ctxbench baseline RESULTS -o FILE`)",
+        )
     cells = data.get("cells")
     if not isinstance(cells, list) or not all(
         isinstance(c, dict) and "run_id" in c and "key" in c for c in cells
@@ -131,6 +178,13 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
             path=path,
             key="cells",
             hint="create baselines with `ctxbench baseline`",
+        )
+    if not isinstance(data.get("events", ""), str):
+        raise ConfigError(
+            "events must be a file name",
+            path=path,
+            key="events",
+            hint="restore the value `ctxbench baseline` wrote, or record a new baseline",
         )
     if not isinstance(data.get("results_dir", ""), str):
         raise ConfigError(
@@ -168,3 +222,17 @@ def _metric_problem(name: str, value: Any) -> str | None:
     ):
         return "a finite number or null"
     return None
+
+
+def version_warnings(baseline: Mapping[str, Any]) -> list[str]:
+    """A baseline recorded by another ctxbench version: its replays may differ for that
+    reason alone (a strategy's rule fixed, a counter updated)."""
+    from ctxbench.version import __version__
+
+    recorded = baseline.get("ctxbench_version")
+    if recorded and recorded != __version__:
+        return [
+            f"the baseline was recorded by ctxbench {recorded}, this is {__version__}: a "
+            "change may come from ctxbench itself; record a new baseline when you upgrade"
+        ]
+    return []

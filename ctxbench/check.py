@@ -11,7 +11,9 @@ cell by cell and in aggregate; :mod:`ctxbench.check_report` renders the findings
 - cells missing from the results are failures (unless allowed); new cells are reported;
 - with ``match_by`` (any of trace, strategy, window, counter) a baseline cell left without a
   match is paired with the current cell that agrees on those fields (a knob whose value
-  changed is compared with its old value: :mod:`ctxbench.decisions.matching`).
+  changed is compared with its old value: :mod:`ctxbench.decisions.matching`); a pairing
+  that would be a guess (several cells agree, or two strategies) is refused; ``renames``
+  maps a renamed or moved strategy to its new name first.
 
 Improvements are reported beside regressions; a cost change comes with the change in failed
 calls (rejected prompts are not billed, so fewer failures can raise the cost); the aggregate
@@ -27,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.baseline import gate_cell
+from ctxbench.baseline import gate_cell, version_warnings
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError
 
@@ -252,10 +254,14 @@ def check(
     baseline: Mapping[str, Any],
     tol: Tolerances,
     match_by: Sequence[str] = (),
+    renames: Mapping[str, str] | None = None,
 ) -> CheckReport:
-    """Compare result rows with a baseline document (``match_by``: see the module docstring)."""
+    """Compare result rows with a baseline document (``match_by``: see the module docstring;
+    ``renames``: baseline strategy -> the strategy that replaces it)."""
     from ctxbench.decisions.changes import baseline_warnings, paired_intervals
-    from ctxbench.decisions.matching import cell_names, match_leftovers
+    from ctxbench.decisions.matching import cell_names, match_leftovers, renamed
+
+    baseline = {**baseline, "cells": renamed(baseline["cells"], renames or {})}
 
     current = {r.run_id: gate_cell(r) for r in results}
     by_key = {c["key"]: c for c in current.values()}
@@ -313,6 +319,6 @@ def check(
         _aggregate(pairs, tol),
         tol,
         paired_intervals(pairs),
-        baseline_warnings(baseline["cells"]),
+        version_warnings(baseline) + baseline_warnings(baseline["cells"]),
         baseline_results=str(baseline.get("results_dir") or ""),
     )

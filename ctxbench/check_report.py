@@ -57,28 +57,68 @@ def run_ids(c: CellCheck) -> str:
 
 
 def diff_command(report: CheckReport, c: CellCheck) -> str:
-    """The ``ctxbench diff`` command that shows where a regressed cell's replay diverged."""
+    """The ``ctxbench diff`` command that shows where a regressed cell's replay diverged: from
+    the events stored beside the baseline (or the baseline's results folder) to the results."""
     import shlex
 
     base = report.baseline_results or "BASELINE_RESULTS"
     cur = report.results_dir or "RESULTS"
     command = ["ctxbench", "diff", base, cur, "--run-a", c.baseline_run_id]
-    if c.baseline_run_id != c.run_id:
+    if c.baseline_run_id != c.run_id or base.endswith((".jsonl", ".gz")):  # an events file
         command += ["--run-b", c.run_id]
     return shlex.join(command)
+
+
+def _same_folder(a: str, b: str) -> bool:
+    import os
+
+    return bool(a and b) and os.path.normpath(a) == os.path.normpath(b)
 
 
 def match_notes(report: CheckReport) -> list[str]:
     """How the cells that changed id were paired, with what changed between them."""
     from ctxbench.decisions.matching import changed_knobs
 
-    out = []
+    notes: dict[tuple[str, str], list[str]] = {}
     for c in report.cells:
         if c.matched_by in ("", "run_id"):
             continue
         what = changed_knobs(c.baseline, c.current) or "same spec"
         by = "key (run id changed)" if c.matched_by == "key" else f"--match-by {c.matched_by}"
-        out.append(f"matched by {by}: {c.name} (run {run_ids(c)}): {what}")
+        notes.setdefault((by, what), []).append(f"{c.name} (run {run_ids(c)})")
+    out = []
+    for (by, what), cells in notes.items():
+        if len(cells) > SAME_CHANGE_LISTED:  # one change shared by many cells: said once
+            out.append(f"matched by {by}: {len(cells)} cells: {what}")
+        else:
+            out += [f"matched by {by}: {cell}: {what}" for cell in cells]
+    return out
+
+
+#: More cells than this sharing one change (a plug-in's new code) are noted in one line.
+SAME_CHANGE_LISTED = 3
+
+
+def failure_reasons(report: CheckReport) -> list[str]:
+    """Why a failed check failed, and what to do when cells are missing rather than worse."""
+    if not report.failed:
+        return []
+    why = []
+    if report.regressed:
+        why.append(f"{len(report.regressed)} cells regressed")
+    if report.aggregate:
+        why.append("the aggregate regressed")
+    missing = len(report.missing) if not report.tolerances.allow_missing else 0
+    if missing:
+        new = f" and {len(report.new)} new cells have no baseline" if report.new else ""
+        why.append(f"{missing} baseline cells are missing from the results{new}")
+    out = [f"why: {'; '.join(why)}"]
+    if missing:
+        out.append(
+            "  hint: if new cells replace them (a changed knob, a renamed strategy or moved "
+            "plug-in), pair them with --match-by trace,strategy,window,counter (or --rename "
+            "OLD=NEW); if they were removed on purpose, add --allow-missing"
+        )
     return out
 
 
@@ -110,6 +150,13 @@ def text_report(report: CheckReport) -> str:
     if report.regressed:
         lines += ["", "where each regressed cell diverged:"]
         lines += [f"  {diff_command(report, c)}" for c in report.regressed]
+        if _same_folder(report.baseline_results, report.results_dir):
+            lines.append(
+                "  note: the baseline's results folder is the current one (it was overwritten), "
+                "so these compare the new runs with themselves; record the baseline again with "
+                "`ctxbench baseline` to store its events beside it"
+            )
+    lines += failure_reasons(report)
     lines.append("RESULT: " + ("REGRESSION" if report.failed else "ok"))
     return "\n".join(lines)
 
@@ -137,6 +184,7 @@ def markdown_report(report: CheckReport) -> str:
     for c in report.new:
         out.append(f"- new: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
     out += [f"- {one_line(line)}" for line in match_notes(report)]
+    out += [f"\n{markdown_text(line.strip())}" for line in failure_reasons(report)]
     if report.regressed:
         out += ["", "Where each regressed cell diverged:", "", "```sh"]
         out += [one_line(diff_command(report, c)).replace("`", "\\`") for c in report.regressed]

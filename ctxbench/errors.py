@@ -82,6 +82,24 @@ class SummarizerError(CtxbenchError):
         super().__init__(message)
 
 
+class PluginError(CtxbenchError):
+    """A plug-in (a strategy or summarizer the user wrote) misbehaved during a replay: it
+    raised, or a hook returned the wrong type. The message names the plug-in, the hook, the
+    trace and the model call; ``plugin_traceback`` holds the plug-in's own frames (ctxbench's
+    left out), "" when it returned a wrong value."""
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, plugin_traceback: str = ""
+    ) -> None:
+        self.plugin_traceback = plugin_traceback
+        super().__init__(message, hint=hint)
+
+    def _render(self) -> str:
+        head, _, hint = super()._render().partition("\n  hint: ")
+        frames = "\n" + self.plugin_traceback if self.plugin_traceback else ""
+        return head + frames + (f"\n  hint: {hint}" if hint else "")
+
+
 class OutputError(CtxbenchError):
     """Results could not be written (read-only directory, disk full); finished results are intact."""
 

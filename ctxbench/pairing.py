@@ -125,13 +125,28 @@ class _Scan:
     @property
     def total(self) -> int:
         """The violations so far, with every call still unanswered (``answered`` only holds
-        calls that ``owner_of`` has)."""
-        return self.violations + len(self.owner_of) - len(self.answered)
+        calls that ``owner_of`` has), except the calls of a last assistant message: a run that
+        ended with a call (mini-swe-agent's and SWE-agent's final ``submit``) is answered by
+        nothing, and :func:`ctxbench.validation.validate` accepts it the same way."""
+        unanswered = len(self.owner_of) - len(self.answered)
+        if unanswered and self.seen:
+            last = len(self.seen) - 1
+            role, calls, _ = self.seen[last]
+            if role == "assistant":
+                owner_of, answered = self.owner_of, self.answered
+                unanswered -= sum(
+                    1 for c in set(calls) if owner_of[c] == last and c not in answered
+                )
+        return self.violations + unanswered
 
 
 def pairing_violations(messages: Sequence[Message]) -> int:
     """Tool-pairing defects a provider would reject in a prompt: results without their call,
-    calls without their result, and results not directly after the assistant that made the call."""
+    calls without their result, and results not directly after the assistant that made the call.
+
+    The calls of the last message, when it is an assistant's, are not missing results: a run
+    that ends with a call (a ``submit`` or ``finish`` action) is answered by nothing, and the
+    prompt a strategy compacts after the last recorded call ends with it."""
     scan = _Scan()
     scan.read([signature(m) for m in messages])
     return scan.total

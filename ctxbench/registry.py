@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import importlib
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ctxbench.errors import UnknownNameError
@@ -57,6 +60,11 @@ def plugin_policy(allowed: Iterable[str] | None) -> Iterator[PluginPolicy]:
         yield _policy
     finally:
         _policy = previous
+
+
+def plugin_permitted(path: str) -> bool:
+    """Whether plug-in ``path`` may be imported under the policy in force."""
+    return _policy.permits(path)
 
 
 def plugin_words(args: Iterable[str]) -> set[str]:
@@ -108,8 +116,9 @@ class Registry:
                 raise UnknownNameError(
                     f"{self.kind} plug-in {name!r} is named by a file, not on the command "
                     "line: ctxbench does not import code that data names",
-                    hint=f"if you trust it, name it on the command line (--{self.kind} {name})"
-                    " or run `ctxbench --allow-plugins ...`",
+                    hint="if you trust it, add --allow-plugins to the command (`ctxbench "
+                    "sweep FILE -o DIR --allow-plugins`, `ctxbench report DIR --allow-plugins`), "
+                    f"or name it on the command line (`ctxbench run ... --{self.kind} {name}`)",
                 )
             return import_path(name, kind=self.kind)
         raise self._unknown(name)
@@ -174,3 +183,63 @@ def import_path(path: str, *, kind: str = "object") -> Any:
                 f"module {module_name!r} has no attribute {attr!r} (for {kind} {path!r})",
             ) from None
     return obj
+
+
+#: A package holding more source than this is hashed by its plug-in's module file alone.
+MAX_HASHED_BYTES = 64 * 1024 * 1024
+
+_versions: dict[str, str] = {}
+
+
+def plugin_version(path: str) -> str:
+    """What identifies the code of plug-in ``path`` (``module:attr``), for a cell's identity:
+    ``version:V`` when the plug-in (or its module) declares ``__version__ = "V"`` (the
+    author's promise that behaviour changes bump it), else ``sha256:`` of its source: every
+    ``.py`` file of the top-level package its module belongs to (a helper it imports counts
+    too), or the module's file alone when it is not in a package. Computed once per process;
+    a module without a source file gives "" (not tracked)."""
+    found = _versions.get(path)
+    if found is not None:
+        return found
+    module_name = path.partition(":")[0]
+    obj: Any = import_path(path)
+    module = sys.modules.get(module_name)
+    version = getattr(obj, "__version__", None) or getattr(module, "__version__", None)
+    if isinstance(version, str) and version:
+        found = f"version:{version}"
+    else:
+        found = _source_hash(module_name)
+    _versions[path] = found
+    return found
+
+
+def _source_hash(module_name: str) -> str:
+    top = sys.modules.get(module_name.partition(".")[0])
+    module = sys.modules.get(module_name)
+    files: list[tuple[str, Path]] = []
+    roots = [Path(p) for p in getattr(top, "__path__", ()) if p]
+    for root in roots:
+        for file in sorted(root.rglob("*.py")):
+            if "__pycache__" not in file.parts:
+                files.append((f"{root.name}/{file.relative_to(root).as_posix()}", file))
+    if not files or sum(f.stat().st_size for _, f in files) > MAX_HASHED_BYTES:
+        origin = getattr(module, "__file__", None)
+        files = [(Path(origin).name, Path(origin))] if origin else []
+    if not files:
+        return ""
+    digest = hashlib.sha256()
+    for name, file in files:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue
+        digest.update(name.encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(hashlib.sha256(data).digest())
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+def is_plugin_path(name: str, registries: Iterable[Registry]) -> bool:
+    """Whether ``name`` is a plug-in import path rather than a name one of ``registries`` holds."""
+    return _looks_like_plugin(name) and not any(
+        name in r or name.partition(":")[0] in r._name_prefixes() for r in registries
+    )

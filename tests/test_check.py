@@ -276,3 +276,110 @@ def test_the_example_workflow_commands_run_and_gate(
     assert (out_dir / "report.html").stat().st_size > 10_000
     assert ET.parse(out_dir / "junit.xml").getroot().get("failures") == "0"
     assert "no regression" in (out_dir / "summary.md").read_text("utf-8")
+
+
+# -- the gate in CI: the baseline's events, plug-in versions -----------------------------------
+
+
+def test_the_printed_diff_command_works_where_the_baselines_results_are_gone(
+    results: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    old = tmp_path / "old-results"
+    shutil.copytree(results, old)
+    out = invoke("baseline", str(old), "-o", str(tmp_path / "b.json"))
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "b.events.jsonl.gz").is_file()
+    shutil.rmtree(old)  # CI: only the committed baseline and its events are there
+    doc = json.loads((tmp_path / "b.json").read_text("utf-8"))
+    assert doc["events"] == "b.events.jsonl.gz"
+    doc["cells"][0]["retention"] = 1.0  # the current cell then dropped retention
+    save(doc, tmp_path / "b.json")
+    out = invoke("check", str(results), "--baseline", str(tmp_path / "b.json"))
+    assert out.exit_code == 1
+    (command,) = [
+        line.strip() for line in out.output.splitlines() if line.startswith("  ctxbench diff")
+    ]
+    args = shlex.split(command)[1:]
+    assert args[1] == str(tmp_path / "b.events.jsonl.gz") and "--run-b" in args
+    shown = invoke(*args)
+    assert shown.exit_code == 0, shown.output
+    assert "A (" in shown.output or "identical" in shown.output
+
+
+def test_check_names_a_plug_in_whose_code_changed() -> None:
+    from ctxbench.check import CellCheck, CheckReport
+    from ctxbench.check_report import match_notes
+
+    base = cell(run_id="a", key="k", plugin="mypkg.mod:compact@sha256:1111")
+    cur = cell(run_id="b", key="k", plugin="mypkg.mod:compact@sha256:2222", retention=0.5)
+    matched = CellCheck("k", "b", "regressed", "key", [], base, cur, [], "compact")
+    (note,) = match_notes(CheckReport([matched], [], Tolerances()))
+    assert note.endswith("plug-in code mypkg.mod:compact sha256:1111 -> sha256:2222")
+
+
+PLUGIN_REPO = REPO / "examples" / "plugin-repo"
+PLUGIN_WORKFLOW = REPO / "examples" / "github-actions" / "plugin-gate.yml"
+
+
+def plugin_gate_commands() -> list[str]:
+    workflow = yaml.safe_load(PLUGIN_WORKFLOW.read_text("utf-8"))
+    steps = workflow["jobs"]["compaction-gate"]["steps"]
+    return [s["run"] for s in steps if str(s.get("run", "")).startswith("ctxbench ")]
+
+
+def test_the_plug_in_workflow_gates_the_example_teams_compactor_against_its_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands = plugin_gate_commands()
+    assert [c.split()[1] for c in commands] == ["sweep", "check", "report"]
+    assert all("--allow-plugins" in c for c in commands if c.split()[1] != "check")
+    monkeypatch.chdir(PLUGIN_REPO)
+    monkeypatch.syspath_prepend(str(PLUGIN_REPO / "src"))  # what `pip install -e .` does
+    out_dir = tmp_path / "gate-results"
+    for command in commands:
+        argv = [a.replace("gate-results", str(out_dir)) for a in shlex.split(command)[1:]]
+        result = CliRunner().invoke(cli, argv)
+        assert result.exit_code == 0, f"{command}\n{result.output}"
+    assert "no regression" in (out_dir / "summary.md").read_text("utf-8")
+
+
+def test_the_example_teams_v2_that_keeps_fewer_messages_fails_and_its_diff_hint_works(
+    tmp_path: Path,
+) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    repo = tmp_path / "acme"
+    shutil.copytree(PLUGIN_REPO, repo)
+    code = repo / "src" / "acme_agent" / "compaction.py"
+    v1 = code.read_text("utf-8")
+    code.write_text(v1.replace("messages[-keep_last:]", "messages[-(keep_last // 2) :]"))
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{repo / 'src'}"}
+
+    def ctxbench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ctxbench", *args],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    swept = ctxbench("sweep", "ctxbench/gate.toml", "-o", "gate-results", "-q", "--allow-plugins")
+    assert swept.returncode == 0, swept.stderr
+    checked = ctxbench("check", "gate-results", "--baseline", "ctxbench/baseline.json")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "plug-in code acme_agent.compaction:compact sha256:" in checked.stdout
+    hint = next(line for line in checked.stdout.splitlines() if line.startswith("  ctxbench diff"))
+    args = shlex.split(hint)[1:]
+    assert args[1] == "ctxbench/baseline.events.jsonl.gz"  # committed: no old results needed
+    shown = ctxbench(*args)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        shown.stdout.startswith("first divergence at call") and "compaction compact" in shown.stdout
+    )

@@ -120,3 +120,30 @@ def test_the_pairing_memo_counts_every_prompt_as_a_fresh_check_would(
 ) -> None:
     memo = PairingMemo()
     assert [memo.violations(p) for p in prompts] == [pairing_violations(p) for p in prompts]
+
+
+def test_the_calls_of_a_last_assistant_message_are_the_runs_end_not_missing_results() -> None:
+    done = Message("assistant", "", tool_calls=(ToolCall("s", "submit"),))
+    head = [
+        Message("user", "u"),
+        Message("assistant", "", tool_calls=(ToolCall("a", "f"),)),
+        Message("tool", "r", tool_call_id="a"),
+    ]
+    assert pairing_violations([*head, done]) == 0
+    assert PairingMemo().violations([*head, done]) == 0
+    # the same call anywhere but last still misses its result
+    assert pairing_violations([*head, done, Message("user", "and then?")]) == 1
+    # and a result cut from the middle of a run is missing whatever ends the prompt
+    assert pairing_violations([*head[:2], done]) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(growing_prompts())
+def test_validate_and_the_replays_pairing_check_count_the_same_defects(
+    prompts: list[list[Message]],
+) -> None:
+    pairing_codes = {"orphan_tool_result", "missing_tool_result", "tool_not_adjacent"}
+    for prompt in prompts:
+        trace = Trace("x", tuple(prompt) or (Message("user", "hi"),))
+        found = [p for p in validate(trace) if p.code in pairing_codes]
+        assert len(found) == pairing_violations(trace.messages)

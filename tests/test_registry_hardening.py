@@ -221,6 +221,23 @@ def test_a_plugin_shipped_inside_a_results_directory_is_not_run(results: Path) -
     assert "ctxbench_plugins:Strategy" in line and "--allow-plugins" in done.stderr
 
 
+def test_report_says_which_plug_in_runs_it_left_out_and_how_to_include_them(
+    results: Path,
+) -> None:
+    (results / "ctxbench_plugins.py").write_text(PLUGIN, "utf-8")
+    plant(results, strategy="ctxbench_plugins:Strategy")
+    runs = len((results / JOURNAL).read_text("utf-8").splitlines())
+    done = ctxbench("report", ".", "-o", "r.html", "-q", cwd=results)
+    assert done.returncode == 0 and not (results / "IMPORTED").exists()
+    assert (
+        f"note: the timelines leave out the {runs} runs of plug-in ctxbench_plugins:Strategy"
+        in done.stderr
+    )
+    assert "add --allow-plugins to include them" in done.stderr
+    allowed = ctxbench("report", ".", "-o", "r.html", "-q", "--allow-plugins", cwd=results)
+    assert allowed.returncode == 0 and "leave out" not in allowed.stderr
+
+
 def test_allow_plugins_runs_a_plugin_a_file_names(results: Path) -> None:
     (results / "ctxbench_plugins.py").write_text(PLUGIN, "utf-8")
     plant(results, strategy="ctxbench_plugins:Strategy")
@@ -237,9 +254,9 @@ def test_a_sweep_file_naming_a_plugin_needs_it_on_the_command_line(tmp_path: Pat
     assert done.returncode == 2 and not (tmp_path / "IMPORTED").exists()
     (line,) = done.stderr.splitlines()[:1]
     assert line.startswith("error: ") and "my_plugins:Strategy" in line, done.stderr
-    assert "--allow-plugins" in done.stderr
+    assert "ctxbench sweep FILE -o DIR --allow-plugins" in done.stderr
+    # the flag is accepted after the command too (where a user adds it to the line they ran)
     done = ctxbench(
-        "--allow-plugins",
         "sweep",
         "sweep.toml",
         "-o",
@@ -247,6 +264,7 @@ def test_a_sweep_file_naming_a_plugin_needs_it_on_the_command_line(tmp_path: Pat
         "-q",
         "-j",
         "1",
+        "--allow-plugins",
         cwd=tmp_path,
         env=env,
     )

@@ -120,7 +120,7 @@ def test_a_missing_class_is_a_clear_error(
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("json:dumps", "is not a strategy: it is a function, not a class"),
+        ("json:dumps", "a compactor function takes (messages, budget)"),
         ("collections:OrderedDict", "is not a strategy: it has no name"),
         ("bad_config_plugin:NoDataclass", "has no Config dataclass"),
     ],
@@ -186,3 +186,45 @@ def test_an_object_that_is_not_a_summarizer_is_a_clear_error(
 ) -> None:
     err = fail(capsys, "run", str(traces), "-s", "hermes", "-w", "8000", "--summarizer", target)
     assert message in err
+
+
+def test_a_plug_ins_version_is_the_hash_of_its_packages_source_or_its_declared_version(
+    plugin_dir: Path,
+) -> None:
+    from ctxbench import registry
+
+    package = plugin_dir / "versioned_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("KEEP = 4\n")
+    (package / "mod.py").write_text(
+        "from versioned_pkg.helpers import KEEP\n\ndef compact(messages, budget):\n"
+        "    return messages[-KEEP:]\n\nclass Declared:\n    __version__ = '2.1'\n"
+    )
+    first = registry.plugin_version("versioned_pkg.mod:compact")
+    assert first.startswith("sha256:") and len(first) == len("sha256:") + 16
+    assert registry.plugin_version("versioned_pkg.mod:Declared") == "version:2.1"
+    # a change to a helper module of the same package is a change of the plug-in
+    (package / "helpers.py").write_text("KEEP = 2\n")
+    registry._versions.clear()
+    second = registry.plugin_version("versioned_pkg.mod:compact")
+    assert second.startswith("sha256:") and second != first
+    # and the same source gives the same version
+    registry._versions.clear()
+    assert registry.plugin_version("versioned_pkg.mod:compact") == second
+
+
+def test_a_cells_id_holds_its_plug_ins_version_and_its_key_does_not(plugin_dir: Path) -> None:
+    from ctxbench.cell.runner import resolve_spec
+    from ctxbench.cell.spec import RunSpec
+
+    (plugin_dir / "id_plugin.py").write_text(
+        "def compact(messages, budget):\n    return messages\n"
+    )
+    spec = resolve_spec(RunSpec("t", "h", "id_plugin:compact", window=1000))
+    assert spec.plugin.startswith("id_plugin:compact@sha256:")
+    assert spec.with_(plugin="").run_id != spec.run_id
+    assert spec.with_(plugin="").key == spec.key
+    # a built-in strategy has no plug-in, and its id is what it always was
+    builtin = resolve_spec(RunSpec("t", "h", "none", window=1000))
+    assert builtin.plugin == "" and "plugin" not in builtin.identity()

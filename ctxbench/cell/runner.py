@@ -35,7 +35,25 @@ def resolve_spec(spec: RunSpec) -> RunSpec:
     cls = strategy_class(spec.strategy)
     cfg = configuration.build(cls.Config, dict(spec.params), source=f"strategy {spec.strategy}")
     estimator = spec.estimator or cls.default_estimator
-    return spec.with_(params=configuration.to_params(cfg), estimator=estimator)
+    return spec.with_(
+        params=configuration.to_params(cfg), estimator=estimator, plugin=plugins_of(spec)
+    )
+
+
+def plugins_of(spec: RunSpec) -> str:
+    """The :attr:`RunSpec.plugin` of ``spec``: each plug-in it names (strategy, summarizer)
+    with the version of its code, "" when it names none."""
+    from ctxbench.registry import is_plugin_path, plugin_version
+    from ctxbench.strategies import SHIPPED_STRATEGIES, STRATEGIES
+    from ctxbench.summarizers import SUMMARIZERS
+
+    out = []
+    if is_plugin_path(spec.strategy, (STRATEGIES, SHIPPED_STRATEGIES)):
+        out.append(f"{spec.strategy}@{plugin_version(spec.strategy)}")
+    if is_plugin_path(spec.summarizer, (SUMMARIZERS,)):
+        SUMMARIZERS.load(spec.summarizer)  # a summarizer a file names is imported only if allowed
+        out.append(f"{spec.summarizer}@{plugin_version(spec.summarizer)}")
+    return " ".join(out)
 
 
 def identity_of(spec: RunSpec) -> Identity:
@@ -181,8 +199,42 @@ def mined_probes(trace: Trace) -> tuple[Probe, ...]:
 
 
 def error_result(spec: RunSpec, error: BaseException) -> RunResult:
-    """The row of a cell that raised: identity, zero metrics and the error text."""
-    return result_from_events((), identity_of(spec), error=f"{type(error).__name__}: {error}")
+    """The row of a cell that raised: identity, zero metrics and the error text (one line
+    for a plug-in's fault: its frames go to :func:`fault_report`)."""
+    from ctxbench.errors import PluginError
+
+    text = error.message if isinstance(error, PluginError) else str(error)
+    return result_from_events((), identity_of(spec), error=f"{type(error).__name__}: {text}")
+
+
+#: The file, in a failed cell's folder of a results directory, that :func:`fault_report` writes.
+TRACEBACK_FILE = "traceback.txt"
+
+
+def fault_report(spec: RunSpec, error: BaseException) -> str:
+    """What a failed cell leaves beside its row: the error, the frames that raised it (a
+    plug-in's own frames for a plug-in's fault, the whole traceback otherwise) and the
+    command that runs the cell again alone."""
+    import traceback
+
+    from ctxbench.errors import CtxbenchError, PluginError
+
+    if isinstance(error, PluginError):
+        frames = error.plugin_traceback
+        head = error.message
+    elif isinstance(error, CtxbenchError):
+        frames, head = "", str(error)
+    else:
+        frames = "".join(traceback.format_exception(error)).rstrip("\n")
+        head = f"{type(error).__name__}: {error}"
+    return (
+        f"run {spec.run_id}: {head}\n"
+        + (f"\n{frames}\n" if frames else "")
+        + f"\nrun it again alone (add --events FILE to see every event):\n"
+        f"  ctxbench run --from-row RESULTS_DIR --run-id {spec.run_id}"
+        + (" --allow-plugins" if spec.plugin else "")
+        + "\n"
+    )
 
 
 #: What a sweep keeps of the snapshot / offload files its strategies write: every file, only

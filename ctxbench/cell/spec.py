@@ -52,6 +52,12 @@ class RunSpec:
     answerer: str = ""
     next_action: bool = False
     next_action_every: int = 0
+    #: the code of the plug-ins the cell runs (``path@sha256:...`` or ``path@version:V``,
+    #: space-separated; :func:`ctxbench.registry.plugin_version`): a changed plug-in is
+    #: another cell, so ``--resume`` never reuses an old version's result. Left out of the id
+    #: when empty (built-in strategies keep their ids) and out of :attr:`key`, so the gate
+    #: compares a new version with the old one.
+    plugin: str = ""
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the cell (where the trace was loaded from is not one); the
@@ -79,6 +85,8 @@ class RunSpec:
             out["next_action"] = self.next_action
         if self.next_action_every:
             out["next_action_every"] = self.next_action_every
+        if self.plugin:
+            out["plugin"] = self.plugin
         return out
 
     @property

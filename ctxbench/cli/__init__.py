@@ -66,10 +66,18 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+ALLOW_PLUGINS = "--allow-plugins"
+
+
 class LazyGroup(click.Group):
     """A click group whose commands are imported only when invoked (or listed by --help)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # --allow-plugins is the group's option, also accepted after the subcommand
+        end = args.index("--") if "--" in args else len(args)
+        if ALLOW_PLUGINS in args[1:end]:
+            ctx.meta["ctxbench.allow_plugins"] = True
+            args = [a for i, a in enumerate(args) if i >= end or a != ALLOW_PLUGINS]
         ctx.meta["ctxbench.argv"] = tuple(args)  # the plug-ins the user named (registry.py)
         return super().parse_args(ctx, args)
 
@@ -101,8 +109,9 @@ class LazyGroup(click.Group):
 @click.option(
     "--allow-plugins",
     is_flag=True,
-    help="Import plug-ins (module:attr) that files name; by default only those given on the "
-    "command line are imported.",
+    help="Import plug-ins (module:attr) that files name (a sweep file, a results directory, a "
+    "baseline); by default only those given on the command line are imported. Accepted "
+    "before or after the command.",
 )
 @click.option(
     "--max-unpacked",
@@ -136,6 +145,7 @@ def cli(
 
     ctx.with_resource(unpacked_limits_set(max_unpacked, max_unpacked_lines))
 
+    allow_plugins = allow_plugins or bool(ctx.meta.get("ctxbench.allow_plugins"))
     named = None if allow_plugins else plugin_words(ctx.meta.get("ctxbench.argv", ()))
     ctx.with_resource(plugin_policy(named))
 

@@ -47,15 +47,28 @@ def baseline(results_dir: str, out: str) -> None:
     """Record the metrics of every cell of RESULTS_DIR as a baseline.
 
     Cells are recorded by run id and by a readable spec key, with the ctxbench and result
-    schema versions, so `ctxbench check` can compare later runs with them.
+    schema versions and the version of each plug-in's code, so `ctxbench check` can compare
+    later runs with them. The cells' events are stored beside it (BASELINE.events.jsonl.gz;
+    commit it with the baseline), so the `ctxbench diff` commands `check` prints work in CI,
+    where the baseline's results folder does not exist.
 
     \b
     Example:
       ctxbench sweep ci.toml -o results && ctxbench baseline results -o baseline.json
     """
-    doc = make_baseline(_results(results_dir), results_dir)
+    from ctxbench.baseline import events_path, write_events
+    from ctxbench.results import ResultsDir
+
+    results = _results(results_dir)
+    events = events_path(out)
+    wanted = {r.run_id for r in results}
+    n = write_events(
+        (e for e in ResultsDir(results_dir).events() if e.get("run_id") in wanted), events
+    )
+    doc = make_baseline(results, results_dir, events.name)
     _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     click.echo(f"wrote {out}: {len(doc['cells'])} cells")
+    click.echo(f"wrote {events}: {n} events (what `ctxbench diff` reads when the results are gone)")
     from ctxbench.decisions.changes import baseline_warnings
 
     for warning in baseline_warnings(doc["cells"]):
@@ -91,6 +104,14 @@ def baseline(results_dir: str, out: str) -> None:
     help="Pair cells left unmatched by run id and key when they agree on these fields "
     "(any of trace,strategy,window,counter): a changed knob is compared with its old value.",
 )
+@click.option(
+    "--rename",
+    "renames",
+    multiple=True,
+    metavar="OLD=NEW",
+    help="A baseline strategy that was renamed or moved (a plug-in in another module): its "
+    "cells are compared with NEW's (repeatable).",
+)
 @dir_option(
     "--baseline-results",
     help="The baseline's results directory, for the printed `ctxbench diff` commands "
@@ -106,6 +127,7 @@ def check(
     fail_on_new_overflow: bool,
     allow_missing: bool,
     match_by: str | None,
+    renames: tuple[str, ...],
     baseline_results: str | None,
     junit: str | None,
     markdown: str | None,
@@ -123,18 +145,26 @@ def check(
       ctxbench check results --baseline baseline.json --max-retention-drop 0.02 \\
           --max-cost-increase 0.05 --fail-on-new-overflow --junit junit.xml --markdown summary.md
       ctxbench check results --baseline baseline.json --match-by trace,strategy,window,counter
+      ctxbench check results --baseline baseline.json --rename mypkg.old:compact=mypkg.new:compact
     """
-    from ctxbench.decisions.matching import parse_match_by
+    from ctxbench.decisions.matching import parse_match_by, parse_renames
 
     fields = parse_match_by(match_by)
+    mapping = parse_renames(renames)
     tol = gate.Tolerances(
         max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing
     )
     doc = load_baseline(baseline_file)
-    report = gate.check(_results(results_dir), doc, tol, fields)
+    report = gate.check(_results(results_dir), doc, tol, fields, mapping)
     report.results_dir = results_dir
     if baseline_results:
         report.baseline_results = baseline_results
+    else:
+        from ctxbench.baseline import events_path
+
+        stored = events_path(baseline_file)
+        if doc.get("events") and stored.is_file():
+            report.baseline_results = str(stored)
     click.echo(check_report.text_report(report))
     if junit:
         _write(junit, check_report.junit_report(report))

@@ -94,6 +94,15 @@ def _priced(runs: list[Any], results_dir: str, provider: str | None) -> list[Any
 )
 @at_least_option("--resamples", minimum=100, default=DEFAULT_RESAMPLES, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Bootstrap seed.")
+@click.option(
+    "--strategy",
+    "-s",
+    "strategies",
+    multiple=True,
+    metavar="NAME",
+    help="Only this strategy's configs (repeatable), e.g. your plug-in: -s mypkg.mod:compact.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the same content as JSON.")
 def recommend(
     results_dir: str,
     window: int | None,
@@ -107,6 +116,8 @@ def recommend(
     level: float,
     resamples: int,
     seed: int,
+    strategies: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Name the config to deploy per window and true counter of RESULTS_DIR.
 
@@ -114,14 +125,17 @@ def recommend(
     the highest retention wins; configs whose paired interval with it includes 0 are tied,
     and the cheapest of those is recommended. Also printed: the tied configs with how many
     more traces would separate them, the knobs that made no difference (inert) and those
-    that did, and the fact kinds no config keeps. Intervals come from a seeded bootstrap
-    over traces, so the output is the same on every run.
+    that did, and the fact kinds no config keeps. Warnings say when the pick sits at the edge
+    of a swept knob's range, keeps under half the probed facts, or when an excluded config
+    would win with a slightly looser --max-failed-calls. Intervals come from a seeded
+    bootstrap over traces, so the output is the same on every run.
 
     \b
     Examples:
       ctxbench recommend reports/quickstart
       ctxbench recommend results --window 32768 --max-tokens 400000 --weight task=2
       ctxbench recommend results --max-usd 0.50 --provider anthropic
+      ctxbench recommend results --strategy mypkg.compaction:compact --json
     """
     from ctxbench.decisions.outcomes import Constraints, KindWeights, read_outcomes
     from ctxbench.decisions.recommend import recommend as decide
@@ -141,11 +155,19 @@ def recommend(
         level=level,
         resamples=resamples,
         seed=seed,
+        strategies=strategies,
     )
     if not rec.groups:
         raise ConfigError(
-            "no runs in this window / counter",
+            "no runs in this window / counter" + (" / strategy" if strategies else ""),
             path=results_dir,
-            hint="drop --window / --counter to see every group",
+            hint="drop --window / --counter / --strategy to see every group",
         )
+    if as_json:
+        import json
+
+        from ctxbench.decisions.text import recommendation_json
+
+        click.echo(json.dumps(recommendation_json(rec), indent=2, ensure_ascii=False))
+        return
     click.echo(recommendation_text(rec))

@@ -67,6 +67,30 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     )
     bar.close()
     _done(written)
+    for strategy, runs in refused_plugins(results_dir).items():
+        click.echo(
+            f"note: the timelines leave out the {runs} runs of plug-in {strategy}: ctxbench "
+            "does not import code a results folder names (its knobs' defaults are unknown); "
+            "add --allow-plugins to include them",
+            err=True,
+        )
+
+
+def refused_plugins(results_dir: str) -> dict[str, int]:
+    """The plug-in strategies of RESULTS_DIR's rows that the plug-in policy keeps out (the
+    report reads their rows, but builds nothing of theirs), with how many runs each has."""
+    from collections import Counter
+
+    from ctxbench.registry import is_plugin_path, plugin_permitted
+    from ctxbench.results import ResultsDir
+    from ctxbench.strategies import SHIPPED_STRATEGIES, STRATEGIES
+
+    counts = Counter(str(row.strategy) for row in ResultsDir(results_dir).results())
+    return {
+        name: n
+        for name, n in sorted(counts.items())
+        if is_plugin_path(name, (STRATEGIES, SHIPPED_STRATEGIES)) and not plugin_permitted(name)
+    }
 
 
 @click.command("drift")

@@ -104,7 +104,8 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
 @click.option(
     "--strategy",
     "-s",
-    help="Strategy name (see `ctxbench strategies`) or module:Class.",
+    help="Strategy name (see `ctxbench strategies`), a plug-in module:Class, or a plain "
+    "module:function compact(messages, budget, **knobs) on OpenAI-style dicts.",
 )
 @file_option("--config", "config_file", help="TOML file with the strategy's knobs.")
 @sets_option()
@@ -305,10 +306,25 @@ def run(
     if answerer is not None:
         click.echo(f"answerer {settings.model}: {answerer.meter.describe()}", err=True)
     _note_unwritten(unwritten)
+    _warn_pairing(rows)
     if parities:  # recorded compactions next to the strategy's own (stderr under --json)
         from ctxbench.recorded import render
 
         click.echo(render(parities), err=as_json)
+
+
+def _warn_pairing(rows: list[dict[str, Any]]) -> None:
+    """A warning per run whose compactions split tool calls from their results: a provider
+    rejects such a prompt, whatever the run's retention says."""
+    for row in rows:
+        broken = row.get("pairing_violations") or 0
+        if broken:
+            click.echo(
+                f"warning: {row['trace_id']}: the strategy split tool calls from their results "
+                f"({broken} pairing violations over {row.get('calls')} calls): a provider "
+                "rejects such prompts; keep every call with its results (ctxbench.rounds)",
+                err=True,
+            )
 
 
 def _emit(
@@ -462,6 +478,16 @@ def rerun_row(
     _note_unwritten(missed)
     if not as_json:
         print_table([new], ROW_COLUMNS)
+    if spec.plugin:
+        from ctxbench.cell.runner import plugins_of
+
+        now = plugins_of(spec)
+        if now != spec.plugin:
+            click.echo(
+                f"note: the plug-in's code changed since this row was recorded ({spec.plugin} "
+                f"-> {now}): a difference may come from that",
+                err=True,
+            )
     differ = [k for k in new if k not in TIMING_COLUMNS and k in row and row[k] != new[k]]
     if differ:
         click.echo(

@@ -46,7 +46,9 @@ def strategies(as_json: bool) -> None:
 
     Knobs are set with `ctxbench run --set KEY=VALUE` or a TOML `--config` file. A plug-in
     strategy (a subclass of ctxbench.Strategy) is given to `--strategy` as
-    `package.module:Class`.
+    `package.module:Class`; a plain function `compact(messages, budget, **knobs)` on
+    OpenAI-style message dicts as `package.module:compact` (its keyword parameters are its
+    knobs).
 
     \b
     Examples:

@@ -205,6 +205,12 @@ def execute(
         )
     if summary.dropped:
         click.echo(f"--reset dropped {summary.dropped} cells the new spec no longer has", err=True)
+    if summary.plugins_changed:
+        click.echo(
+            f"{summary.rerun_for_plugins} cells re-run: their plug-in's code changed since the "
+            f"last run ({'; '.join(summary.plugins_changed)}); the old results were dropped",
+            err=True,
+        )
     click.echo(
         f"{summary.cells} cells: {summary.ran} ran, {summary.skipped} already done, "
         f"{summary.failed} failed"
@@ -213,11 +219,19 @@ def execute(
     click.echo(f"events:  {os.path.join(out_dir, 'events.jsonl')}")
     for run_id, error in summary.failed_examples:
         click.echo(f"  failed {run_id}: {error}", err=True)
+        folder = os.path.join(out_dir, "files", run_id)
+        click.echo(
+            f"    traceback: {os.path.join(folder, 'traceback.txt')}; run it alone: "
+            f"ctxbench run --from-row {out_dir} --run-id {run_id}"
+            + (" --allow-plugins" if error.startswith("PluginError") else ""),
+            err=True,
+        )
     if answerer is not None:
         say_meter(answerer)
     if not quiet:
         rate = summary.ran / elapsed if elapsed > 0 else 0.0
         click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)
+    warn_split_pairs(out_dir)
     print_recommendation(out_dir)
     return summary
 
@@ -231,6 +245,28 @@ def say_meter(settings: Any) -> None:
         click.echo(f"answerer {settings.model}: {client.meter.describe()}", err=True)
     else:
         click.echo(f"answerer {settings.model}: requests counted in the worker processes", err=True)
+
+
+def warn_split_pairs(out_dir: str) -> None:
+    """A warning per strategy whose cells split tool calls from their results: a provider
+    rejects such prompts, whatever the cells' retention says."""
+    from ctxbench.results import ResultsDir
+
+    split: dict[str, list[int]] = {}
+    for row in ResultsDir(out_dir).results():
+        counts = split.setdefault(row.strategy, [0, 0, 0])
+        counts[0] += 1
+        if row.pairing_violations:
+            counts[1] += 1
+            counts[2] += row.pairing_violations
+    for strategy, (cells, broken, violations) in sorted(split.items()):
+        if broken:
+            click.echo(
+                f"warning: {broken} of {cells} cells of {strategy} split tool calls from their "
+                f"results ({violations} pairing violations): a provider rejects such prompts "
+                "and `ctxbench check` fails on them",
+                err=True,
+            )
 
 
 def print_recommendation(out_dir: str) -> None:

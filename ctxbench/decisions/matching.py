@@ -69,6 +69,7 @@ def match_leftovers(
     left = list(current)
     for key in sorted({group(c) for c in baseline}):
         bases = [b for b in baseline if group(b) == key]
+        _refuse_guesses(bases, [c for c in left if group(c) == key], match_by)
         options = sorted(
             ((b, c) for b in bases for c in left if group(c) == key),
             key=lambda bc: (-_similarity(*bc), str(bc[0]["run_id"]), str(bc[1]["run_id"])),
@@ -83,6 +84,63 @@ def match_leftovers(
             pairs.append((b, c))
         left = [c for c in left if str(c["run_id"]) not in used_c]
     return pairs
+
+
+def _refuse_guesses(
+    bases: Sequence[Cell], currents: Sequence[Cell], match_by: Sequence[str]
+) -> None:
+    """A ConfigError when pairing ``bases`` with ``currents`` (the leftovers that agree on
+    ``match_by``) would be a guess: several cells on a side, or two different strategies
+    (which ``--rename OLD=NEW`` declares to be one replacing the other)."""
+    if not currents:
+        return
+    fields = ",".join(match_by)
+    where = ", ".join(f"{n}={bases[0].get(MATCH_FIELDS[n])}" for n in match_by)
+    if len(bases) > 1 or len(currents) > 1:
+        raise ConfigError(
+            f"--match-by {fields}: {len(bases)} baseline cells and {len(currents)} current "
+            f"cells agree on {where}; pairing them would be a guess",
+            key="match_by",
+            hint="add fields to --match-by (strategy), or change one knob value at a time",
+        )
+    old, new = bases[0].get("strategy"), currents[0].get("strategy")
+    if old != new:
+        raise ConfigError(
+            f"--match-by {fields} would compare strategy {old} with {new} ({where})",
+            key="match_by",
+            hint=f"if {new} replaces {old}, say so with --rename {old}={new}",
+        )
+
+
+def renamed(cells: Sequence[Cell], renames: Mapping[str, str]) -> list[Cell]:
+    """Baseline cells with their strategy renamed (``--rename OLD=NEW``: a strategy renamed or
+    a plug-in moved to another module), in their key too, so they match by key."""
+    if not renames:
+        return list(cells)
+    out = []
+    for cell in cells:
+        old = cell.get("strategy")
+        if isinstance(old, str) and old in renames:
+            new = renames[old]
+            key = str(cell.get("key", "")).replace(f"|{old}(", f"|{new}(", 1)
+            cell = {**cell, "strategy": new, "key": key}
+        out.append(cell)
+    return out
+
+
+def parse_renames(values: Sequence[str]) -> dict[str, str]:
+    """``["old=new", ...]`` -> ``{"old": "new"}``; a value without ``=`` is a ConfigError."""
+    out: dict[str, str] = {}
+    for value in values:
+        old, sep, new = value.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise ConfigError(
+                f"--rename {value!r} is not OLD=NEW",
+                key="rename",
+                hint="e.g. --rename mypkg.old:compact=mypkg.new:compact",
+            )
+        out[old.strip()] = new.strip()
+    return out
 
 
 def changed_knobs(base: Cell, cur: Cell) -> str:
@@ -100,7 +158,27 @@ def changed_knobs(base: Cell, cur: Cell) -> str:
             and base.get(field) != cur.get(field)
         ):
             parts.append(f"{field} {base.get(field)} -> {cur.get(field)}")
+    parts += plugin_changes(base, cur)
     return ", ".join(parts)
+
+
+def plugin_changes(base: Cell, cur: Cell) -> list[str]:
+    """``plug-in code mypkg.mod:compact sha256:... -> sha256:...`` for each plug-in whose
+    code differs between two cells (both recorded the version of their plug-ins)."""
+    before = _plugins(base)
+    after = _plugins(cur)
+    return [
+        f"plug-in code {path} {before[path]} -> {version}"
+        for path, version in sorted(after.items())
+        if path in before and before[path] != version
+    ]
+
+
+def _plugins(cell: Cell) -> dict[str, str]:
+    text = cell.get("plugin")
+    if not isinstance(text, str):
+        return {}
+    return {p: v for p, _, v in (item.rpartition("@") for item in text.split())}
 
 
 def cell_names(cells: Sequence[Cell]) -> dict[str, str]:

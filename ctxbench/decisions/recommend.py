@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from ctxbench.bootstrap import (
     Interval,
     traces_to_separate,
 )
+from ctxbench.decisions.cautions import cautions
 from ctxbench.decisions.outcomes import Constraints, KindWeights, RunOutcome, kind_retention
 from ctxbench.report.leaderboard import ConfigKey, config_labels
 from ctxbench.report.leaderboard import _short as _text
@@ -95,6 +96,8 @@ class GroupVerdict:
     knobs: tuple[KnobEffect, ...]
     unkept_kinds: tuple[str, ...]
     why_none: str = ""
+    #: what to check before deploying the pick (:mod:`ctxbench.decisions.cautions`)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,12 +130,16 @@ def recommend(
     level: float = DEFAULT_LEVEL,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    strategies: Collection[str] = (),
 ) -> Recommendation:
-    """The verdict of every (window, true counter) group of ``runs`` (or the one asked for)."""
+    """The verdict of every (window, true counter) group of ``runs`` (or the one asked for;
+    only the configs of ``strategies`` when given)."""
     constraints = constraints or Constraints()
     weights = weights or KindWeights()
     groups: dict[tuple[int, str], list[RunOutcome]] = {}
     for run in runs:
+        if strategies and run.config.strategy not in strategies:
+            continue
         if (window is None or run.window == window) and (counter is None or run.counter == counter):
             groups.setdefault((run.window, run.counter), []).append(run)
     every = [r for members in groups.values() for r in members]
@@ -297,8 +304,18 @@ def _group(
                 needed,
             )
         )
+    inert = {(k.strategy, k.knob) for k in knobs if k.verdict == "inert"}
+    warnings = cautions(pick, standings, constraints, len(data.traces), inert)
     return GroupVerdict(
-        window, counter, len(data.traces), tuple(standings), pick, tuple(ties), knobs, unkept
+        window,
+        counter,
+        len(data.traces),
+        tuple(standings),
+        pick,
+        tuple(ties),
+        knobs,
+        unkept,
+        warnings=warnings,
     )
 
 

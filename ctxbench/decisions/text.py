@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
+from ctxbench.bootstrap import Interval
 from ctxbench.decisions.recommend import (
     ConfigStanding,
     GroupVerdict,
@@ -63,10 +65,12 @@ def group_text(g: GroupVerdict, level: float) -> list[str]:
     else:
         lines.append(f"  deploy: {g.pick.name}")
         lines.append(f"    {_standing(g.pick)}")
-        lines.append(f"    runs: {', '.join(g.pick.run_ids)}")
+        runs = list(g.pick.run_ids)
+        lines.append(f"    runs: {_names(runs)}" + (" (all in --json)" if len(runs) > 3 else ""))
         if g.pick.by_kind:
             kinds = ", ".join(f"{k} {v:.2f} (n={n})" for k, (v, n) in g.pick.by_kind.items())
             lines.append(f"    retention by kind: {kinds}")
+        lines.extend(f"  warning: {w}" for w in g.warnings)
         if g.ties:
             lines.append("  indistinguishable from it (paired difference, this minus the pick):")
             lines.extend(f"    {line}" for line in _tie_lines(g.ties, g.traces))
@@ -124,5 +128,81 @@ def closing_text(rec: Recommendation, results_dir: str) -> str:
             where + f"{g.pick.name}, retention {retention}, "
             f"{tokens_text(g.pick.cost.point)} tokens/trace{tied}"
         )
+        lines.extend(f"    warning: {w}" for w in g.warnings)
     lines.append(f"  details: ctxbench recommend {results_dir}")
     return "\n".join(lines)
+
+
+def recommendation_json(rec: Recommendation) -> dict[str, Any]:
+    """The same content as :func:`recommendation_text`, for machines (``--json``)."""
+    return {
+        "rule": rec.rule,
+        "constraints": rec.constraints.describe(),
+        "retention": rec.weights.describe(),
+        "level": rec.level,
+        "resamples": rec.resamples,
+        "seed": rec.seed,
+        "notes": list(rec.notes),
+        "groups": [_group_json(g) for g in rec.groups],
+    }
+
+
+def _interval(iv: Interval) -> dict[str, float | None]:
+    def value(v: float) -> float | None:
+        return round(v, 6) if math.isfinite(v) else None
+
+    return {"point": value(iv.point), "low": value(iv.low), "high": value(iv.high)}
+
+
+def _standing_json(s: ConfigStanding) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "strategy": s.key.strategy,
+        "params": s.key.param_values,
+        "counter": s.key.counter,
+        "estimator": s.key.estimator,
+        "summarizer": s.key.summarizer,
+        "reserved": s.key.reserved,
+        "runs": s.runs,
+        "retention": _interval(s.retention),
+        "cost_tokens_per_trace": _interval(s.cost),
+        "failed_calls": s.failed_calls,
+        "overflow_errors": s.overflow_errors,
+        "errors": s.errors,
+        "excluded": s.excluded or None,
+        "retention_by_kind": {k: {"retention": v, "probes": n} for k, (v, n) in s.by_kind.items()},
+        "run_ids": list(s.run_ids),
+    }
+
+
+def _group_json(g: GroupVerdict) -> dict[str, Any]:
+    return {
+        "window": g.window,
+        "counter": g.counter,
+        "traces": g.traces,
+        "pick": None if g.pick is None else _standing_json(g.pick),
+        "no_pick_because": g.why_none or None,
+        "warnings": list(g.warnings),
+        "ties": [
+            {
+                "name": t.name,
+                "retention_diff": _interval(t.retention_diff),
+                "cost_diff": _interval(t.cost_diff),
+                "identical": t.identical,
+                "traces_needed": t.traces_needed,
+            }
+            for t in g.ties
+        ],
+        "knobs": [
+            {
+                "strategy": k.strategy,
+                "knob": k.knob,
+                "values": list(k.values),
+                "verdict": k.verdict,
+                "detail": k.detail,
+            }
+            for k in g.knobs
+        ],
+        "unkept_kinds": list(g.unkept_kinds),
+        "configs": [_standing_json(s) for s in g.configs],
+    }

@@ -88,6 +88,7 @@ class ReplayContext:
         self._system: tuple[str, ...] = ()
         self._recorded: dict[str, int] = {}  # fingerprint -> trace index of recorded messages
         self._pairing = PairingMemo()
+        self._history: list[Message] = []
         #: the rewrites' keys a compaction settled last, every one of them recorded
         self._settled: tuple[str, ...] = ()
 
@@ -129,6 +130,8 @@ class ReplayContext:
         the message ``messages[i]`` stands for (a part of a message the layer cut in two);
         None leaves it to the alignment (a rewrite in place stands for what it replaced).
         """
+        if not isinstance(messages, Prompt):
+            self._check_messages(layer, messages)
         view = self.view
         before, keys_before, known_before = view.messages, view.keys, view.prompt
         est_before, true_before = view.estimated_tokens, view.true_tokens
@@ -165,6 +168,42 @@ class ReplayContext:
             known_before.remember(after, changed_flag, change)
         self.status(layer)
         return changed_flag
+
+    def _check_messages(self, layer: str, messages: object) -> None:
+        """A PluginError naming the layer, the trace and the call when ``apply`` is given
+        anything but a sequence of messages (OpenAI dicts, None)."""
+        from ctxbench.engine import faults
+
+        hint = (
+            "build ctxbench.Message objects; OpenAI-style dicts convert with "
+            "ctxbench.from_openai(dicts)"
+        )
+        if not isinstance(messages, (list, tuple)):
+            raise faults.wrong_value(
+                f"strategy {self.strategy.name}",
+                f"ctx.apply({layer!r}, ...)",
+                messages,
+                "a list of ctxbench.Message",
+                self.trace_id,
+                self.call,
+                self.n_calls,
+                hint=hint,
+            )
+        bad = next(
+            compress(count(), map(operator.not_, map(isinstance, messages, repeat(Message)))),
+            None,
+        )
+        if bad is not None:
+            raise faults.wrong_value(
+                f"strategy {self.strategy.name}",
+                f"ctx.apply({layer!r}, ...)",
+                messages[bad],
+                f"a ctxbench.Message at index {bad}",
+                self.trace_id,
+                self.call,
+                self.n_calls,
+                hint=hint,
+            )
 
     def _violations(self, messages: Sequence[Message], prompt: Prompt | None) -> int:
         """The pairing violations of ``messages`` (a prompt's, once)."""
@@ -273,7 +312,17 @@ class ReplayContext:
         """Append a recorded message (or the strategy's version of a recorded tool result)."""
         if index is not None:
             self._recorded.setdefault(message.fingerprint, index)
+        self._history.append(message)
         self.view.append(message)
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        """Every message the replay appended so far, in order, whatever the strategy dropped
+        since: the full history an agent that keeps its own log would hold (tool results as
+        ``on_tool_result`` kept them). ``view.messages`` is the prompt as it stands. The
+        engine only appends to the prompt between two hooks: what is new since a strategy last
+        looked is the tail past the length it left."""
+        return tuple(self._history)
 
     def _settle(self, change: Change) -> list[list[int | None]]:
         """Carry out ``change`` on this replay's trace indices, step by step in the alignment's

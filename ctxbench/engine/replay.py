@@ -33,11 +33,12 @@ from functools import cached_property
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
+from ctxbench.engine import faults
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import PairingCheck, SimulatedProvider
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
-from ctxbench.errors import ProviderOverflowError
+from ctxbench.errors import CtxbenchError, ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.needed import Use, needed_uses
 from ctxbench.probes.scoring import PromptScorer
@@ -94,11 +95,13 @@ def replay(
     """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring.
     ``on_call(done, total)`` hears each model call done (a progress bar at the edge);
     ``on_prompt(call, messages)`` hears the prompt of each call as probes are scored on it
-    (and of the end, when probes are asked there): what an answerer is asked about."""
-    calls = trace.call_indices
-    messages = trace.messages
+    (and of the end, when probes are asked there): what an answerer is asked about.
+
+    An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one
+    :class:`~ctxbench.errors.PluginError` naming the hook, the trace and the call, with the
+    plug-in's own frames (:mod:`ctxbench.engine.faults`)."""
     probe_list = tuple(trace.probes if probes is None else probes)
-    n_calls = len(calls)
+    n_calls = len(trace.call_indices)
     ctx = ReplayContext(
         trace_id=trace.id,
         strategy=strategy,
@@ -117,12 +120,54 @@ def replay(
         asked.setdefault(at, []).append(probe)
     used: dict[int, list[tuple[Use, frozenset[str]]]] = {}
     for use in needed_uses(trace):
-        holders = frozenset(messages[i].fingerprint for i in use.holders)
+        holders = frozenset(trace.messages[i].fingerprint for i in use.holders)
         used.setdefault(use.call, []).append((use, holders))
 
+    cited: set[str] = set()
+    try:
+        _run(ctx, trace, strategy, provider, _Asks(asked, used, on_prompt), cited, on_call)
+    except Exception as exc:
+        if isinstance(exc, CtxbenchError) or not faults.is_plugin(strategy):
+            raise
+        plugin = f"strategy {identity.strategy if identity else strategy.name}"
+        raise faults.at_boundary(plugin, exc, trace.id, ctx.call, n_calls) from exc
+    return ReplayOutput(
+        tuple(ctx.events),
+        identity or Identity(trace_id=trace.id, strategy=strategy.name),
+        dict(ctx.files),
+        ctx.view.messages,
+        prices,
+        cited=frozenset(cited),
+    )
+
+
+@dataclass(frozen=True)
+class _Asks:
+    """What the loop asks at each call: the probes asked there, the needed values its recorded
+    message uses (with the fingerprints of the recorded messages that hold each), and who
+    hears the prompt (an answerer)."""
+
+    probes: Mapping[int, list[Probe]]
+    uses: Mapping[int, list[tuple[Use, frozenset[str]]]]
+    on_prompt: Callable[[int, tuple[Message, ...]], None] | None
+
+
+def _run(
+    ctx: ReplayContext,
+    trace: Trace,
+    strategy: Strategy,
+    provider: SimulatedProvider,
+    asks: _Asks,
+    cited: set[str],
+    on_call: Callable[[int, int], None] | None,
+) -> None:
+    """The replay's loop (see the module docstring)."""
+    asked, used, on_prompt = asks.probes, asks.uses, asks.on_prompt
+    calls = trace.call_indices
+    messages = trace.messages
+    n_calls = len(calls)
     strategy.on_start(ctx)
     pairing = PairingCheck(provider.error_style)
-    cited: set[str] = set()
     position = 0
     recorded = {c.call: c for c in trace.recorded_compactions}
     task = _Task(trace.continues_after_failure)
@@ -153,15 +198,6 @@ def replay(
         if on_prompt is not None and not task.failed:
             on_prompt(n_calls, ctx.view.messages)
         _ask(ctx, asked[n_calls], (), cited, task.failed)
-
-    return ReplayOutput(
-        tuple(ctx.events),
-        identity or Identity(trace_id=trace.id, strategy=strategy.name),
-        dict(ctx.files),
-        ctx.view.messages,
-        prices,
-        cited=frozenset(cited),
-    )
 
 
 class _Task:

@@ -50,6 +50,10 @@ SHIPPED_STRATEGIES.add(
 )
 
 
+#: plain compactors (functions, classes with ``compact``) adapted, by import path
+_ADAPTED: dict[str, tuple[Any, type[Strategy]]] = {}
+
+
 def strategy_class(name: str) -> type[Strategy]:
     """The strategy class registered as ``name`` (or a plug-in ``module:Class``)."""
     import dataclasses
@@ -57,7 +61,18 @@ def strategy_class(name: str) -> type[Strategy]:
     from ctxbench.errors import UnknownNameError
 
     cls = (SHIPPED_STRATEGIES if name.startswith(SHIPPED_PREFIX) else STRATEGIES).load(name)
-    hint = "subclass ctxbench.Strategy (see `ctxbench strategies` for examples)"
+    hint = (
+        "subclass ctxbench.Strategy (see `ctxbench strategies` for examples), or give a "
+        "function compact(messages, budget, **knobs) on OpenAI-style message dicts"
+    )
+    if name not in STRATEGIES and name not in SHIPPED_STRATEGIES:
+        from ctxbench.strategies.function import adapt, is_plain_compactor
+
+        if is_plain_compactor(cls):
+            adapted = _ADAPTED.get(name)
+            if adapted is None or adapted[0] is not cls:
+                adapted = _ADAPTED[name] = (cls, adapt(cls, name))
+            return adapted[1]
     if not isinstance(cls, type):
         raise UnknownNameError(
             f"{name!r} is not a strategy: it is a {type(cls).__name__}, not a class", hint=hint

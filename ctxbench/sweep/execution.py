@@ -9,7 +9,7 @@ two workers finish together instead of one waiting on the longest trace at the e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +48,12 @@ class Plan:
         for entry in self.entries:
             for config in self.configs:
                 yield entry.cell(config).run_id
+
+    def cells_with_configs(self) -> Iterator[tuple[str, RunSpec]]:
+        """``(run id, configuration)`` of every cell."""
+        for entry in self.entries:
+            for config in self.configs:
+                yield entry.cell(config).run_id, config
 
     def tasks(
         self,
@@ -131,6 +137,10 @@ class SweepSummary:
     skipped_lines: tuple[tuple[int, str], ...] = ()
     #: finished cells of an earlier spec that ``reset`` dropped
     dropped: int = 0
+    #: plug-ins whose code changed since the directory's last run ("path: old -> new"), and
+    #: how many of their cells were run again for it (their old results were dropped)
+    plugins_changed: tuple[str, ...] = ()
+    rerun_for_plugins: int = 0
 
 
 def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
@@ -147,7 +157,31 @@ def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
         "traces": len(planned.entries),
         "configs": len(planned.configs),
         "cells": planned.cells,
+        "plugins": plugin_versions(planned.configs),
     }
+
+
+def plugin_versions(configs: Iterable[RunSpec]) -> dict[str, str]:
+    """Each plug-in the configurations run -> the version of its code (``RunSpec.plugin``)."""
+    out: dict[str, str] = {}
+    for config in configs:
+        for item in config.plugin.split():
+            path, _, version = item.rpartition("@")
+            out[path] = version
+    return dict(sorted(out.items()))
+
+
+def changed_plugins(previous: Mapping[str, Any] | None, record: Mapping[str, Any]) -> list[str]:
+    """The plug-ins whose code differs from what ``sweep.json`` recorded ("path: old -> new");
+    a directory written before plug-ins were recorded changed none."""
+    if previous is None or not isinstance(previous.get("plugins"), Mapping):
+        return []
+    before, after = previous["plugins"], record["plugins"]
+    return [
+        f"{path}: {before[path]} -> {version}"
+        for path, version in after.items()
+        if path in before and before[path] != version
+    ]
 
 
 def run_sweep(
@@ -203,13 +237,23 @@ def run_sweep(
                     "next_action_every": next_action_every if next_action else 0,
                 }
             wanted = set(planned.run_ids())
-            previous = None if reset else writer.previous_spec()
-            if previous is not None:
+            previous = writer.previous_spec()
+            if previous is not None and not reset:
                 refuse_changed_spec(previous, record, Path(out))
+            changed = changed_plugins(previous, record)
             if reset:
                 dropped = writer.keep_only(wanted)
+            elif changed:  # the old versions' cells: their results must not be read again
+                writer.keep_only(wanted)
             writer.write_spec(record)
             skipped = len(wanted & writer.finished)
+            changed_paths = {c.partition(": ")[0] for c in changed}
+            rerun = sum(  # the changed plug-ins' cells: none of them is finished
+                1
+                for rid, config in planned.cells_with_configs()
+                if rid not in writer.finished
+                and any(i.rpartition("@")[0] in changed_paths for i in config.plugin.split())
+            )
             done = failed = 0
             examples: list[tuple[str, str]] = []
             report = on_progress or (lambda _: None)
@@ -246,6 +290,8 @@ def run_sweep(
         Path(out),
         tuple(writer.skipped_lines),
         dropped,
+        tuple(changed),
+        rerun,
     )
 
 

@@ -49,7 +49,14 @@ class CellOutcome:
 
 def run_task(task: Task) -> tuple[CellOutcome, ...]:
     """Run every cell of ``task`` in this process; failures become error rows."""
-    from ctxbench.cell.runner import error_result, kept_files, mined_probes, run_spec
+    from ctxbench.cell.runner import (
+        TRACEBACK_FILE,
+        error_result,
+        fault_report,
+        kept_files,
+        mined_probes,
+        run_spec,
+    )
     from ctxbench.cell.traces import load_trace
 
     first = task.cells[0]
@@ -70,8 +77,10 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
             output = run_spec(
                 spec, trace, prices=task.prices.get(spec.counter), mined=mined, answerer=client
             )
-        except Exception as exc:  # a strategy or plug-in raised: the row carries the error
-            out.append(_failed(error_result(spec, exc)))
+        except Exception as exc:  # a strategy or plug-in raised: the row carries the error,
+            # its folder the traceback and the command that re-runs the cell alone
+            report = fault_report(spec, exc).encode("utf-8", "backslashreplace")
+            out.append(_failed(error_result(spec, exc), {TRACEBACK_FILE: report}))
             continue
         out.append(
             CellOutcome(
@@ -85,5 +94,5 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
     return tuple(out)
 
 
-def _failed(result: RunResult) -> CellOutcome:
-    return CellOutcome(result.run_id, record_line(result, []), {}, True)
+def _failed(result: RunResult, files: Mapping[str, bytes] | None = None) -> CellOutcome:
+    return CellOutcome(result.run_id, record_line(result, []), dict(files or {}), True)

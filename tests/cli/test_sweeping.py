@@ -107,3 +107,23 @@ def test_the_progress_bar_shows_count_rate_eta_and_failures() -> None:
     logged = stream.getvalue().splitlines()
     assert logged[0].endswith("0/40 0.0/s ETA -")
     assert "40/40" in logged[-1]
+
+
+def test_sweep_warns_about_a_strategy_that_splits_tool_pairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "splits.py").write_text(
+        "def compact(messages, budget):\n"
+        "    # drops every assistant message but the last: its calls' results are orphans\n"
+        "    return [m for m in messages if m['role'] != 'assistant' or m is messages[-1]]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sweep = make(tmp_path, extra='[[strategies]]\nname = "splits:compact"\n')
+    result = CliRunner().invoke(
+        cli,
+        ["sweep", str(sweep), "-o", str(tmp_path / "out"), "-j", "1", "-q", "--allow-plugins"],
+    )
+    assert result.exit_code == 0, result.output
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warning.startswith("warning: 3 of 3 cells of splits:compact split tool calls")
+    assert "sliding_window" not in result.stderr

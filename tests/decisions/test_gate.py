@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from ctxbench.baseline import make_baseline
 from ctxbench.check import Tolerances, check, compare_cell, improvements_of
 from ctxbench.cli import cli
-from ctxbench.decisions.matching import parse_match_by
+from ctxbench.decisions.matching import match_leftovers, parse_match_by, parse_renames, renamed
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import ConfigError
 from ctxbench.results import ResultsDir
@@ -129,9 +129,13 @@ def test_a_strategy_that_forgets_its_task_fails_the_gate(tmp_path: Path) -> None
     before = run_sweep(sweep_file(tmp_path / "a.toml", none, 131072), tmp_path / "before")
     after = run_sweep(sweep_file(tmp_path / "b.toml", forgets, 131072), tmp_path / "after")
     baseline = _save(make_baseline(ResultsDir(before).results(), str(before)), tmp_path / "b.json")
-    out = CliRunner().invoke(
-        cli, ["check", str(after), "--baseline", baseline, "--match-by", "trace,window,counter"]
-    )
+    by = ["check", str(after), "--baseline", baseline, "--match-by", "trace,window,counter"]
+    # two different strategies are compared only when the user says one replaces the other
+    refused = CliRunner().invoke(cli, by)
+    assert isinstance(refused.exception, ConfigError)  # `ctxbench` prints it and exits 2
+    assert "would compare strategy none with" in str(refused.exception)
+    assert "--rename none=tests.decisions.test_gate:ForgetsTask" in str(refused.exception)
+    out = CliRunner().invoke(cli, [*by, "--rename", "none=tests.decisions.test_gate:ForgetsTask"])
     assert out.exit_code == 1, out.output
     assert "retention" in out.output and "REGRESSION" in out.output
     command = next(
@@ -188,3 +192,32 @@ def test_match_by_names_are_checked() -> None:
 def _save(doc: dict[str, Any], path: Path) -> str:
     path.write_text(json.dumps(doc), "utf-8")
     return str(path)
+
+
+def test_match_by_refuses_a_pairing_that_would_be_a_guess() -> None:
+    def cell(run_id: str, strategy: str, keep: int) -> dict[str, Any]:
+        return {
+            "run_id": run_id,
+            "key": f"t|{strategy}(keep={keep})|w=1",
+            "trace_id": "t",
+            "strategy": strategy,
+            "window": 1,
+            "counter": "c",
+            "params": json.dumps({"keep": keep}),
+        }
+
+    base = [cell("a", "s", 1), cell("b", "s", 2)]
+    current = [cell("c", "s", 3), cell("d", "s", 4)]
+    with pytest.raises(ConfigError, match="2 baseline cells and 2 current cells agree"):
+        match_leftovers(base, current, MATCH_ALL)
+    # one on each side is no guess
+    assert match_leftovers(base[:1], current[:1], MATCH_ALL) == [(base[0], current[0])]
+
+
+def test_rename_compares_a_moved_plug_ins_cells_by_their_key() -> None:
+    old = {"run_id": "a", "key": "t|old.mod:compact(keep=1)|w=1", "strategy": "old.mod:compact"}
+    (moved,) = renamed([old], parse_renames(["old.mod:compact=new.mod:compact"]))
+    assert moved["key"] == "t|new.mod:compact(keep=1)|w=1"
+    assert moved["strategy"] == "new.mod:compact"
+    with pytest.raises(ConfigError, match="is not OLD=NEW"):
+        parse_renames(["old.mod:compact"])

@@ -211,6 +211,12 @@ params = { min_keep_recent_rounds = [1, 5] }
     assert "deploy: dbgpt" in out.output and "retention by kind:" in out.output
     assert "task 1.00" in out.output
     assert "identical to the pick on every probe and cost" in out.output
+    as_json = CliRunner().invoke(cli, ["recommend", str(results), "--json", "-s", "dbgpt"])
+    assert as_json.exit_code == 0, as_json.output
+    (group,) = json.loads(as_json.output)["groups"]
+    assert group["pick"]["strategy"] == "dbgpt" and group["pick"]["name"] in out.output
+    other = CliRunner().invoke(cli, ["recommend", str(results), "--strategy", "none"])
+    assert other.exit_code != 0 and "--strategy" in str(other.exception)
     narrow = CliRunner().invoke(cli, ["recommend", str(results), "--window", "1"])
     assert narrow.exit_code != 0
     bad = CliRunner().invoke(cli, ["recommend", str(results), "--weight", "task"])
@@ -228,3 +234,62 @@ def test_the_verdict_strip_escapes_names_and_shows_pick_ties_and_inert_knobs() -
     assert "dbgpt" in html and "deploy" in html and "retention" in html
     assert "inert knobs: &lt;script&gt;x&lt;/script&gt;.min_keep_recent_rounds" in html
     assert "no config keeps: finished_task" in html
+
+
+# -- warnings, --strategy and --json ------------------------------------------------------------
+
+
+def test_a_pick_at_the_edge_of_the_swept_range_is_warned_about() -> None:
+    low, mid, high = config("s", keep=2), config("s", keep=4), config("s", keep=8)
+    (group,) = recommend(sweep({low: 0.5, mid: 0.6, high: 0.9})).groups
+    assert group.pick is not None and group.pick.key == high
+    assert any(
+        "keep=8 is the largest value swept (2 to 8): the best may lie beyond it" in w
+        for w in group.warnings
+    )
+    (inside,) = recommend(sweep({low: 0.5, mid: 0.9, high: 0.6})).groups
+    assert not any("value swept" in w for w in inside.warnings)
+
+
+def test_a_pick_that_keeps_few_facts_is_warned_about() -> None:
+    (group,) = recommend(sweep({config("a"): 0.1, config("b"): 0.05})).groups
+    assert group.pick is not None and group.pick.retention.point < 0.5
+    assert any(
+        w.startswith("the pick keeps ") and "of the probed facts" in w for w in group.warnings
+    )
+    (good,) = recommend(sweep({config("a"): 0.9})).groups
+    assert not any("probed facts" in w for w in good.warnings)
+
+
+def test_an_excluded_config_that_would_win_with_a_few_more_failed_calls_is_named() -> None:
+    best, safe = config("best"), config("safe")
+    runs = sweep({best: 0.9, safe: 0.6}, failed={best: 2})
+    (group,) = recommend(runs).groups
+    assert group.pick is not None and group.pick.key == safe
+    (hint,) = [w for w in group.warnings if "--max-failed-calls" in w]
+    assert hint.startswith("best keeps more") and hint.endswith("with --max-failed-calls 2")
+    (far,) = recommend(sweep({best: 0.9, safe: 0.6}, failed={best: 500})).groups
+    assert not any("--max-failed-calls" in w for w in far.warnings)
+
+
+def test_strategy_limits_the_recommendation_to_the_configs_asked_for() -> None:
+    runs = sweep({config("mine"): 0.5, config("theirs"): 0.9})
+    (group,) = recommend(runs, strategies={"mine"}).groups
+    assert [s.key.strategy for s in group.configs] == ["mine"]
+
+
+def test_json_holds_the_same_content_as_the_text() -> None:
+    from ctxbench.decisions.text import recommendation_json, recommendation_text
+
+    rec = recommend(sweep({config("s", keep=2): 0.5, config("s", keep=8): 0.9}))
+    doc = recommendation_json(rec)
+    text = recommendation_text(rec)
+    (group,) = doc["groups"]
+    assert group["pick"]["name"] in text and f"deploy: {group['pick']['name']}" in text
+    assert group["pick"]["params"] == {"keep": 8} and len(group["pick"]["run_ids"]) == TRACES
+    assert all(w in text for w in group["warnings"]) and group["warnings"]
+    assert [c["name"] for c in group["configs"]] == [s.name for s in rec.groups[0].configs]
+    assert json.loads(json.dumps(doc)) == doc  # plain JSON: no NaN, no objects
+    # the text lists a few run ids, not all 30 on one line
+    (runs_line,) = [line for line in text.splitlines() if line.strip().startswith("runs:")]
+    assert "and 27 more (all in --json)" in runs_line

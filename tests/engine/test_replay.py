@@ -21,7 +21,7 @@ from ctxbench.errors import ConfigError, ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.base import ReplyAborted, Strategy
-from ctxbench.trace import Message, Trace
+from ctxbench.trace import Message, ToolCall, Trace
 from tests.factories import tool_trace, valid_messages
 
 CHARS4 = get_counter("chars4")
@@ -369,3 +369,19 @@ def test_a_summarizer_that_crashes_counts_as_a_failed_summary_not_a_crashed_repl
         for e in failures
     )
     assert out.result.summary_calls == len(failures) and out.result.calls == len(trace.call_indices)
+
+
+@pytest.mark.parametrize("strategy", ["sliding_window", "observation_masking"])
+def test_a_run_that_ends_with_a_submit_call_has_no_broken_pair_when_compacted_at_the_end(
+    strategy: str,
+) -> None:
+    # mini-swe-agent's and SWE-agent's runs end with a `submit` call that nothing answers; a
+    # probe asked at the end makes the strategy compact the prompt that ends with it
+    done = Message("assistant", "", tool_calls=(ToolCall("end", "submit", "{}"),))
+    base = tool_trace(12, output="x" * 400)
+    trace = Trace("t", (*base.messages[:-1], done), probes=(Probe("p", "task", "q", ("Fix",)),))
+    strat = build_strategy(strategy, {"keep_rounds": 2} if strategy == "sliding_window" else {})
+    out = run(trace, strat, window=1_000)
+    end = [e for e in out.events if e.type == ev.COMPACTION and e.call == len(trace.call_indices)]
+    assert end, "the strategy compacted the prompt that ends with the submit call"
+    assert out.result.pairing_violations == 0

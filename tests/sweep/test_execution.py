@@ -152,7 +152,19 @@ def test_a_cell_that_raises_becomes_an_error_row_and_the_sweep_goes_on(tmp_path:
     failed = [r for r in rows if r["error"] is not None]
     assert summary.failed == len(failed) == 4  # t1 x 2 windows x 2 counters
     assert {(r["trace_id"], r["strategy"]) for r in failed} == {("t1", f"{__name__}:Explodes")}
-    assert all(r["error"] == "RuntimeError: boom on t1" and r["calls"] == 0 for r in failed)
+    raised = (
+        f"PluginError: strategy {__name__}:Explodes: before_call raised RuntimeError: boom on t1"
+        " (trace 't1', model call 3)"
+    )
+    assert all(r["error"] == raised and r["calls"] == 0 for r in failed)
+    # beside each failed cell: the plug-in's frames and the command that re-runs it alone
+    for row in failed:
+        saved = (tmp_path / "out" / "files" / row["run_id"] / "traceback.txt").read_text()
+        assert saved.startswith(f"run {row['run_id']}: strategy {__name__}:Explodes: before_call")
+        assert 'raise RuntimeError("boom on t1")' in saved and "ctxbench/engine" not in saved
+        assert (
+            f"ctxbench run --from-row RESULTS_DIR --run-id {row['run_id']} --allow-plugins" in saved
+        )
     assert not any(ResultsDir(tmp_path / "out").events(failed[0]["run_id"]))
     fine = [r for r in rows if r["strategy"].endswith("Explodes") and r["error"] is None]
     assert len(fine) == 5 * 4 and all(r["calls"] > 0 for r in fine)

@@ -319,3 +319,60 @@ def test_every_published_file_is_fsynced_before_its_rename_and_its_folder_after(
     for i, (src, dst) in renames:
         assert ("fsync", src) in calls[:i], f"{dst} renamed without an fsync of {src}"
         assert ("fsync", str(Path(dst).parent)) in calls[i + 1 :], f"{dst}: folder not synced"
+
+
+PLUGIN = """
+def compact(messages, budget, *, keep: int = 6):
+    if len(messages) <= keep + 2:
+        return messages
+    tail = messages[-keep:]
+    while tail and tail[0]["role"] == "tool":
+        tail = tail[1:]
+    return messages[:2] + tail
+"""
+
+
+def test_resume_runs_again_the_cells_whose_plug_in_code_changed_and_says_how_many(
+    tmp_path: Path,
+) -> None:
+    """Before: a sweep resumed after its plug-in changed said "all already done" and kept
+    the old version's rows, so `check` passed a regression."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "__init__.py").write_text("")
+    code = tmp_path / "mine" / "compaction.py"
+    code.write_text(PLUGIN)
+    write_sweep(
+        tmp_path, windows="4000", extra='[[strategies]]\nname = "mine.compaction:compact"\n'
+    )
+    environ = env(path=str(tmp_path))
+    args = ("sweep", "sweep.toml", "-o", "out", "-q", "--allow-plugins")
+    first = sweep(*args, cwd=tmp_path, environ=environ)
+    assert first.returncode == 0, first.stderr
+    assert counts(first.stdout) == (6 * 5 * 2, 0)  # 6 traces x (none, 3 windows, mine) x 2
+    before = {r["run_id"]: r for r in ResultsDir(tmp_path / "out").rows()}
+    # same run again: nothing changed, nothing runs
+    again = sweep(*args, "--resume", cwd=tmp_path, environ=environ)
+    assert counts(again.stdout) == (0, 60) and "re-run" not in again.stderr
+    # v2 keeps fewer messages: its 12 cells run again, the other 48 are kept
+    code.write_text(PLUGIN.replace("keep: int = 6", "keep: int = 2"))
+    resumed = sweep(*args, "--resume", cwd=tmp_path, environ=environ)
+    assert resumed.returncode == 0, resumed.stderr
+    assert counts(resumed.stdout) == (12, 48)
+    assert "12 cells re-run: their plug-in's code changed since the last run" in resumed.stderr
+    assert "mine.compaction:compact: sha256:" in resumed.stderr
+    after = {r["run_id"]: r for r in ResultsDir(tmp_path / "out").rows()}
+    assert len(after) == 60
+    mine = [r for r in after.values() if r["strategy"] == "mine.compaction:compact"]
+    assert len(mine) == 12 and not any(r["run_id"] in before for r in mine)
+    # re-running one of its rows after yet another change says the code changed since
+    code.write_text(PLUGIN.replace("keep: int = 6", "keep: int = 3"))
+    rerun = sweep(
+        "run", "--from-row", "out", "--run-id", mine[0]["run_id"], "--allow-plugins", "-q",
+        cwd=tmp_path, environ=environ,
+    )  # fmt: skip
+    assert "note: the plug-in's code changed since this row was recorded" in rerun.stderr
+    assert sum(r["input_tokens_total"] for r in mine) < sum(
+        r["input_tokens_total"]
+        for r in before.values()
+        if r["strategy"] == "mine.compaction:compact"
+    )

@@ -1,0 +1,1 @@
+"""ACME's agent (the parts ctxbench gates: its context compaction)."""
