@@ -160,6 +160,14 @@ def expanded_tail(level: float, n: int) -> float:
     return NormalDist().cdf(-math.sqrt(n / (n - 1)) * t)
 
 
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default), of a non-empty sequence."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
 def t_quantile(p: float, df: int) -> float:
     """Student's t quantile: exact for 1 and 2 degrees of freedom, else the Cornish-Fisher
     expansion of Abramowitz & Stegun 26.7.5 (at the 97.5% point: 0.004 low at 3 degrees of

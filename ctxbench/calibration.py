@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxbench.bootstrap import quantile
 from ctxbench.counting.base import TokenCounter
 from ctxbench.trace import Trace, recorded_prompt
 
@@ -73,14 +74,6 @@ def samples(trace: Trace, counter: TokenCounter, model: str | None = None) -> li
             CallSample(trace.id, call, usage.prompt_tokens, counted, len(prompt), tool_calls)
         )
     return out
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile (numpy's default), of a non-empty sequence."""
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ctxbench.config import load_toml
 from ctxbench.errors import ConfigError, OutputError, TraceFormatError
 from ctxbench.formats.canonical import read_traces
 from ctxbench.results.layout import JOURNAL, SPEC_FILE
+from ctxbench.results.own_files import refuse_own_files
 from ctxbench.testing import run_sweep
 from tests.fuzz_inputs import alarm
 from tests.hardening import run_main, small_sweep
@@ -133,11 +134,11 @@ def test_outputs_never_replace_a_results_directory_own_files(results: Path) -> N
 
 def test_refuse_own_files_and_links_on_a_path(results: Path, tmp_path: Path) -> None:
     with pytest.raises(OutputError):
-        guard.refuse_own_files(results / "files" / "x" / "report.html")
+        refuse_own_files(results / "files" / "x" / "report.html")
     with pytest.raises(OutputError):
-        guard.refuse_own_files(results, directory=True)
-    guard.refuse_own_files(results / "report.html")
-    guard.refuse_own_files(tmp_path / "elsewhere" / "cells.jsonl")  # not a results directory
+        refuse_own_files(results, directory=True)
+    refuse_own_files(results / "report.html")
+    refuse_own_files(tmp_path / "elsewhere" / "cells.jsonl")  # not a results directory
     (tmp_path / "up").symlink_to("..")
     with pytest.raises(OutputError, match="symbolic link"):
         guard.refuse_links_on_path(tmp_path / "up" / "viewer")

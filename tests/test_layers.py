@@ -33,6 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.collector",
             "ctxbench.escaping",
             "ctxbench.bootstrap",
+            "ctxbench.guard",
+            "ctxbench.windows",
         ),
     ),
     (
@@ -76,6 +78,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.synth",
             "ctxbench.formats",
             "ctxbench.shipped",
+            "ctxbench.trace_defaults",
         ),
     ),
     ("single replay", ("ctxbench.cell",)),

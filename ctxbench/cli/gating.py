@@ -19,7 +19,7 @@ from ctxbench.atomic_file import AtomicFile
 from ctxbench.baseline import load_baseline, make_baseline
 from ctxbench.cli.options import dir_option, file_option
 from ctxbench.errors import ConfigError
-from ctxbench.guard import refuse_own_files
+from ctxbench.results.own_files import refuse_own_files
 
 if TYPE_CHECKING:
     from ctxbench.engine.result import RunResult

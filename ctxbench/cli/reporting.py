@@ -51,8 +51,8 @@ def report(results_dir: str, out: str, prices_file: str | None, title: str, quie
     """
     from ctxbench.cli.progress import StageBar
     from ctxbench.decisions.verdict import Verdict
-    from ctxbench.guard import refuse_own_files
     from ctxbench.report.write import write_report
+    from ctxbench.results.own_files import refuse_own_files
 
     refuse_own_files(out)  # never over a results directory's journal, spec or table
     bar = StageBar("report", quiet=quiet)

@@ -214,7 +214,7 @@ def _reasoning_tokens(base: TokenCounter, message: Any, sizes: dict[int, int]) -
 
 
 def _errors(relative: Sequence[float]) -> tuple[float, float]:
-    from ctxbench.calibration import quantile
+    from ctxbench.bootstrap import quantile
 
     absolute = [abs(r) for r in relative]
     return quantile(absolute, 0.5), quantile(absolute, 0.9)

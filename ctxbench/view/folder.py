@@ -8,7 +8,7 @@ a shared results directory. Now (issue 38):
   every file the viewer wrote there, and nothing else. Anything else is refused before the
   first replay, naming the file.
 - No part of ``DIR``'s path may be a symbolic link, and ``DIR`` is never a results directory
-  or one of its own files (:func:`ctxbench.guard.refuse_own_files`).
+  or one of its own files (:func:`ctxbench.results.own_files.refuse_own_files`).
 - The viewer is written into a fresh temporary folder beside ``DIR`` and renamed into place
   only once every run was replayed and written; an error or Ctrl-C removes the temporary
   folder and leaves ``DIR`` as it was. The previous viewer is removed file by file from its
@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ctxbench.errors import OutputError
-from ctxbench.guard import read_limited, refuse_links_on_path, refuse_own_files
+from ctxbench.guard import read_limited, refuse_links_on_path
+from ctxbench.results.own_files import refuse_own_files
 
 #: The file that makes a folder the viewer's: ``{"ctxbench": "viewer", "files": [...]}``.
 MARKER = ".ctxbench-viewer"

@@ -89,14 +89,18 @@ def test_the_table_and_the_json(shared_traces: Path) -> None:
     doc = json.loads(as_json.output)
     rows = doc["compactions"]
     assert doc["summarizer"] == "extractive" and len(rows) == 3
-    # the verbatim upper bound fills the budget and keeps most mined probes; the real model
-    # wrote 3-4k tokens and kept almost none of them
+    # the verbatim upper bound fills the budget; the real model wrote 3-4k tokens. Both keep
+    # most mined probes (now the files the agent needed, which real summaries list), but of
+    # the facts the agent went on to use, the real summary kept under half and the verbatim
+    # upper bound most (45% and 88% when measured)
     for row in rows:
         assert row["summarizer"]["tokens"] > 2.5 * row["recorded"]["tokens"]
     kept = sum(r["summarizer"]["probes_kept"]["kept"] for r in rows)
-    real = sum(r["recorded"]["probes_kept"]["kept"] for r in rows)
     of = sum(r["recorded"]["probes_kept"]["of"] for r in rows)
-    assert kept / of > 0.7 and real / of < 0.1
+    assert kept / of > 0.7
+    used = [sum(r[side]["used_after"]["kept"] for r in rows) for side in ("summarizer", "recorded")]
+    facts = sum(r["recorded"]["used_after"]["of"] for r in rows)
+    assert used[1] / facts < 0.5 and used[0] / facts > used[1] / facts + 0.3
 
 
 def test_no_recorded_summary_says_so() -> None:

