@@ -81,3 +81,23 @@ def test_every_pair_agrees_on_99_percent_of_calls_at_every_window(
             assert summary["same_kept"] >= 0.99, (window, diverging)
     finally:
         process.shutdown()
+
+
+@needs(AGENTSCOPE)
+@pytest.mark.parametrize("max_iters", [5, 6])
+def test_agentscope_user_input_after_tool_results_at_the_reply_limit(max_iters: int) -> None:
+    """consecutive_users' input arrives after 6 rounds of a reply: with ``max_iters`` 5 the
+    max-iters call already ended the reply (the input's compression sees it), with 6 the
+    acting reply's last step is the hinted one (its compression does not)."""
+    trace = shape_trace("consecutive_users")
+    try:
+        sides = [
+            parity.replay_side(trace, strategy, window=8_192, reserved=1024,
+                               counter="tiktoken:o200k_base", params={"max_iters": max_iters})
+            for strategy in ("agentscope", "shipped:agentscope@2.0.11")
+        ]  # fmt: skip
+    finally:
+        process.shutdown()
+    result = parity.compare(trace.id, *sides, window=8_192)
+    assert result.calls == len(trace.call_indices)
+    assert result.agreeing == result.calls, result.first_divergence

@@ -115,18 +115,22 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
                 raise ReplyAborted("the reply ended at the exception above")
             self._ended_at = None
         loop = self.rules.reply_loop
-        if loop and _interrupts_acting(ctx.view.messages):
+        acting = self._iteration < self.cfg.max_iters  # the max-iters call ended the reply
+        if loop and acting and _interrupts_acting(ctx.view.messages):
             self._last_iteration(ctx)
         first_iteration = (  # decided before compression empties the context
             _starts_reply(ctx.view.messages) or (loop and self._iteration >= self.cfg.max_iters)
         )
         self._iteration = 0 if first_iteration else self._iteration + 1
         if loop and self._iteration == self.cfg.max_iters:  # the reply's last round: a hint
-            hint = MAX_ITERS_HINT.format(max_iters=self.cfg.max_iters)
-            ctx.view.replace([*ctx.view.messages, Message("user", hint, meta=dict(MAX_ITERS_MARK))])
+            self._max_iters_hint(ctx)
         self.limit_images(ctx)
         self.compress(ctx)
         self.inject_runtime_state(ctx, first_iteration)
+
+    def _max_iters_hint(self, ctx: ReplayContext) -> None:
+        hint = MAX_ITERS_HINT.format(max_iters=self.cfg.max_iters)
+        ctx.view.replace([*ctx.view.messages, Message("user", hint, meta=dict(MAX_ITERS_MARK))])
 
     def _last_iteration(self, ctx: ReplayContext) -> None:
         """Recorded user input after tool results: the agent was still acting, so 2.0.11 runs
@@ -135,7 +139,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         structure). That step's images, compression and runtime state act on the context
         without the input (``_reply_impl``: ``_limit_context_images``, ``compress_context``,
         ``_inject_runtime_state`` before ``_reasoning``); an exception it raises ends only
-        that reply."""
+        that reply. Its last round gets the max-iters hint, as any call of a reply does."""
         messages = list(ctx.view.messages)
         start = len(messages)
         while start and messages[start - 1].role == "user" and not messages[start - 1].meta:
@@ -143,6 +147,8 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         ctx.view.replace(messages[:start])
         try:
             self._iteration += 1
+            if self._iteration == self.cfg.max_iters:
+                self._max_iters_hint(ctx)
             self.limit_images(ctx)
             self.compress(ctx)
             self.inject_runtime_state(ctx, False)
