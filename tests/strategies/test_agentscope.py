@@ -732,7 +732,7 @@ def test_user_input_after_tool_results_arrives_after_the_acting_replys_last_step
     msgs = [Message("system", "You are careful."), Message("user", "Fix the bug")]
     for i in range(4):
         msgs += tool_round(i, output="o" * 1600)
-    first = Message("user", "Also look at the docs " + "a" * 1000)
+    first = Message("user", "Also look at the docs " + "a" * 1000, meta={"source": "chat"})
     second = Message("user", "<reminder>2 steps left</reminder>")
     trace = Trace("t", (*msgs, first, second, Message("assistant", "done")))
     out = replaying.run(trace, "agentscope", 2000, estimator=AGENTSCOPE,

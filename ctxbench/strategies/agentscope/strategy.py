@@ -142,7 +142,11 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         that reply. Its last round gets the max-iters hint, as any call of a reply does."""
         messages = list(ctx.view.messages)
         start = len(messages)
-        while start and messages[start - 1].role == "user" and not messages[start - 1].meta:
+        while (
+            start
+            and messages[start - 1].role == "user"
+            and not messages[start - 1].meta.get("agentscope")
+        ):
             start -= 1
         ctx.view.replace(messages[:start])
         try:
