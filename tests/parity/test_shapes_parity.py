@@ -101,3 +101,26 @@ def test_agentscope_user_input_after_tool_results_at_the_reply_limit(max_iters: 
     result = parity.compare(trace.id, *sides, window=8_192)
     assert result.calls == len(trace.call_indices)
     assert result.agreeing == result.calls, result.first_divergence
+
+
+@needs(AGENTSCOPE)
+def test_agentscope_input_after_a_reply_an_overflow_ended_starts_a_reply_at_once(
+    shared_traces: Path,
+) -> None:
+    """tau2 airline episode 1d71eb14 at 8k: calls 7-13 overflow, so the reply ends at the
+    exception with a tool result last in its context; the recorded input that follows starts
+    the next reply without an extra reasoning step (the reply was not acting): call 14's
+    compression sees that input and keeps none of it."""
+    path = shared_traces / (
+        "sierra-research+tau2-bench/web/leaderboard/public/submissions/"
+        "claude-sonnet-4-5_aide-platform_2025-10-31/trajectories/"
+        "claude-sonnet-4-5_airline_default_gpt4.1_1trials.json"
+    )
+    (trace,) = [t for t in open_traces(path).traces() if t.id.startswith("1d71eb14")]
+    try:
+        result = parity.parity([trace], "agentscope", "shipped:agentscope@2.0.11",
+                               window=8_192, reserved=1024)[0]  # fmt: skip
+    finally:
+        process.shutdown()
+    assert result.failed[0] >= 7 and result.first_compaction == (14, 14)
+    assert result.agreeing == result.calls, result.first_divergence

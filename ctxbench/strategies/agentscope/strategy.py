@@ -110,12 +110,13 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         return kept
 
     def before_call(self, ctx: ReplayContext) -> None:
+        #: the previous reply is still acting: no exception and no max-iters call ended it
+        acting = self._ended_at is None and self._iteration < self.cfg.max_iters
         if self._ended_at is not None:
             if not self._resume(ctx, self._ended_at):
                 raise ReplyAborted("the reply ended at the exception above")
             self._ended_at = None
         loop = self.rules.reply_loop
-        acting = self._iteration < self.cfg.max_iters  # the max-iters call ended the reply
         if loop and acting and _interrupts_acting(ctx.view.messages):
             self._last_iteration(ctx)
         first_iteration = (  # decided before compression empties the context
