@@ -1,12 +1,15 @@
-"""The parity table: each reproduction against its release, on every embedded scenario and
-every shared recorded trace, at 8k, 16k, 32k and 64k windows.
+"""The parity table: each reproduction against its release, on every embedded scenario, every
+message shape (``ctxbench.synth.shapes``: text actions with user observations, consecutive
+user messages, a first user message that is not the task, reasoning fields with empty
+content) and every shared recorded trace, at 8k, 16k, 32k and 64k windows.
 
 ``python -m benchmarks.parity_table [--pairs dbgpt,hermes] [--windows 8192,16384]
-[--reserved 4096] [--per-source N] [--out parity.json]`` (``make parity``) prints one JSON object, per pair and
-window the overall agreement (``ctxbench.parity.overall``) and per trace source, then the same
-as a markdown table; ``--markdown FILE`` prints the table of a previous ``--out``. A release
-whose environment is not installed is reported as such. Recorded traces are every file under
-each directory of ``CTXBENCH_TRACES`` (files that are not traces are skipped).
+[--reserved 4096] [--per-source N] [--sources mini-swe-agent,shape] [--out parity.json]``
+(``make parity``) prints one JSON object, per pair and window the overall agreement
+(``ctxbench.parity.overall``) and per trace source, then the same as a markdown table;
+``--markdown FILE`` prints the table of a previous ``--out``. A release whose environment is
+not installed is reported as such. Recorded traces are every file under each directory of
+``CTXBENCH_TRACES`` (files that are not traces are skipped).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +27,27 @@ from ctxbench import parity
 from ctxbench.cell.traces import open_traces
 from ctxbench.errors import CtxbenchError
 from ctxbench.shipped import environment
-from ctxbench.shipped.releases import AGENTSCOPE, DBGPT, HERMES, Release
+from ctxbench.shipped.releases import (
+    AGENTSCOPE,
+    AUTOGEN_HEAD_TAIL,
+    AUTOGEN_TOKEN_LIMITED,
+    DBGPT,
+    HERMES,
+    LANGCHAIN_CORE,
+    Release,
+)
 from ctxbench.strategies import SHIPPED_STRATEGIES
 from ctxbench.synth import generate, load_scenario, scenario_names
+from ctxbench.synth.shapes import shape_names, shape_trace
 from ctxbench.trace import Trace
 
 PAIRS: dict[str, tuple[str, Release]] = {
     "dbgpt": ("shipped:dbgpt@0.8.2", DBGPT),
     "agentscope": ("shipped:agentscope@2.0.11", AGENTSCOPE),
     "hermes": ("shipped:hermes@0.19.0", HERMES),
+    "langchain_trim": ("shipped:langchain_trim@1.8.3", LANGCHAIN_CORE),
+    "autogen_token_limited": ("shipped:autogen_token_limited@0.7.5", AUTOGEN_TOKEN_LIMITED),
+    "autogen_head_tail": ("shipped:autogen_head_tail@0.7.5", AUTOGEN_HEAD_TAIL),
 }
 WINDOWS = (8_192, 16_384, 32_768, 65_536)
 #: output tokens reserved (the CLI's default is 4096; a smaller reservation leaves the
@@ -39,14 +55,23 @@ WINDOWS = (8_192, 16_384, 32_768, 65_536)
 RESERVED = 1024
 
 
-def traces(per_source: int | None) -> list[tuple[str, Trace]]:
-    """(source, trace) for every embedded scenario and every recorded trace of every source
-    (a directory of ``CTXBENCH_TRACES``)."""
+def traces(per_source: int | None, sources: Sequence[str] = ()) -> list[tuple[str, Trace]]:
+    """(source, trace) for every embedded scenario, every message shape and every recorded
+    trace of every source (a directory of ``CTXBENCH_TRACES``); with ``sources``, only the
+    sources whose name starts with one of them (``scenario``, ``shape``, ``swe-agent``)."""
+
+    def wanted(source: str) -> bool:
+        return not sources or source.startswith(tuple(sources))
+
     out = [
         (f"scenario:{name}", next(generate(load_scenario(name), 0))) for name in scenario_names()
     ]
+    out += [(f"shape:{name}", shape_trace(name)) for name in shape_names()]
+    out = [(source, trace) for source, trace in out if wanted(source)]
     root = Path(os.environ.get("CTXBENCH_TRACES", Path(__file__).parents[2] / "shared" / "traces"))
     for source in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else ():
+        if not wanted(source.name):
+            continue
         found: list[Trace] = []
         for path in sorted(p for p in source.rglob("*") if p.is_file()):
             try:
@@ -63,9 +88,10 @@ def table(
     per_source: int | None,
     out: Path | None = None,
     reserved: int = RESERVED,
+    sources: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The table; with ``out``, the file is rewritten after every (pair, window) done."""
-    loaded = traces(per_source)
+    loaded = traces(per_source, sources)
     result: dict[str, Any] = {"traces": len(loaded), "reserved": reserved, "pairs": {}}
     for pair in pairs:
         shipped, release = PAIRS[pair]
@@ -125,6 +151,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--windows", default=",".join(map(str, WINDOWS)))
     parser.add_argument("--per-source", type=int, default=None, help="traces per source (all)")
     parser.add_argument("--reserved", type=int, default=RESERVED, help="output reservation")
+    parser.add_argument(
+        "--sources",
+        default="",
+        help="only these sources, by name prefix (e.g. shape,mini-swe-agent,swe-agent; all)",
+    )
     parser.add_argument("--out", default=None)
     parser.add_argument("--markdown", default=None, help="a table file from a previous --out")
     args = parser.parse_args(argv)
@@ -138,6 +169,7 @@ def main(argv: list[str]) -> int:
         args.per_source,
         out,
         args.reserved,
+        [s for s in args.sources.split(",") if s],
     )
     print(json.dumps(result, indent=2))
     print(markdown(result))

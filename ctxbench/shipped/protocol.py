@@ -23,7 +23,9 @@ optional), ``steps`` (one per compaction layer that ran: {layer, messages, note}
 counts). A prompt message is ``{"ref": id}`` (a history message as is), ``{"ref": id,
 "content": text}`` (rewritten; ``"arguments": [...]`` rewrites its tool calls' arguments, in
 order, as Hermes' prune shrinks them; ``"tool_calls": [ids]`` keeps only those calls of the
-turn) or ``{"role", "content"}`` (new: a summary, a marker).
+turn; ``"replay": false`` sends it without its provider replay fields, as AgentScope's
+compression keeps a turn's blocks after its ``ThinkingBlock``) or ``{"role", "content"}``
+(new: a summary, a marker).
 A ``summarize`` request's ``messages`` are such items too (or bare history positions), and its
 optional ``key`` names the request as the reproduction's summary key does.
 """
@@ -113,6 +115,8 @@ def decode_prompt(items: Any, history: Sequence[Message]) -> list[Message]:
                 kept = tuple(c for c in original.tool_calls if c.id in set(map(str, calls)))
                 if kept != original.tool_calls:
                     original = dataclasses.replace(original, tool_calls=kept)
+            if item.get("replay") is False and original.replay:  # the turn without its reasoning
+                original = dataclasses.replace(original, replay={})
             content = item.get("content")
             if content is None:
                 message = original

@@ -32,12 +32,19 @@ Rules reproduced:
   cutoff (PR #34195): a kept suffix that starts on tool results moves forward past them (drops
   more), and calls whose results were cut are stripped (:func:`drop_unpaired`).
 
-The token counter is the strategy's estimator summed over the messages (LangChain's
-``count_tokens_approximately`` counts messages, not tool schemas; chars4 is the default).
+The token counter (``token_counter="approximate"``, the default) is LangChain's
+``count_tokens_approximately`` (langchain-core 1.8.3 ``messages/utils.py`` lines 2262-2437) on
+each message as a LangGraph agent holds it (:func:`approximate_tokens`): ``ceil(chars / 4) + 3``
+where chars counts the content, the role (``user``, ``assistant``, ``tool``, ``system``), the
+``repr`` of an AI message's parsed tool calls and a tool message's ``tool_call_id``; reasoning
+fields are not in a LangChain message's content and are not counted; tool schemas are not
+counted. ``token_counter="estimator"`` uses the replay's estimator instead (chars4 by default:
+``len // 4`` with no role and no per-message 3, which on a text-action run, many short user
+observations, counts a prompt ~10% under LangChain and sends it untrimmed where LangChain trims).
 
 Knobs (defaults): max_tokens None (= window - reserved; ``trim_messages`` has no default),
 strategy "last", include_system False, start_on (), end_on (), allow_partial False,
-repair_pairs False.
+repair_pairs False, token_counter "approximate".
 ``include_system`` defaults to False as in ``trim_messages``, so by LangChain's own rule a "last"
 trim may drop the system prompt; every LangChain example sets it to True, so set
 ``include_system=true`` to compare with that usage. ``keeps_system()`` tells the invariant
@@ -46,9 +53,11 @@ checks which configurations promise to keep the system message.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ctxbench.config import require_non_negative
 from ctxbench.engine.context import ReplayContext
@@ -62,7 +71,42 @@ Count = Callable[[Message], int]
 
 
 def message_type(message: Message) -> str:
-    return _TYPE_OF_ROLE.get(message.role, message.role)
+    """LangChain's type of a trace message: any role but assistant, tool and system is a
+    ``HumanMessage`` (as a LangGraph agent, and the shipped driver, build it)."""
+    return _TYPE_OF_ROLE.get(message.role, "human")
+
+
+_OPENAI_ROLE = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+def _tool_call_args(arguments: str) -> dict[str, Any]:
+    """An AI message's ``args``: the JSON arguments parsed; text that is not a JSON object is
+    wrapped as ``{"input": ...}`` (a ``ToolCall``'s args must be a dict)."""
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        return {"input": arguments}
+    return args if isinstance(args, dict) else {"input": args}
+
+
+def approximate_tokens(message: Message) -> int:
+    """langchain-core 1.8.3 ``count_tokens_approximately([m])`` with its defaults
+    (``messages/utils.py`` 2352-2408): the content's characters (2356), plus
+    ``len(repr(message.tool_calls))`` of an AI message with tool calls (2384-2391; a
+    ``ToolCall`` dict is ``name, args, id, type``), plus the tool message's ``tool_call_id``
+    (2393-2394), plus the OpenAI role (2396-2397), rounded up per message over 4 chars a
+    token (2405), plus 3 a message (2408). A sum over messages equals the list's count."""
+    kind = message_type(message)
+    chars = len(message.content) + len(_OPENAI_ROLE[kind])
+    if kind == "ai" and message.tool_calls:
+        calls = [
+            {"name": c.name, "args": _tool_call_args(c.arguments), "id": c.id, "type": "tool_call"}
+            for c in message.tool_calls
+        ]
+        chars += len(repr(calls))
+    if kind == "tool":
+        chars += len(message.tool_call_id or "")
+    return math.ceil(chars / 4) + 3
 
 
 def default_text_splitter(text: str) -> list[str]:
@@ -171,6 +215,10 @@ class LangChainTrimConfig:
             "help": "ctxbench's tool-pair repair (not in LangChain: off sends what it sends)"
         },
     )
+    token_counter: Literal["approximate", "estimator"] = field(
+        default="approximate",
+        metadata={"help": "LangChain's count_tokens_approximately, or the replay's estimator"},
+    )
 
     def __post_init__(self) -> None:
         require_non_negative(self, "max_tokens")
@@ -215,7 +263,9 @@ class LangChainTrim(RebuiltFromHistory[LangChainTrimConfig]):
         trimmed = trim_messages(
             history,
             max_tokens=self.budget(ctx),
-            count=ctx.estimator.count_message,
+            count=approximate_tokens
+            if cfg.token_counter == "approximate"
+            else ctx.estimator.count_message,
             strategy=cfg.strategy,
             include_system=cfg.include_system,
             start_on=cfg.start_on,

@@ -180,6 +180,27 @@ def test_split_divides_a_multi_block_boundary_message() -> None:
     assert [m.content for m in keep] == ["c" * 40, "d" * 40]
 
 
+def test_split_keeps_a_turns_calls_without_its_reasoning() -> None:
+    """2.0.11 stores a turn as ThinkingBlock, TextBlock, ToolCallBlocks: the kept part of a
+    boundary turn may drop its reasoning and keep its (empty-text) call and the result."""
+    call = ToolCall("a", "bash", "{}")
+    turn = Message("assistant", "", tool_calls=(call,), replay={"reasoning_content": "r" * 400})
+    context = [msg("user", 10, "u"), turn, msg("tool", 30, "x", tool_call_id="a")]
+    compress, keep, sources = split_context([], context, 35, AGENTSCOPE)
+    assert keep == [dataclasses.replace(turn, replay={}), context[2]]
+    assert compress == [context[0], Message("assistant", "", replay=turn.replay)]
+    assert sources == [turn, context[2]]  # the kept call stands for the recorded turn
+
+
+def test_split_cuts_a_reasoning_turn_between_its_reasoning_and_its_text() -> None:
+    call = ToolCall("a", "bash", "{}")
+    turn = Message("assistant", "t" * 40, tool_calls=(call,), replay={"reasoning": "r" * 400})
+    context = [turn, msg("tool", 20, "x", tool_call_id="a")]
+    compress, keep, _ = split_context([], context, 31, AGENTSCOPE)
+    assert keep[0] == dataclasses.replace(turn, replay={})  # text and call, no reasoning
+    assert compress == [Message("assistant", "", replay=turn.replay)]
+
+
 def test_split_moves_tool_results_to_the_side_of_their_call() -> None:
     calls = (ToolCall("a", "bash", "{}"), ToolCall("b", "bash", "{}"))
     context = [
@@ -701,3 +722,24 @@ def test_the_51st_call_of_a_reply_gets_the_max_iters_hint_and_ends_it() -> None:
         "Summarize the work and findings so far and return the final answer as text. Do not "
         "call any tools.</system-reminder>"
     ]
+
+
+def test_user_input_after_tool_results_arrives_after_the_acting_replys_last_step() -> None:
+    """2.0.11: the reply is still acting when recorded user input follows tool results, so
+    one more reasoning step (compression included) runs on the context without that input;
+    the input starts the next reply and is kept whole (without that step, the large first
+    input message would be the split's boundary and be compressed)."""
+    msgs = [Message("system", "You are careful."), Message("user", "Fix the bug")]
+    for i in range(4):
+        msgs += tool_round(i, output="o" * 1600)
+    first = Message("user", "Also look at the docs " + "a" * 1000, meta={"source": "chat"})
+    second = Message("user", "<reminder>2 steps left</reminder>")
+    trace = Trace("t", (*msgs, first, second, Message("assistant", "done")))
+    out = replaying.run(trace, "agentscope", 2000, estimator=AGENTSCOPE,
+                        summarizer=ExtractiveSummarizer())  # fmt: skip
+    (compression,) = replaying.compactions(out, "compression")
+    assert compression["call"] == 4 and compression["note"].endswith("0 kept")
+    assert out.final_view[-3:-1] == (first, second)  # then the runtime-state hint
+    design = replaying.run(trace, "agentscope", 2000, estimator=AGENTSCOPE,
+                           summarizer=ExtractiveSummarizer(), release="design")  # fmt: skip
+    assert first not in design.final_view  # no reply loop: one step, the input in its split

@@ -14,11 +14,12 @@ from ctxbench.pairing import pairing_violations
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.langchain_trim import (
     LangChainTrimConfig,
+    approximate_tokens,
     default_text_splitter,
     make_pair_safe,
     trim_messages,
 )
-from ctxbench.trace import Message, Trace
+from ctxbench.trace import Message, ToolCall, Trace
 from tests.factories import tool_round, tool_trace
 from tests.replaying import compactions, run
 
@@ -48,6 +49,7 @@ def test_defaults() -> None:
     cfg = LangChainTrimConfig()
     assert (cfg.strategy, cfg.allow_partial, cfg.start_on, cfg.end_on) == ("last", False, (), ())
     assert cfg.max_tokens is None and cfg.include_system is False
+    assert cfg.token_counter == "approximate"  # LangChain's count_tokens_approximately
 
 
 @given(st.integers(0, 12), st.integers(0, 200))
@@ -166,3 +168,43 @@ def test_the_prompt_is_trimmed_again_from_the_full_history_every_call() -> None:
     out = run(trace, "langchain_trim", 100_000, end_on=["ai"])
     contents = [m.content for m in out.final_view]
     assert msgs[1].content in contents and msgs[3].content in contents  # user turns come back
+
+
+def test_the_default_counter_is_langchain_count_tokens_approximately() -> None:
+    """langchain-core 1.8.3 ``count_tokens_approximately([m])``, measured on the release:
+    HumanMessage("abcd") 5, ToolMessage("x", tool_call_id="abc") 5, AIMessage("", tool_calls=
+    [{"id": "a", "name": "b", "args": {"x": 1, "y": [1.0, "é", None, True]}}]) 29 (the repr of
+    the parsed call), AIMessage("hi") 6 (no calls: nothing but text and role)."""
+    call = ToolCall("a", "b", '{"x": 1, "y": [1.0, "\\u00e9", null, true]}')
+    assert approximate_tokens(Message("user", "abcd")) == 5
+    assert approximate_tokens(Message("tool", "x", tool_call_id="abc")) == 5
+    assert approximate_tokens(Message("assistant", "", tool_calls=(call,))) == 29
+    assert approximate_tokens(Message("assistant", "hi")) == 6
+    # reasoning fields are not a LangChain message's content; chars4 counts them
+    thinking = Message("assistant", "hi", replay={"reasoning_content": "r" * 400})
+    assert approximate_tokens(thinking) == 6 < COUNT(thinking)
+    # arguments that are no JSON object are wrapped as LangChain's driver wraps them
+    free = Message("assistant", "", tool_calls=(ToolCall("a", "b", "*** Begin Patch"),))
+    assert approximate_tokens(free) == 3 + -(-len("assistant" + repr(
+        [{"name": "b", "args": {"input": "*** Begin Patch"}, "id": "a", "type": "tool_call"}]
+    )) // 4)  # fmt: skip
+
+
+def test_a_text_action_run_is_trimmed_where_langchain_counts_it_over() -> None:
+    """Many short user observations: chars4 (no role, no 3 a message) counts the prompt under
+    the budget where LangChain's counter counts it over, and sends it untrimmed."""
+    msgs = [Message("system", "s" * 40), Message("user", "task " * 40)]
+    for i in range(40):
+        msgs += [
+            Message("assistant", f"```bash\nls {i}\n```"),
+            Message("user", f"<output>{i}</output>"),
+        ]
+    approx = sum(map(approximate_tokens, msgs))
+    chars4 = sum(map(COUNT, msgs))
+    budget = (approx + chars4) // 2
+    assert chars4 <= budget < approx
+    trace = Trace("t", (*msgs, Message("assistant", "done")))
+    assert compactions(run(trace, "langchain_trim", 100_000, max_tokens=budget))
+    assert not compactions(
+        run(trace, "langchain_trim", 100_000, max_tokens=budget, token_counter="estimator")
+    )

@@ -187,6 +187,7 @@ class Replay:
         self.hid_of_msg: dict[str, int] = {}
         self.tool_hid: dict[str, int] = {}
         self.calls_of: dict[int, list[str]] = {}  # history id -> its recorded call ids
+        self.thinking: set[int] = set()  # history ids answered with a ThinkingBlock
         self.original: dict[int, str] = {}
         self.outputs: dict[str, list] = {}
         self.reported_truncations: set[int] = set()
@@ -245,13 +246,20 @@ class Replay:
 
     def _assistant_items(self, msg: Msg) -> list[dict]:
         out: list[dict] = []
-        group: list[Any] = []  # [hid, texts, call ids]
+        group: list[Any] = []  # [hid, texts, call ids, its ThinkingBlock kept]
 
         def flush() -> None:
             if group:
                 item = self._item(group[0], "\n".join(group[1]), "assistant")
                 if group[2] != self.calls_of.get(group[0], []):
                     item = {"ref": group[0], "content": "\n".join(group[1]), "tool_calls": group[2]}
+                if group[0] in self.thinking and not group[3]:  # the compression cut it off
+                    item = {
+                        "ref": group[0],
+                        "content": "\n".join(group[1]),
+                        **item,
+                        "replay": False,
+                    }
                 out.append(item)
                 group.clear()
 
@@ -270,11 +278,13 @@ class Replay:
                     continue
                 if not group or group[0] != hid:
                     flush()
-                    group.extend([hid, [], []])
+                    group.extend([hid, [], [], False])
                 if isinstance(block, TextBlock) and block.text:
                     group[1].append(block.text)
                 elif isinstance(block, ToolCallBlock):
                     group[2].append(block.id)
+                elif isinstance(block, ThinkingBlock):
+                    group[3] = True
         flush()
         return out
 
@@ -357,6 +367,7 @@ class Replay:
         if message.get("replay_text"):
             thinking = ThinkingBlock(thinking=message["replay_text"])
             self.hid_of_block[thinking.id] = hid
+            self.thinking.add(hid)
             blocks.append(thinking)
         if message.get("content"):
             text = TextBlock(text=message["content"])

@@ -8,8 +8,10 @@ The library's code: the model context classes (``add_message``, ``get_messages``
 ``thought``) / ``FunctionExecutionResultMessage`` (all results of one turn in one message)
 built from the recorded history. Emulated: the agent around it (the system message is not part
 of an AutoGen context: the agent prepends it), and, for the token-limited context, the model
-client it asks for ``count_tokens`` / ``remaining_tokens``: chars/4 of each message's text and
-call arguments (the configured ``token_limit``, or the window when None).
+client it asks for ``count_tokens`` / ``remaining_tokens``: ctxbench's ``chars4`` estimate of
+each recorded message the AutoGen message holds (``len // 4`` of its text, call names and
+arguments and provider replay fields, per recorded message, as the reproduction's estimator
+counts them; the configured ``token_limit``, or the window when None).
 """
 
 from __future__ import annotations
@@ -48,14 +50,23 @@ def _chars(message: Any) -> int:
     return total + len(getattr(message, "thought", "") or "")
 
 
+def _chars4(message: dict) -> int:
+    """ctxbench's ``chars4`` of one recorded message (``Chars4Counter.message_tokens``)."""
+    text = (message.get("content") or "") + (message.get("replay_text") or "")
+    for call in message.get("tool_calls") or ():
+        text += call["name"] + call["arguments"]
+    return len(text) // 4
+
+
 class ReplayClient:
     """What ``TokenLimitedChatCompletionContext`` asks of its model client."""
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, window: int, tokens: dict) -> None:
         self.window = window
+        self.tokens = tokens  # id(AutoGen message) -> its recorded messages' chars4
 
     def count_tokens(self, messages: Any, *, tools: Any = ()) -> int:
-        return sum(_chars(m) for m in messages) // 4
+        return sum(self.tokens[id(m)] if id(m) in self.tokens else _chars(m) // 4 for m in messages)
 
     def remaining_tokens(self, messages: Any, *, tools: Any = ()) -> int:
         return self.window - self.count_tokens(messages, tools=tools)
@@ -65,18 +76,22 @@ class Replay:
     def __init__(self, request: dict) -> None:
         cfg = dict(request["config"])
         self.kind = cfg.pop("context")
+        self.tokens: dict = {}  # id(autogen message) -> chars4 of its recorded messages
         if self.kind == "head_tail":
             self.context: Any = HeadAndTailChatCompletionContext(**cfg)
         else:
             self.context = TokenLimitedChatCompletionContext(
-                ReplayClient(int(request["window"])), token_limit=cfg.get("token_limit")
+                ReplayClient(int(request["window"]), self.tokens),
+                token_limit=cfg.get("token_limit"),
             )
         self.system: list = []
         self.units: dict = {}  # id(autogen message) -> history ids
         self.all: list = []
         self.loop = asyncio.new_event_loop()
 
-    def _add(self, message: Any, ids: list) -> None:
+    def _add(self, message: Any, recorded: list) -> None:
+        ids = [m["id"] for m in recorded]
+        self.tokens[id(message)] = sum(_chars4(m) for m in recorded)
         self.units[id(message)] = ids
         self.all.append(message)
         self.loop.run_until_complete(self.context.add_message(message))
@@ -95,12 +110,12 @@ class Replay:
                 calls = [FunctionCall(id=c["id"], arguments=c["arguments"], name=c["name"])
                          for c in m["tool_calls"]]  # fmt: skip
                 self._add(AssistantMessage(content=calls, thought=m.get("content") or None,
-                                           source="assistant"), [m["id"]])  # fmt: skip
+                                           source="assistant"), [m])  # fmt: skip
             elif role == "assistant":
                 self._add(AssistantMessage(content=m.get("content") or "", source="assistant"),
-                          [m["id"]])  # fmt: skip
+                          [m])  # fmt: skip
             else:
-                self._add(UserMessage(content=m.get("content") or "", source="user"), [m["id"]])
+                self._add(UserMessage(content=m.get("content") or "", source="user"), [m])
         self._flush(pending)
         kept = self.loop.run_until_complete(self.context.get_messages())
         items = [{"ref": i} for i in self.system]
@@ -126,7 +141,7 @@ class Replay:
             return
         results = [FunctionExecutionResult(content=m.get("content") or "", call_id=m.get("tool_call_id") or "",
                                            name=m.get("name") or "", is_error=False) for m in pending]  # fmt: skip
-        self._add(FunctionExecutionResultMessage(content=results), [m["id"] for m in pending])
+        self._add(FunctionExecutionResultMessage(content=results), list(pending))
         pending.clear()
 
 

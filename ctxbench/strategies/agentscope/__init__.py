@@ -28,7 +28,14 @@ prompt was re-assembled, so astropy-12907 at 16k differed in "kept" at calls 50-
 the codemie-code rollout at 32k and 64k was the driver's: the release parses a call's arguments
 before running the tool and answered a Codex freeform ``apply_patch`` patch with its
 ``ToolJSONDecodeError`` reminder instead of the recorded output; the driver lets the recorded
-call answer. Remaining divergences from 2.0.11 that the traces do not reach: the compression call is one text prompt (``render_compression_prompt``), not
+call answer. Issue 45's message shapes (``ctxbench.synth.shapes``) found two more, both fixed:
+a boundary turn with provider replay fields is cut after its ``ThinkingBlock`` too (2.0.11
+keeps a turn as ThinkingBlock, TextBlock, ToolCallBlocks, ``_save_to_context``, and
+``_split_context_for_compression``, agent/_agent.py:2963-3037, cuts between any two: a
+reasoning turn with empty content kept its call and result there and lost them here), and
+recorded user input after tool results arrives after one more reasoning step of the acting
+reply, whose compression runs on the context without that input (it was compressed here).
+Remaining divergences from 2.0.11 that the traces do not reach: the compression call is one text prompt (``render_compression_prompt``), not
 AgentScope's message list with a forced tool (ctxbench's summarizer answers both the same way);
 the time never advances, so the 0.5 h ``time_interval`` re-injection never fires (the driver
 freezes the release's clock alike); the pre-warning's task and repeated-tool-error fields are
@@ -52,8 +59,8 @@ Rules reproduced:
   raises ``RuntimeError``; the replay records a ``strategy.error`` event and leaves the prompt.
 - Split: walk back from the newest message to the smallest suffix whose estimate (with system
   prompt and summary) reaches ``reserve_ratio * context_size``; the boundary message keeps the
-  trailing content blocks that fit (multi-part messages without tool calls; others are one
-  block). Then a fixed-point loop moves every kept tool result whose call is on the compressed
+  trailing content blocks that fit (multi-part messages without tool calls; an assistant
+  turn's reasoning, text and each call; others are one block). Then a fixed-point loop moves every kept tool result whose call is on the compressed
   side onto that side (PR #2093). AgentScope v2 keeps a step's calls and results in one ``Msg``
   and checks pairing only inside the boundary message, so a call in one ``Msg`` and its result
   in the next can still be split (QwenPaw #5960); ctxbench's messages are OpenAI-style (calls

@@ -24,24 +24,27 @@ def _with_parts(message: Message, parts: Sequence[Part]) -> Message:
 def _splits(message: Message) -> list[tuple[Message | None, Message | None]] | None:
     """Where a boundary message may be cut between its content blocks: for each cut, the part
     compressed and the part kept (None: empty). A multi-part user or assistant message cuts
-    between its parts; an assistant turn with tool calls, which AgentScope stores as a text
-    block then one ``ToolCallBlock`` per call, cuts after its text and between its calls (the
-    kept part has no text and no reasoning). None: the message is one block."""
-    if message.role == "assistant" and message.tool_calls:
-        calls = message.tool_calls
-        texts = 1 if message.content or message.parts else 0
-        out: list[tuple[Message | None, Message | None]] = []
-        for cut in range(texts + len(calls) + 1):
-            kept_calls = calls[max(0, cut - texts) :]
-            head = replace(message, tool_calls=calls[: max(0, cut - texts)]) if cut else None
-            tail = (
-                (message if cut == 0 else replace(message, content="", parts=None,
-                                                   replay={}, tool_calls=kept_calls))
-                if kept_calls
-                else None
-            )  # fmt: skip
-            out.append((head, tail))
-        return out if len(out) > 2 else None
+    between its parts. An assistant turn with tool calls or provider replay fields is stored
+    by AgentScope 2.0.11 as a ``ThinkingBlock`` (the replay fields), a ``TextBlock`` (the
+    text) and one ``ToolCallBlock`` per call, in that order (the response's blocks,
+    ``Agent._save_to_context``, agent/_agent.py:3440-3486); it cuts between any two, so a kept
+    part may be a turn's text and calls without its reasoning, or its calls alone. None: the
+    message is one block."""
+    thinking = bool(replay_text(message))
+    if message.role == "assistant" and (message.tool_calls or thinking):
+        blocks: list[str] = []
+        if thinking:
+            blocks.append("thinking")
+        if message.content or message.parts:
+            blocks.append("text")
+        blocks += ["call"] * len(message.tool_calls)
+        if len(blocks) < 2:
+            return None
+        return [
+            (_blocks_of(message, blocks[:cut], 0) if cut else None,
+             _blocks_of(message, blocks[cut:], cut) if cut < len(blocks) else None)
+            for cut in range(len(blocks) + 1)
+        ]  # fmt: skip
     if message.tool_calls or message.role not in ("user", "assistant"):
         return None
     if message.parts is None or len(message.parts) < 2:
@@ -52,6 +55,26 @@ def _splits(message: Message) -> list[tuple[Message | None, Message | None]] | N
          _with_parts(message, parts[i:]) if i < len(parts) else None)
         for i in range(len(parts) + 1)
     ]  # fmt: skip
+
+
+def _blocks_of(message: Message, blocks: Sequence[str], first: int) -> Message:
+    """The part of an assistant turn made of ``blocks`` (thinking, text, calls), the first of
+    them at block position ``first``: the whole message when it is all of them."""
+    n_calls = blocks.count("call")
+    if len(blocks) == len(message.tool_calls) + bool(replay_text(message)) + bool(
+        message.content or message.parts
+    ):
+        return message
+    calls = message.tool_calls[len(message.tool_calls) - n_calls :] if first else (
+        message.tool_calls[:n_calls]
+    )  # fmt: skip
+    return replace(
+        message,
+        content=message.content if "text" in blocks else "",
+        parts=message.parts if "text" in blocks else None,
+        replay=message.replay if "thinking" in blocks else {},
+        tool_calls=calls,
+    )
 
 
 class Meter:

@@ -111,21 +111,57 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
         return kept
 
     def before_call(self, ctx: ReplayContext) -> None:
+        #: the previous reply is still acting: no exception and no max-iters call ended it
+        acting = self._ended_at is None and self._iteration < self.cfg.max_iters
         if self._ended_at is not None:
             if not self._resume(ctx, self._ended_at):
                 raise ReplyAborted("the reply ended at the exception above")
             self._ended_at = None
         loop = self.rules.reply_loop
+        if loop and acting and _interrupts_acting(ctx.view.messages):
+            self._last_iteration(ctx)
         first_iteration = (  # decided before compression empties the context
             _starts_reply(ctx.view.messages) or (loop and self._iteration >= self.cfg.max_iters)
         )
         self._iteration = 0 if first_iteration else self._iteration + 1
         if loop and self._iteration == self.cfg.max_iters:  # the reply's last round: a hint
-            hint = MAX_ITERS_HINT.format(max_iters=self.cfg.max_iters)
-            ctx.view.replace([*ctx.view.messages, Message("user", hint, meta=dict(MAX_ITERS_MARK))])
+            self._max_iters_hint(ctx)
         self.limit_images(ctx)
         self.compress(ctx)
         self.inject_runtime_state(ctx, first_iteration)
+
+    def _max_iters_hint(self, ctx: ReplayContext) -> None:
+        hint = MAX_ITERS_HINT.format(max_iters=self.cfg.max_iters)
+        ctx.view.replace([*ctx.view.messages, Message("user", hint, meta=dict(MAX_ITERS_MARK))])
+
+    def _last_iteration(self, ctx: ReplayContext) -> None:
+        """Recorded user input after tool results: the agent was still acting, so 2.0.11 runs
+        one more reasoning step of that reply before the input can start the next one (its
+        model call, answered with nothing, saves nothing and ends the reply; the driver's turn
+        structure). That step's images, compression and runtime state act on the context
+        without the input (``_reply_impl``: ``_limit_context_images``, ``compress_context``,
+        ``_inject_runtime_state`` before ``_reasoning``); an exception it raises ends only
+        that reply. Its last round gets the max-iters hint, as any call of a reply does."""
+        messages = list(ctx.view.messages)
+        start = len(messages)
+        while (
+            start
+            and messages[start - 1].role == "user"
+            and not messages[start - 1].meta.get("agentscope")
+        ):
+            start -= 1
+        ctx.view.replace(messages[:start])
+        try:
+            self._iteration += 1
+            if self._iteration == self.cfg.max_iters:
+                self._max_iters_hint(ctx)
+            self.limit_images(ctx)
+            self.compress(ctx)
+            self.inject_runtime_state(ctx, False)
+        except ReplyAborted:
+            self._ended_at = None
+        finally:
+            ctx.view.replace([*ctx.view.messages, *messages[start:]])
 
     def on_overflow(self, error: ProviderOverflowError, attempt: int, ctx: ReplayContext) -> bool:
         """No reactive compaction; 2.0.11: the provider's error propagates out of ``reply()``
@@ -341,6 +377,19 @@ def _last_turn(messages: Sequence[Message]) -> Message | None:
         (m for m in reversed(messages) if m.role != "system" and not m.meta.get("agentscope")),
         None,
     )
+
+
+def _interrupts_acting(messages: Sequence[Message]) -> bool:
+    """Recorded user input ends the view and the recorded turn before it is a tool result
+    (or a call): the reply was still acting when the input arrived."""
+    recorded = [m for m in messages if m.role != "system" and not m.meta.get("agentscope")]
+    i = len(recorded)
+    while i and recorded[i - 1].role == "user":
+        i -= 1
+    if i in (0, len(recorded)) or messages[-1].role != "user":
+        return False
+    before = recorded[i - 1]
+    return before.role == "tool" or (before.role == "assistant" and bool(before.tool_calls))
 
 
 def _starts_reply(messages: Sequence[Message]) -> bool:
