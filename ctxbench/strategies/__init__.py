@@ -48,6 +48,15 @@ SHIPPED_STRATEGIES.add(
 SHIPPED_STRATEGIES.add(
     "shipped:autogen_token_limited@0.7.5", "ctxbench.shipped.peers:ShippedAutoGenTokenLimited"
 )
+# issue 42: the frameworks people run, as released code
+for _name, _target in (
+    ("langchain_summarization@1.5.2", "langchain_v1:ShippedLangChainSummarization"),
+    ("langchain_clear_tool_uses@1.5.2", "langchain_v1:ShippedLangChainClearToolUses"),
+    ("deepagents@0.7.32", "langchain_v1:ShippedDeepAgents"),
+    ("strands@1.62.0", "strands:ShippedStrands"),
+    ("openai_agents_trimmer@0.24.0", "openai_agents:ShippedOpenAIAgentsTrimmer"),
+):
+    SHIPPED_STRATEGIES.add(f"shipped:{_name}", f"ctxbench.shipped.{_target}")
 
 
 def strategy_class(name: str) -> type[Strategy]:
