@@ -1,6 +1,7 @@
 """LangChain v1's agent middleware as released (``langchain`` 1.5.2): ``SummarizationMiddleware``
-and ``ContextEditingMiddleware``'s ``ClearToolUsesEdit``, plus deep agents' configuration of the
-summarization middleware (``deepagents`` 0.7.32).
+and ``ContextEditingMiddleware``'s ``ClearToolUsesEdit``. (``deepagents`` 0.7.32 ships its own
+``_DeepAgentsSummarizationMiddleware``, ``deepagents/middleware/summarization.py:578``, with
+history offload to a backend and argument truncation: it needs a driver of its own.)
 
 Knobs are the middleware constructors' own arguments with 1.5.2's defaults, except one:
 ``SummarizationMiddleware``'s ``trigger`` defaults to None in the release
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ctxbench.shipped.releases import DEEPAGENTS, LANGCHAIN_CLEAR_TOOL_USES, LANGCHAIN_SUMMARIZATION
+from ctxbench.shipped.releases import LANGCHAIN_CLEAR_TOOL_USES, LANGCHAIN_SUMMARIZATION
 from ctxbench.shipped.strategy import ShippedStrategy
 
 if TYPE_CHECKING:
@@ -91,25 +92,6 @@ class ClearToolUsesConfig:
             raise ValueError("trigger, clear_at_least and keep must be >= 0")
 
 
-@dataclass(frozen=True)
-class DeepAgentsConfig:
-    """``deepagents`` 0.7.32's summarization: 85% of the profile's window, keeps 10%
-    (``deepagents/middleware/summarization.py``); without a profile 170,000 tokens / 6
-    messages. The replayed model has a profile (the run window), so the fractions apply."""
-
-    max_input_tokens: int | None = field(
-        default=None, metadata={"help": "the model profile's max_input_tokens (None = window)"}
-    )
-    trigger_fraction: float = 0.85
-    keep_fraction: float = 0.10
-    trim_tokens_to_summarize: int | None = None
-    report_usage: bool = True
-
-    def __post_init__(self) -> None:
-        if not 0 < self.trigger_fraction <= 1 or not 0 < self.keep_fraction <= 1:
-            raise ValueError("trigger_fraction and keep_fraction must be within (0, 1]")
-
-
 class ShippedLangChainSummarization(ShippedStrategy):
     name = "shipped:langchain_summarization@1.5.2"
     summary = (
@@ -157,27 +139,3 @@ class ShippedLangChainClearToolUses(ShippedStrategy):
             "placeholder": c.placeholder,
             "report_usage": False,
         }
-
-
-class ShippedDeepAgents(ShippedStrategy):
-    name = "shipped:deepagents@0.7.32"
-    summary = "deepagents 0.7.32's summarization (langchain's middleware as deep agents set it)."
-    source = "PyPI deepagents==0.7.32 deepagents/graph.py, deepagents/middleware/summarization.py"
-    Config = DeepAgentsConfig
-    default_estimator = "chars4"
-    release = DEEPAGENTS
-
-    def driver_config(self, ctx: ReplayContext) -> dict[str, Any]:
-        c = self.config
-        return {
-            "middleware": "deepagents",
-            "max_input_tokens": c.max_input_tokens,
-            "trigger": [["fraction", c.trigger_fraction]],
-            "keep": ["fraction", c.keep_fraction],
-            "trim_tokens_to_summarize": c.trim_tokens_to_summarize,
-            "report_usage": c.report_usage,
-        }
-
-    def budget(self, ctx: ReplayContext) -> int:
-        limit: int | None = self.config.max_input_tokens
-        return limit if limit is not None else ctx.window

@@ -142,11 +142,12 @@ INSPECT = Release(
     version="0.3.285",
     driver="inspect_driver.py",
 )
+#: installable; no driver yet: deepagents ships its own summarization middleware (with history
+#: offload to a backend), not langchain's configured
 DEEPAGENTS = Release(
     framework="deepagents",
     distribution="deepagents",
     version="0.7.32",
-    driver="langchain_middleware_driver.py",
 )
 
 RELEASES: tuple[Release, ...] = (

@@ -52,9 +52,9 @@ SHIPPED_STRATEGIES.add(
 for _name, _target in (
     ("langchain_summarization@1.5.2", "langchain_v1:ShippedLangChainSummarization"),
     ("langchain_clear_tool_uses@1.5.2", "langchain_v1:ShippedLangChainClearToolUses"),
-    ("deepagents@0.7.32", "langchain_v1:ShippedDeepAgents"),
     ("strands@1.62.0", "strands:ShippedStrands"),
     ("openai_agents_trimmer@0.24.0", "openai_agents:ShippedOpenAIAgentsTrimmer"),
+    ("agent_framework@1.26.0", "agent_framework:ShippedAgentFramework"),
 ):
     SHIPPED_STRATEGIES.add(f"shipped:{_name}", f"ctxbench.shipped.{_target}")
 

@@ -1,7 +1,6 @@
-"""Driver for LangChain v1's agent middleware (``langchain`` 1.5.2) and deep agents' use of it.
+"""Driver for LangChain v1's agent middleware (``langchain`` 1.5.2).
 
-Run with the python of the ``langchain`` (or ``deepagents``) environment; it imports nothing
-from ctxbench. ``config["middleware"]`` picks what runs before each model call:
+Run with the python of the ``langchain`` environment; it imports nothing from ctxbench. ``config["middleware"]`` picks what runs before each model call:
 
 - ``summarization``: ``SummarizationMiddleware.before_model``
   (``langchain/agents/middleware/summarization.py:479``) on the agent state's messages, its
@@ -15,8 +14,6 @@ from ctxbench. ``config["middleware"]`` picks what runs before each model call:
   (``langchain/agents/middleware/context_editing.py:250``) with one ``ClearToolUsesEdit``
   (``:58``: ``trigger=100_000``, ``clear_at_least=0``, ``keep=3``, ``placeholder="[cleared]"``)
   on a copy of the state's messages: the edit changes the request, never the state.
-- ``deepagents``: the ``SummarizationMiddleware`` as ``deepagents`` configures it (the knobs
-  the strategy sends; its defaults are documented in ``ctxbench/shipped/langchain_v1.py``).
 
 Emulated: the LangGraph agent loop around the middleware (the recorded turns are appended to
 the state; the system prompt is ``create_agent``'s ``system_prompt``, outside the state); the
