@@ -141,6 +141,8 @@ INSPECT = Release(
     distribution="inspect-ai",
     version="0.3.285",
     driver="inspect_driver.py",
+    # ModelAPI.count_text_tokens: tiktoken o200k_base (model/_model.py:509)
+    tiktoken_encodings=("o200k_base",),
 )
 #: installable; no driver yet: deepagents ships its own summarization middleware (with history
 #: offload to a backend), not langchain's configured

@@ -55,6 +55,7 @@ for _name, _target in (
     ("strands@1.62.0", "strands:ShippedStrands"),
     ("openai_agents_trimmer@0.24.0", "openai_agents:ShippedOpenAIAgentsTrimmer"),
     ("agent_framework@1.26.0", "agent_framework:ShippedAgentFramework"),
+    ("inspect@0.3.285", "inspect_ai:ShippedInspect"),
 ):
     SHIPPED_STRATEGIES.add(f"shipped:{_name}", f"ctxbench.shipped.{_target}")
 
