@@ -131,6 +131,7 @@ class Replay:
         self.loop = asyncio.new_event_loop()
         self.history: list = []
         self.original: dict[str, str] = {}
+        self.result_of: dict[str, str] = {}  # tool_call_id -> the result's id
         self.handler: Any = None
         self.sent: list = []
         self.summaries = 0
@@ -139,9 +140,12 @@ class Replay:
     def items(self, messages: list) -> list[dict]:
         out: list[dict] = []
         for msg in messages:
-            if msg.id in self.original:
-                item: dict = {"ref": int(msg.id)}
-                if msg.text != self.original[msg.id]:
+            hid = msg.id if msg.id in self.original else None
+            if hid is None and msg.role == "tool":  # CompactionEdit's copy of a result
+                hid = self.result_of.get(msg.tool_call_id)
+            if hid is not None:
+                item: dict = {"ref": int(hid)}
+                if msg.text != self.original[hid]:
                     item["content"] = msg.text
                 out.append(item)
             else:
@@ -168,6 +172,8 @@ class Replay:
         for message in request["append"]:
             msg = _message(message)
             self.original[msg.id] = msg.text
+            if msg.role == "tool":
+                self.result_of[msg.tool_call_id] = msg.id
             self.history.append(msg)
         if self.handler is None:  # react: the prefix is the system messages and the input
             prefix = [m for m in self.history if m.role in ("system", "user")]
