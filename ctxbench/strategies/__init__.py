@@ -56,6 +56,7 @@ for _name, _target in (
     ("openai_agents_trimmer@0.24.0", "openai_agents:ShippedOpenAIAgentsTrimmer"),
     ("agent_framework@1.26.0", "agent_framework:ShippedAgentFramework"),
     ("inspect@0.3.285", "inspect_ai:ShippedInspect"),
+    ("google_adk@2.13.0", "google_adk:ShippedGoogleAdk"),
 ):
     SHIPPED_STRATEGIES.add(f"shipped:{_name}", f"ctxbench.shipped.{_target}")
 
