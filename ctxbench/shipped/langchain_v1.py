@@ -25,7 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ctxbench.shipped.releases import LANGCHAIN_CLEAR_TOOL_USES, LANGCHAIN_SUMMARIZATION
+from ctxbench.shipped.releases import (
+    LANGCHAIN_CLEAR_TOOL_USES,
+    LANGCHAIN_SUMMARIZATION,
+    LANGCHAIN_SUMMARIZATION_1_1,
+)
 from ctxbench.shipped.strategy import ShippedStrategy
 
 if TYPE_CHECKING:
@@ -139,3 +143,16 @@ class ShippedLangChainClearToolUses(ShippedStrategy):
             "placeholder": c.placeholder,
             "report_usage": False,
         }
+
+
+class ShippedLangChainSummarization11(ShippedLangChainSummarization):
+    """The same middleware as released in 1.1.0 (same knobs and defaults): ``ctxbench parity``
+    against 1.5.2 shows what changed (1.1.0 moves a cutoff that would split a tool pair
+    *back* to the nearest safe index within 5 messages, ``_is_safe_cutoff_point``; 1.5.2
+    moves it to the AI message of the results it lands on, ``_find_safe_cutoff_point``, and
+    scales its count by the provider's reported usage)."""
+
+    name = "shipped:langchain_summarization@1.1.0"
+    summary = "langchain 1.1.0's own SummarizationMiddleware.before_model on the agent state."
+    source = "PyPI langchain==1.1.0 langchain/agents/middleware/summarization.py"
+    release = LANGCHAIN_SUMMARIZATION_1_1

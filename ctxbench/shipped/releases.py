@@ -106,6 +106,17 @@ LANGCHAIN_SUMMARIZATION = Release(
     version="1.5.2",
     driver="langchain_middleware_driver.py",
 )
+#: an earlier release of the same middleware: `ctxbench parity` between the two shows what
+#: 1.5.2 changed (README, "Released framework code")
+LANGCHAIN_SUMMARIZATION_1_1 = Release(
+    framework="langchain_summarization",
+    distribution="langchain",
+    version="1.1.0",
+    # its langgraph (1.0.10, the newest its range allows) fails to import with today's
+    # langgraph-prebuilt 1.0.13 (ExecutionInfo); 1.0.8 is the oldest that langgraph accepts
+    extra=("langgraph-prebuilt==1.0.8",),
+    driver="langchain_middleware_driver.py",
+)
 LANGCHAIN_CLEAR_TOOL_USES = Release(
     framework="langchain_clear_tool_uses",
     distribution="langchain",
@@ -160,6 +171,7 @@ RELEASES: tuple[Release, ...] = (
     AUTOGEN_HEAD_TAIL,
     AUTOGEN_TOKEN_LIMITED,
     LANGCHAIN_SUMMARIZATION,
+    LANGCHAIN_SUMMARIZATION_1_1,
     LANGCHAIN_CLEAR_TOOL_USES,
     STRANDS,
     OPENAI_AGENTS_TRIMMER,

@@ -51,6 +51,7 @@ SHIPPED_STRATEGIES.add(
 # issue 42: the frameworks people run, as released code
 for _name, _target in (
     ("langchain_summarization@1.5.2", "langchain_v1:ShippedLangChainSummarization"),
+    ("langchain_summarization@1.1.0", "langchain_v1:ShippedLangChainSummarization11"),
     ("langchain_clear_tool_uses@1.5.2", "langchain_v1:ShippedLangChainClearToolUses"),
     ("strands@1.62.0", "strands:ShippedStrands"),
     ("openai_agents_trimmer@0.24.0", "openai_agents:ShippedOpenAIAgentsTrimmer"),
