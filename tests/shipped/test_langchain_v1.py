@@ -14,15 +14,17 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ctxbench import parity
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
+from ctxbench.cell.traces import open_traces
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.strategy import ProviderCall
 from ctxbench.shipped.langchain_v1 import (
     ShippedLangChainClearToolUses,
     ShippedLangChainSummarization,
 )
-from ctxbench.shipped.releases import LANGCHAIN_SUMMARIZATION
+from ctxbench.shipped.releases import LANGCHAIN_SUMMARIZATION, LANGCHAIN_SUMMARIZATION_1_1
 from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace
 from tests.shipped_cases import (
@@ -123,6 +125,23 @@ def test_clear_tool_inputs_empties_the_cleared_calls_arguments() -> None:
     calls = [c for m in last if m.role == "assistant" for c in m.tool_calls]
     assert [json.loads(c.arguments) for c in calls[:3]] == [{}, {}, {}]
     assert json.loads(calls[3].arguments) == {"cmd": "step 3.0"}
+
+
+CODEX = SOURCES[6]  # a Codex rollout: 66 calls, provider-reported usage far above chars/4
+
+
+@needs(LANGCHAIN_SUMMARIZATION_1_1)
+def test_parity_between_releases_shows_what_1_5_2_changed(shared_traces: Path) -> None:
+    # the README's example: 1.1.0 triggers on count_tokens_approximately alone; 1.5.2 scales
+    # it by the last AI message's reported usage (and triggers on the reported tokens), so it
+    # summarizes before the provider overflows
+    trace = next(iter(open_traces(shared_traces / CODEX).traces()))
+    (result,) = parity.parity(
+        [trace], "shipped:langchain_summarization@1.1.0", SUMMARIZE, window=65_536, reserved=1024
+    )
+    assert result.first_divergence is not None and result.first_divergence["call"] == 14
+    older, newer = result.failed
+    assert older > 0 and newer == 0
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
