@@ -74,6 +74,11 @@ def test_the_sliding_window_trims_when_an_invocation_ends() -> None:
     # messages, and the removed count grows
     assert max(i["messages"] for i in infos) <= 6 + 3
     assert infos[-1]["removed_message_count"] > 0
+    # each trim is a compaction of the call that starts the next invocation, not a re-assembly
+    trims = _of(events, "compaction")
+    assert trims and {(e["layer"], e["note"]) for e in trims} == {
+        ("sliding_window", "invocation end")
+    }
 
 
 def test_the_proactive_threshold_is_checked_as_the_release_checks_it() -> None:

@@ -227,19 +227,22 @@ class Replay:
     # -- protocol ------------------------------------------------------------------------------------
     def call(self, request: dict) -> dict:
         last = request.get("last_call") or {}
+        prior = self.prompt()
         for message in request["append"]:
             self._append(message, last)
-        base = self.prompt()
+        # the prompt had nothing been managed: what the model saw plus what was appended
+        base = prior + [{"ref": m["id"]} for m in request["append"]]
+        steps: list[dict] = []
+        managed = self.prompt()
+        if managed != base:  # apply_management ran at the end of the invocation
+            steps.append({"layer": self.layer(), "messages": managed, "note": "invocation end"})
         self.estimate = self.loop.run_until_complete(_estimate_input_tokens(self.agent))
         event = BeforeModelCallEvent(agent=self.agent, invocation_state={},
                                      projected_input_tokens=self.estimate)  # fmt: skip
         self.hooks.invoke_callbacks(event)
         after = self.prompt()
-        steps = (
-            [{"layer": self.layer(), "messages": after, "note": "proactive"}]
-            if after != base
-            else []
-        )
+        if after != managed:
+            steps.append({"layer": self.layer(), "messages": after, "note": "before the call"})
         return {"op": "prompt", "base": base, "steps": steps, "info": self.info()}
 
     def layer(self) -> str:
