@@ -98,6 +98,71 @@ AUTOGEN_TOKEN_LIMITED = Release(
     driver="autogen_driver.py",
 )
 
+# The frameworks of issue 42: each driver's docstring names the release file and line of the
+# compaction entry point and its defaults.
+LANGCHAIN_SUMMARIZATION = Release(
+    framework="langchain_summarization",
+    distribution="langchain",
+    version="1.5.2",
+    driver="langchain_middleware_driver.py",
+)
+#: an earlier release of the same middleware: `ctxbench parity` between the two shows what
+#: 1.5.2 changed (README, "Released framework code")
+LANGCHAIN_SUMMARIZATION_1_1 = Release(
+    framework="langchain_summarization",
+    distribution="langchain",
+    version="1.1.0",
+    # its langgraph (1.0.10, the newest its range allows) fails to import with today's
+    # langgraph-prebuilt 1.0.13 (ExecutionInfo); 1.0.8 is the oldest that langgraph accepts
+    extra=("langgraph-prebuilt==1.0.8",),
+    driver="langchain_middleware_driver.py",
+)
+LANGCHAIN_CLEAR_TOOL_USES = Release(
+    framework="langchain_clear_tool_uses",
+    distribution="langchain",
+    version="1.5.2",
+    driver="langchain_middleware_driver.py",
+)
+STRANDS = Release(
+    framework="strands",
+    distribution="strands-agents",
+    version="1.62.0",
+    driver="strands_driver.py",
+)
+OPENAI_AGENTS_TRIMMER = Release(
+    framework="openai_agents_trimmer",
+    distribution="openai-agents",
+    version="0.24.0",
+    driver="openai_agents_driver.py",
+)
+AGENT_FRAMEWORK = Release(
+    framework="agent_framework",
+    distribution="agent-framework-core",
+    version="1.26.0",
+    driver="agent_framework_driver.py",
+)
+GOOGLE_ADK = Release(
+    framework="google_adk",
+    distribution="google-adk",
+    version="2.13.0",
+    driver="google_adk_driver.py",
+)
+INSPECT = Release(
+    framework="inspect",
+    distribution="inspect-ai",
+    version="0.3.285",
+    driver="inspect_driver.py",
+    # ModelAPI.count_text_tokens: tiktoken o200k_base (model/_model.py:509)
+    tiktoken_encodings=("o200k_base",),
+)
+#: installable; no driver yet: deepagents ships its own summarization middleware (with history
+#: offload to a backend), not langchain's configured
+DEEPAGENTS = Release(
+    framework="deepagents",
+    distribution="deepagents",
+    version="0.7.32",
+)
+
 RELEASES: tuple[Release, ...] = (
     DBGPT,
     AGENTSCOPE,
@@ -105,6 +170,15 @@ RELEASES: tuple[Release, ...] = (
     LANGCHAIN_CORE,
     AUTOGEN_HEAD_TAIL,
     AUTOGEN_TOKEN_LIMITED,
+    LANGCHAIN_SUMMARIZATION,
+    LANGCHAIN_SUMMARIZATION_1_1,
+    LANGCHAIN_CLEAR_TOOL_USES,
+    STRANDS,
+    OPENAI_AGENTS_TRIMMER,
+    AGENT_FRAMEWORK,
+    GOOGLE_ADK,
+    INSPECT,
+    DEEPAGENTS,
 )
 
 

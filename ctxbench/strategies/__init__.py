@@ -48,6 +48,18 @@ SHIPPED_STRATEGIES.add(
 SHIPPED_STRATEGIES.add(
     "shipped:autogen_token_limited@0.7.5", "ctxbench.shipped.peers:ShippedAutoGenTokenLimited"
 )
+# issue 42: the frameworks people run, as released code
+for _name, _target in (
+    ("langchain_summarization@1.5.2", "langchain_v1:ShippedLangChainSummarization"),
+    ("langchain_summarization@1.1.0", "langchain_v1:ShippedLangChainSummarization11"),
+    ("langchain_clear_tool_uses@1.5.2", "langchain_v1:ShippedLangChainClearToolUses"),
+    ("strands@1.62.0", "strands:ShippedStrands"),
+    ("openai_agents_trimmer@0.24.0", "openai_agents:ShippedOpenAIAgentsTrimmer"),
+    ("agent_framework@1.26.0", "agent_framework:ShippedAgentFramework"),
+    ("inspect@0.3.285", "inspect_ai:ShippedInspect"),
+    ("google_adk@2.13.0", "google_adk:ShippedGoogleAdk"),
+):
+    SHIPPED_STRATEGIES.add(f"shipped:{_name}", f"ctxbench.shipped.{_target}")
 
 
 #: plain compactors (functions, classes with ``compact``) adapted, by import path
