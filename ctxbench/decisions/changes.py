@@ -19,8 +19,8 @@ def baseline_warnings(cells: Sequence[Mapping[str, Any]]) -> list[str]:
         of = f" of {calls} calls" if calls else ""
         out.append(
             f"the baseline has {total} failed calls{of} in {len(failed)} of {len(cells)} cells: "
-            "those runs crashed in a real agent, so their retention and cost describe prompts "
-            "that were rejected"
+            "those runs crashed in a real agent (their probes from the first failed call on "
+            "count as lost)"
         )
     errors = [c for c in cells if c.get("error")]
     if errors:

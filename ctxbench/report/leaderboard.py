@@ -243,8 +243,8 @@ def leaderboard(
     rows: Iterable[Row], cost_of: Callable[[Row], float | None] | None = None
 ) -> dict[int, list[Standing]]:
     """window -> standings, best first: fewest failed calls (a failed call is one the real
-    agent would have crashed on, and a crashed run's retention is measured on prompts the
-    provider rejected), then highest retention, then fewest input tokens; no probes last."""
+    agent would have crashed on: a crashed run's probes from there on count as lost), then
+    highest retention, then fewest input tokens; no probes last."""
     groups: dict[tuple[int, ConfigKey], list[Row]] = {}
     for row in rows:
         groups.setdefault((row.window, ConfigKey.of_result(row)), []).append(row)
