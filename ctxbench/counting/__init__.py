@@ -147,7 +147,13 @@ def counter_kind(spec: str) -> str:
     A registered target is a counter class, or a factory whose return annotation names one.
     """
     factory = COUNTERS.load(spec)
-    cls = factory if isinstance(factory, type) else typing.get_type_hints(factory).get("return")
+    if isinstance(factory, type):
+        cls = factory
+    else:
+        try:  # a factory's return annotation names its class; anything else says nothing
+            cls = typing.get_type_hints(factory).get("return")
+        except TypeError:
+            cls = None
     kind = getattr(cls, "kind", None)
     return str(kind) if kind is not None else get_counter(spec).kind
 

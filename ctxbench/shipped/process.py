@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ctxbench.errors import CtxbenchError
 from ctxbench.shipped.environment import Environment
 from ctxbench.shipped.protocol import ProtocolError, decode_line, dumps
 
@@ -30,8 +31,9 @@ STDERR_TAIL_LINES = 20
 DRIVERS_DIR = Path(__file__).parent / "drivers"
 
 
-class DriverError(RuntimeError):
-    """The driver crashed, hung or broke the protocol; the message ends with its stderr tail."""
+class DriverError(CtxbenchError, RuntimeError):
+    """The driver crashed, hung or broke the protocol; the message ends with its stderr tail.
+    ctxbench's own error (not a plug-in's), whichever strategy class drove the driver."""
 
 
 def request_timeout() -> float:

@@ -215,7 +215,13 @@ class _TraceBuilder:
     def _place(self, fact: _Fact) -> None:
         """Choose the round (or the opening) and the slot of a fact's text."""
         spec = fact.spec
-        if spec.update:
+        redirected = fact.placement == "turn" and self.react
+        if redirected:
+            # a text-ReAct agent runs until it terminates: its user speaks in the task message
+            # (after a tool result a user message would read as a second observation), so the
+            # rule goes there, outside the system prompt all the same, and does not change
+            fact.placement = "user"
+        if spec.update and not redirected:
             self._place_superseded(fact)
             return
         text = expand(spec.text, self.rng, fact.value) if spec.text else ""

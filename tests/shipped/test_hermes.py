@@ -5,12 +5,14 @@ and a run on every embedded scenario and a recorded trace of every shared source
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctxbench.shipped.releases import HERMES
+from ctxbench.trace import Trace
 from tests.shipped_cases import (
     SCENARIOS,
     SOURCES,
@@ -25,9 +27,18 @@ pytestmark = needs(HERMES)
 NAME = "shipped:hermes@0.19.0"
 
 
+def single_task(trace: Trace) -> Trace:
+    """The trace without the user messages that come mid-run (the generator plants rules and
+    preferences there): one user turn, one attempt budget."""
+    first = next(i for i, m in enumerate(trace.messages) if m.role == "user")
+    kept = [m for i, m in enumerate(trace.messages) if m.role != "user" or i == first]
+    return replace(trace, messages=tuple(kept), probes=())
+
+
 @pytest.fixture(scope="module")
 def single_task_run() -> list[dict[str, Any]]:
-    return replay_events(scenario_trace("coding_agent", 40, seed=1), NAME, 16_384, reserved=4096)
+    trace = single_task(scenario_trace("coding_agent", 40, seed=1))
+    return replay_events(trace, NAME, 16_384, reserved=4096)
 
 
 def test_the_attempt_budget_of_a_user_turn_runs_out_and_overflows_fail(

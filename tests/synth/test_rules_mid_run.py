@@ -26,6 +26,11 @@ def mid_run(trace: Trace, probe: Probe) -> bool:
 @pytest.mark.parametrize("name", [*SCENARIOS, "long_horizon"])
 def test_every_scenario_plants_rules_in_user_messages_mid_run(name: str) -> None:
     trace = next(generate(load_scenario(name), 1))
+    if load_scenario(name).format == "react_text":  # its user speaks in the task message
+        first_user = next(i for i, m in enumerate(trace.messages) if m.role == "user")
+        in_task = {p.kind for p in trace.probes if p.kind in RULES and first_user in p.evidence}
+        assert {"constraint", "safety", "preference"} <= in_task
+        return
     kinds = {p.kind for p in trace.probes if p.kind in RULES and mid_run(trace, p)}
     assert {"constraint", "safety", "preference"} <= kinds
     for probe in trace.probes:
