@@ -5,6 +5,8 @@ the same total, and a text that grows is tokenized again only where it grew."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -159,3 +161,30 @@ def test_a_short_text_is_counted_whole() -> None:
     text = "word\n" * (SEGMENTED_FROM // 5)
     count_in_segments(text, count, ContentMemo(limit=2**20))
     assert seen == [text]
+
+
+def test_segments_are_the_same_in_every_process() -> None:
+    """Where a segment ends must not depend on the process's hash seed: a segment longer than
+    the chunk limit with no safe place in it (a result table whose lines start with spaces) is
+    cut at the limit, which can move its count by a token, so the same prompt counted 73,562
+    tokens in one process and 73,563 in another while segments were chosen by Python's salted
+    ``hash``."""
+    import subprocess
+    import sys
+
+    script = (
+        "from ctxbench.counting.chunking import segments\n"
+        "text = ''.join(f'line {i}: step {i * 7 % 13} of the plan\\n' for i in range(4000))\n"
+        "print([len(s) for s in segments(text)])\n"
+    )
+    cuts = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout.strip()
+        for seed in (1, 2, 3)
+    }
+    assert len(cuts) == 1, cuts
