@@ -147,6 +147,7 @@ def counter_kind(spec: str) -> str:
     A registered target is a counter class, or a factory whose return annotation names one.
     """
     factory = COUNTERS.load(spec)
+    cls: object
     if isinstance(factory, type):
         cls = factory
     else:
