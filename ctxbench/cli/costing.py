@@ -16,13 +16,14 @@ from ctxbench.cli.options import (
     file_option,
     json_option,
     quiet_option,
+    reserved_option,
     sets_option,
     traces_argument,
 )
 from ctxbench.cli.output import print_table
 from ctxbench.cli.progress import terminal_bar
 from ctxbench.cli.running import strategy_params
-from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
+from ctxbench.cli.sizes import TOKENS
 from ctxbench.cost.baseline import uncompacted
 from ctxbench.cost.cache import DEFAULT_PRICES, PROVIDERS, cache_rules, provider_for
 from ctxbench.cost.calibration import has_cache_usage, rules_for
@@ -46,13 +47,7 @@ def _money(usd: float) -> str:
 @file_option("--config", "config_file", help="TOML file with the strategy's knobs.")
 @sets_option()
 @click.option("--window", "-w", type=TOKENS, required=True, help="Context window (32k = 32,768).")
-@click.option(
-    "--reserved",
-    type=RESERVED_TOKENS,
-    default=RunSpec.reserved,
-    show_default=True,
-    help="Output reservation: prompts must fit window - reserved.",
-)
+@reserved_option(RunSpec.reserved)
 @counter_option(
     default=RunSpec.counter,
     show_default=True,

@@ -41,6 +41,19 @@ def workers_option(help: str) -> Decorator:
     return click.option("--workers", "-j", type=click.IntRange(min=1), help=help)
 
 
+def reserved_option(default: int) -> Decorator:
+    """``--reserved``: the output reservation, as a size (``4k``)."""
+    from ctxbench.cli.sizes import RESERVED_TOKENS
+
+    return click.option(
+        "--reserved",
+        type=RESERVED_TOKENS,
+        default=default,
+        show_default=True,
+        help="Output reservation: prompts must fit window - reserved.",
+    )
+
+
 def sets_option() -> Decorator:
     """``--set KEY=VALUE``: one strategy knob, typed by the field it sets."""
     return click.option(

@@ -24,12 +24,13 @@ from ctxbench.cli.options import (
     json_option,
     quiet_option,
     reasoning_option,
+    reserved_option,
     sets_option,
     traces_argument,
 )
 from ctxbench.cli.output import print_table
 from ctxbench.cli.progress import terminal_bar
-from ctxbench.cli.sizes import RESERVED_TOKENS, TOKENS
+from ctxbench.cli.sizes import TOKENS
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.replay import ReplayOutput
@@ -117,13 +118,7 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     "(claude-sonnet-4-5, gpt-4o: `ctxbench windows`); default: the window of each trace's "
     "recorded model, where the table has it.",
 )
-@click.option(
-    "--reserved",
-    type=RESERVED_TOKENS,
-    default=RunSpec.reserved,
-    show_default=True,
-    help="Output reservation: prompts must fit window - reserved.",
-)
+@reserved_option(RunSpec.reserved)
 @counter_option(
     default=RunSpec.counter,
     show_default=True,
