@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ctxbench.baseline import load_baseline, make_baseline
-from ctxbench.check import CheckReport, Tolerances, check
-from ctxbench.check_report import text_report
+from ctxbench.gate.baseline import load_baseline, make_baseline
+from ctxbench.gate.check import CheckReport, Tolerances, check
+from ctxbench.gate.check_report import text_report
 
 
 def run_sweep(

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from ctxbench import guard
-from ctxbench.baseline import load_baseline
 from ctxbench.config import load_toml
 from ctxbench.errors import ConfigError, OutputError, TraceFormatError
 from ctxbench.formats.canonical import read_traces
+from ctxbench.gate.baseline import load_baseline
 from ctxbench.results.layout import JOURNAL, SPEC_FILE
 from ctxbench.results.own_files import refuse_own_files
 from ctxbench.testing import run_sweep

@@ -100,7 +100,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("decisions", ("ctxbench.decisions",)),
     (
         "gate",
-        ("ctxbench.baseline", "ctxbench.check", "ctxbench.check_report", "ctxbench.testing"),
+        ("ctxbench.gate", "ctxbench.testing"),
     ),
     ("unplaced", ()),
     ("command line", ("ctxbench.cli", "ctxbench.__main__", "ctxbench")),

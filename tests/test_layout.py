@@ -100,7 +100,7 @@ def test_a_misplaced_file_is_named_with_its_reason(
 
 @pytest.mark.parametrize(
     "relative",
-    ["test_trace.py", "test_check_hardening.py", "report/test_pareto.py", "conftest.py"],
+    ["test_trace.py", "test_guard_fuzz.py", "report/test_pareto.py", "conftest.py"],
 )
 def test_a_file_in_its_place_passes(tmp_path: Path, relative: str) -> None:
     path = tmp_path / relative

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ctxbench import check as gate
-from ctxbench import check_report
 from ctxbench.atomic_file import AtomicFile
-from ctxbench.baseline import load_baseline, make_baseline
 from ctxbench.cli.options import dir_option, file_option
 from ctxbench.errors import ConfigError
+from ctxbench.gate import check as gate
+from ctxbench.gate import check_report
+from ctxbench.gate.baseline import load_baseline, make_baseline
 from ctxbench.results.own_files import refuse_own_files
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def baseline(results_dir: str, out: str) -> None:
     Example:
       ctxbench sweep ci.toml -o results && ctxbench baseline results -o baseline.json
     """
-    from ctxbench.baseline import events_path, write_events
+    from ctxbench.gate.baseline import events_path, write_events
     from ctxbench.results import ResultsDir
 
     results = _results(results_dir)
@@ -160,7 +160,7 @@ def check(
     if baseline_results:
         report.baseline_results = baseline_results
     else:
-        from ctxbench.baseline import events_path
+        from ctxbench.gate.baseline import events_path
 
         stored = events_path(baseline_file)
         if doc.get("events") and stored.is_file():

@@ -11,12 +11,12 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from ctxbench.baseline import make_baseline
-from ctxbench.check import Tolerances, check, compare_cell, improvements_of
 from ctxbench.cli import cli
 from ctxbench.decisions.matching import match_leftovers, parse_match_by, parse_renames, renamed
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import ConfigError
+from ctxbench.gate.baseline import make_baseline
+from ctxbench.gate.check import Tolerances, check, compare_cell, improvements_of
 from ctxbench.results import ResultsDir
 from ctxbench.strategies.base import Strategy
 from ctxbench.testing import run_sweep

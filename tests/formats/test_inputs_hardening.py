@@ -21,8 +21,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxbench.baseline import load_baseline, make_baseline
-from ctxbench.check import Tolerances, check
 from ctxbench.counting import COUNTERS, get_counter
 from ctxbench.counting.profile import Profile
 from ctxbench.divergence import first_divergence, read_events, render
@@ -30,6 +28,8 @@ from ctxbench.engine.events import event_line
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import CtxbenchError
 from ctxbench.formats.canonical import read_traces, trace_line, write_traces
+from ctxbench.gate.baseline import load_baseline, make_baseline
+from ctxbench.gate.check import Tolerances, check
 from ctxbench.probes.model import Probe
 from ctxbench.probes.probe_file import load_probes, probe_lines
 from ctxbench.strategies import STRATEGIES

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxbench.baseline import make_baseline
 from ctxbench.errors import CtxbenchError
 from ctxbench.formats.canonical import write_traces
+from ctxbench.gate.baseline import make_baseline
 from ctxbench.report.results import load_results
 from ctxbench.results import ResultsDir
 from ctxbench.results.layout import EVENTS, JOURNAL, RESULTS, SPEC_FILE

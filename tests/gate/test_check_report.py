@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from ctxbench.check import CellCheck, CheckReport, Tolerances
-from ctxbench.check_report import junit_report
+from ctxbench.gate.check import CellCheck, CheckReport, Tolerances
+from ctxbench.gate.check_report import junit_report
 
 
 def test_junit_escapes_odd_cell_names() -> None:
@@ -15,8 +15,8 @@ def test_junit_escapes_odd_cell_names() -> None:
 
 
 def test_a_check_that_fails_on_missing_cells_says_so_and_how_to_pair_them() -> None:
-    from ctxbench.check import CellCheck, CheckReport, Tolerances
-    from ctxbench.check_report import failure_reasons, text_report
+    from ctxbench.gate.check import CellCheck, CheckReport, Tolerances
+    from ctxbench.gate.check_report import failure_reasons, text_report
 
     gone = [CellCheck(f"k{i}", f"a{i}", "missing", name=f"old {i}") for i in range(12)]
     added = [CellCheck(f"n{i}", f"b{i}", "new", name=f"new {i}") for i in range(12)]
@@ -35,8 +35,8 @@ def test_a_check_that_fails_on_missing_cells_says_so_and_how_to_pair_them() -> N
 
 
 def test_one_change_shared_by_many_matched_cells_is_noted_once() -> None:
-    from ctxbench.check import CellCheck, CheckReport, Tolerances
-    from ctxbench.check_report import match_notes
+    from ctxbench.gate.check import CellCheck, CheckReport, Tolerances
+    from ctxbench.gate.check_report import match_notes
 
     def pair(i: int) -> CellCheck:
         base = {"run_id": f"a{i}", "plugin": "m:f@sha256:1"}
@@ -49,8 +49,8 @@ def test_one_change_shared_by_many_matched_cells_is_noted_once() -> None:
 
 
 def test_diff_hints_that_would_compare_a_folder_with_itself_say_so() -> None:
-    from ctxbench.check import CellCheck, CheckReport, Finding, Tolerances
-    from ctxbench.check_report import text_report
+    from ctxbench.gate.check import CellCheck, CheckReport, Finding, Tolerances
+    from ctxbench.gate.check_report import text_report
 
     worse = Finding("retention", 0.8, 0.5, "dropped 0.3")
     cell = CellCheck("k", "b", "regressed", "key", [worse], {"run_id": "a"}, {"run_id": "b"})

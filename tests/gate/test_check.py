@@ -14,13 +14,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ctxbench.baseline import load_baseline, make_baseline
-from ctxbench.check import Tolerances, check, compare_cell
 from ctxbench.cli import cli
+from ctxbench.gate.baseline import load_baseline, make_baseline
+from ctxbench.gate.check import Tolerances, check, compare_cell
 from ctxbench.sweep import ResultsDir
 from ctxbench.testing import assert_no_regression, run_sweep, write_baseline
+from tests import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 CI_SWEEP = REPO / "examples" / "ci" / "ci-sweep.toml"
 WORKFLOW = REPO / "examples" / "github-actions" / "ctxbench.yml"
 
@@ -309,8 +309,8 @@ def test_the_printed_diff_command_works_where_the_baselines_results_are_gone(
 
 
 def test_check_names_a_plug_in_whose_code_changed() -> None:
-    from ctxbench.check import CellCheck, CheckReport
-    from ctxbench.check_report import match_notes
+    from ctxbench.gate.check import CellCheck, CheckReport
+    from ctxbench.gate.check_report import match_notes
 
     base = cell(run_id="a", key="k", plugin="mypkg.mod:compact@sha256:1111")
     cur = cell(run_id="b", key="k", plugin="mypkg.mod:compact@sha256:2222", retention=0.5)

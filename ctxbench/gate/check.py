@@ -1,5 +1,5 @@
-"""The CI regression gate: result rows checked against a baseline (:mod:`ctxbench.baseline`),
-cell by cell and in aggregate; :mod:`ctxbench.check_report` renders the findings.
+"""The CI regression gate: result rows checked against a baseline (:mod:`ctxbench.gate.baseline`),
+cell by cell and in aggregate; :mod:`ctxbench.gate.check_report` renders the findings.
 
 ``check`` compares a results directory with a baseline:
 
@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.baseline import gate_cell, version_warnings
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError
+from ctxbench.gate.baseline import gate_cell, version_warnings
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxbench.baseline import load_baseline
 from ctxbench.errors import ConfigError
+from ctxbench.gate.baseline import load_baseline
 
 
 def test_a_baseline_of_another_schema_is_refused(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_a_baseline_of_another_result_schema_is_refused_with_the_fix(tmp_path: P
 
 
 def test_a_baseline_of_another_ctxbench_version_is_warned_about() -> None:
-    from ctxbench.baseline import version_warnings
+    from ctxbench.gate.baseline import version_warnings
     from ctxbench.version import __version__
 
     assert version_warnings({"ctxbench_version": __version__}) == []
@@ -39,8 +39,8 @@ def test_a_baseline_of_another_ctxbench_version_is_warned_about() -> None:
 def test_the_events_beside_a_baseline_are_the_same_bytes_for_the_same_events(
     tmp_path: Path,
 ) -> None:
-    from ctxbench.baseline import events_path, write_events
     from ctxbench.divergence import read_events
+    from ctxbench.gate.baseline import events_path, write_events
 
     events = [
         {"run_id": "r1", "type": "strategy.note", "used": 3, "call": 0, "step": 0},

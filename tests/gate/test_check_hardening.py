@@ -18,11 +18,11 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from ctxbench import check as gate
-from ctxbench import check_report
-from ctxbench.baseline import make_baseline
 from ctxbench.escaping import csv_cell, markdown_cell, markdown_code, xml_text
 from ctxbench.formats.canonical import write_traces
+from ctxbench.gate import check as gate
+from ctxbench.gate import check_report
+from ctxbench.gate.baseline import make_baseline
 from ctxbench.sweep import ResultsDir, load_sweep, run_sweep
 from tests.factories import tool_trace
 from tests.hardening import run_main

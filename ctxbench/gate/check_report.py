@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from ctxbench.check import CellCheck, CheckReport
 from ctxbench.escaping import markdown_cell, markdown_code, markdown_text, one_line, xml_text
+from ctxbench.gate.check import CellCheck, CheckReport
 
 
 def _fmt(value: Any) -> str:
