@@ -44,6 +44,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.trace",
             "ctxbench.pairing",
             "ctxbench.probes.model",
+            # which probes a run lost and each kind's cliff: a pure function of the events
+            "ctxbench.probes.losses",
             "ctxbench.engine.events",
             "ctxbench.engine.result",
             "ctxbench.counting.base",

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "baseline": ("gating", "baseline", "Record a baseline of a results directory."),
     "check": ("gating", "check", "Compare results with a baseline; exit 1 on regression."),
     "diff": ("gating", "diff", "Show where two replays of the same trace diverge."),
+    "losses": ("gating", "losses", "List the probes runs lost, where, and each kind's cliff."),
     "recorded": (
         "recorded",
         "recorded",

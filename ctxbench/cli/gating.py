@@ -1,4 +1,4 @@
-"""``ctxbench baseline``, ``check`` and ``diff``: the CI regression gate.
+"""``ctxbench baseline``, ``check``, ``diff`` and ``losses``: the CI regression gate.
 
 Exit codes of ``check``: 0 nothing regressed, 1 a regression (or a missing cell), 2 a usage or
 input error.
@@ -19,6 +19,7 @@ from ctxbench.errors import ConfigError
 from ctxbench.gate import check as gate
 from ctxbench.gate import check_report
 from ctxbench.gate.baseline import load_baseline, make_baseline
+from ctxbench.probes.kind_limits import KindLimits
 from ctxbench.results.own_files import refuse_own_files
 
 if TYPE_CHECKING:
@@ -117,6 +118,22 @@ def baseline(results_dir: str, out: str) -> None:
     help="The baseline's results directory, for the printed `ctxbench diff` commands "
     "(default: the one `ctxbench baseline` recorded).",
 )
+@click.option(
+    "--min-kind",
+    "min_kind",
+    multiple=True,
+    metavar="KIND=SHARE",
+    help="Fail a cell whose retention of a probe kind is under SHARE, e.g. safety=1.0 "
+    "(repeatable; also `min_kind_retention = { safety = 1.0 }` in the sweep file).",
+)
+@click.option(
+    "--max-kind-drop",
+    "max_kind_drop",
+    multiple=True,
+    metavar="KIND=SHARE",
+    help="Fail a cell whose retention of a probe kind dropped more than SHARE from the "
+    "baseline, e.g. constraint=0 (repeatable; also `max_kind_drop` in the sweep file).",
+)
 @file_option("--junit", help="Write JUnit XML (one test case per cell).")
 @file_option("--markdown", help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).")
 def check(
@@ -129,6 +146,8 @@ def check(
     match_by: str | None,
     renames: tuple[str, ...],
     baseline_results: str | None,
+    min_kind: tuple[str, ...],
+    max_kind_drop: tuple[str, ...],
     junit: str | None,
     markdown: str | None,
 ) -> None:
@@ -138,7 +157,11 @@ def check(
     more than --max-cost-increase, it splits tool pairs or raises, or (with
     --fail-on-new-overflow) it has more overflows. Improvements, new and missing cells are
     reported; each regressed cell comes with the `ctxbench diff` command that shows where it
-    diverged. Exit 0: nothing regressed; 1: a regression; 2: a usage or input error.
+    diverged. Per probe kind, --min-kind fails a cell under a floor (new cells too) and
+    --max-kind-drop one that lost more than allowed; each such failure names the probes lost,
+    the answer missing and the call where each was lost. The sweep file's
+    min_kind_retention / max_kind_drop tables apply too (the command line wins per kind).
+    Exit 0: nothing regressed; 1: a regression; 2: a usage or input error.
 
     \b
     Examples:
@@ -146,16 +169,22 @@ def check(
           --max-cost-increase 0.05 --fail-on-new-overflow --junit junit.xml --markdown summary.md
       ctxbench check results --baseline baseline.json --match-by trace,strategy,window,counter
       ctxbench check results --baseline baseline.json --rename mypkg.old:compact=mypkg.new:compact
+      ctxbench check results --baseline baseline.json --min-kind safety=1.0 --max-kind-drop constraint=0
     """
     from ctxbench.decisions.matching import parse_match_by, parse_renames
+    from ctxbench.gate.loss_table import ResultsLosses
+    from ctxbench.probes.kind_limits import from_options
 
     fields = parse_match_by(match_by)
     mapping = parse_renames(renames)
+    kinds = _sweep_limits(results_dir).over(from_options(min_kind, max_kind_drop))
     tol = gate.Tolerances(
-        max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing
+        max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing, kinds
     )
     doc = load_baseline(baseline_file)
-    report = gate.check(_results(results_dir), doc, tol, fields, mapping)
+    rows = _results(results_dir)
+    losses = ResultsLosses(results_dir, rows) if kinds else None
+    report = gate.check(rows, doc, tol, fields, mapping, losses)
     report.results_dir = results_dir
     if baseline_results:
         report.baseline_results = baseline_results
@@ -171,6 +200,77 @@ def check(
     if markdown:
         _write(markdown, check_report.markdown_report(report))
     sys.exit(1 if report.failed else 0)
+
+
+def _sweep_limits(results_dir: str) -> KindLimits:
+    """The per-kind limits the sweep file gave (recorded in the results' ``sweep.json``)."""
+    from ctxbench.probes.kind_limits import limits_table
+    from ctxbench.results import ResultsDir
+    from ctxbench.results.layout import SPEC_FILE
+
+    store = ResultsDir(results_dir)
+    if not (store.path / SPEC_FILE).is_file():  # rows written by `run`, or an older sweep
+        return KindLimits()
+    spec = store.spec().get("spec")
+    return limits_table(spec if isinstance(spec, dict) else {}, source=store.path / SPEC_FILE)
+
+
+@click.command("losses")
+@click.argument("source", metavar="RESULTS|ROWS", type=click.Path(exists=True))
+@file_option("--events", "events_file", help="The events file of ROWS (`run --events`).")
+@click.option("--run-id", "run_ids", multiple=True, help="Only this run (repeatable).")
+@click.option("--kind", "kinds", multiple=True, help="Only probes of this kind (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per run.")
+def losses(
+    source: str,
+    events_file: str | None,
+    run_ids: tuple[str, ...],
+    kinds: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """List, per run, the probes it did not keep: probe, kind, outcome, where it was stated
+    (trace message / the first call that sent it), the call it was lost at (and which
+    compaction: the one that dropped its last message, or the last one before it was asked
+    when it was rewritten away), the missing answer and a superseded value present. Then per
+    kind: kept, asked, and the cliff: the first compaction after which the kind's probes keep
+    under half.
+
+    RESULTS is a results directory; ROWS a file of rows (`run --out`), replayed from each
+    row's spec unless --events gives the run's events file.
+
+    \b
+    Examples:
+      ctxbench losses results
+      ctxbench losses results --kind safety --kind constraint --run-id 0a1b2c3d4e5f6a7b
+      ctxbench run t.jsonl -s sliding_window -w 16k --out rows.jsonl && ctxbench losses rows.jsonl
+    """
+    from dataclasses import replace
+
+    from ctxbench.gate.loss_table import render, results_losses
+    from ctxbench.probes.model import PROBE_KINDS
+
+    unknown = [k for k in kinds if k not in PROBE_KINDS]
+    if unknown:
+        raise ConfigError(
+            f"unknown probe kind {unknown[0]!r}",
+            key="--kind",
+            hint=f"known kinds: {', '.join(PROBE_KINDS)}",
+        )
+    tables = results_losses(source, events_file)
+    known = {t.run_id for t in tables}
+    for run_id in run_ids:
+        if run_id not in known:
+            raise ConfigError(
+                f"no run {run_id!r}", path=source, hint="run ids are in the run_id column"
+            )
+    tables = [t for t in tables if not run_ids or t.run_id in run_ids]
+    if kinds:
+        tables = [replace(t, losses=tuple(x for x in t.losses if x.kind in kinds)) for t in tables]
+    if as_json:
+        for table in tables:
+            click.echo(json.dumps(table.to_dict(), ensure_ascii=False))
+    else:
+        click.echo(render(tables), nl=False)
 
 
 @click.command("diff")

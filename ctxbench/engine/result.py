@@ -13,6 +13,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 from ctxbench.engine import events as ev
+from ctxbench.probes.losses import cliff_table
 
 SCHEMA_VERSION = "ctxbench.result/1"
 
@@ -117,6 +118,10 @@ class RunResult:
     cache_cost_usd: float | None = None
     #: compactions (calls with one) whose saving never covered their one-time cost
     compactions_never_paid_back: int = 0
+    #: per probe kind, the first compaction (1-based) after which the kind's probes asked
+    #: there keep under half (:mod:`ctxbench.probes.losses`; JSON; kinds that never fall
+    #: are left out; "" in rows written before the column)
+    cliff_by_kind: str = ""
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -203,6 +208,7 @@ def result_from_events(
     answers: dict[str, Counter[str]] = {}
     actions = agreed = answer_tokens = 0
     sent: list[tuple[int, int, int]] = []
+    asked: list[tuple[int, str, bool]] = []
     removed: dict[int, int] = {}
     summaries: dict[int, tuple[int, int]] = {}
     for raw in events:
@@ -247,6 +253,7 @@ def result_from_events(
         elif kind == ev.PROBE:
             outcomes[e["outcome"]] += 1
             by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
+            asked.append((at, e["kind"], e["outcome"] == "in_context"))
             if e.get("reason") == ev.AFTER_FAILURE:
                 after_failure += 1
                 failed_kinds[e["kind"]] += 1
@@ -328,6 +335,7 @@ def result_from_events(
         answerer_tokens=answer_tokens,
         recorded_summaries=recorded_summaries,
         **cache,
+        cliff_by_kind=json.dumps(cliff_table(sorted(removed), asked), separators=(",", ":")),
     )
 
 

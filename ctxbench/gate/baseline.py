@@ -37,6 +37,10 @@ METRICS: tuple[str, ...] = (
     "error",
 )
 
+#: A cell's retention by probe kind (``{kind: share}``, from the row's ``retention_by_kind``):
+#: what ``check --max-kind-drop`` compares. Baselines recorded before it have none.
+KIND_RETENTION = "retention_by_kind"
+
 #: What a cell is, recorded beside its metrics: matching (--match-by) and readable names read them.
 IDENTITY: tuple[str, ...] = (
     "trace_id",
@@ -93,12 +97,24 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _kinds(text: str) -> dict[str, float]:
+    """The row's ``retention_by_kind`` JSON as a table ({} when damaged or empty)."""
+    try:
+        value = json.loads(text or "{}")
+    except (TypeError, ValueError, RecursionError):
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float))}
+
+
 def gate_cell(result: RunResult) -> dict[str, Any]:
     """A row as a gate cell: run id, key, identity fields and metrics."""
     spec = _spec(result)
     key = str(spec.key) if spec is not None else cell_key(result)
-    cell = {"run_id": result.run_id, "key": key}
+    cell: dict[str, Any] = {"run_id": result.run_id, "key": key}
     cell.update({f: _clean(getattr(result, f)) for f in (*IDENTITY, *METRICS)})
+    cell[KIND_RETENTION] = _kinds(result.retention_by_kind)
     if spec is not None and spec.plugin:  # the plug-ins' code: `check` names a change of it
         cell["plugin"] = spec.plugin
     return cell
@@ -212,6 +228,12 @@ def _metric_problem(name: str, value: Any) -> str | None:
         return None if isinstance(value, str) else "a string"
     if name == "error":
         return None if value is None or isinstance(value, str) else "a string or null"
+    if name == KIND_RETENTION:
+        shares = isinstance(value, dict) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1
+            for v in value.values()
+        )
+        return None if shares else "a table of probe kind = share from 0 to 1"
     if name not in METRICS or value is None:
         return None  # trace_id, strategy: labels only
     if (

@@ -13,7 +13,13 @@ cell by cell and in aggregate; :mod:`ctxbench.gate.check_report` renders the fin
   match is paired with the current cell that agrees on those fields (a knob whose value
   changed is compared with its old value: :mod:`ctxbench.decisions.matching`); a pairing
   that would be a guess (several cells agree, or two strategies) is refused; ``renames``
-  maps a renamed or moved strategy to its new name first.
+  maps a renamed or moved strategy to its new name first;
+- per probe kind (``kinds``, :class:`~ctxbench.probes.kind_limits.KindLimits`): a cell fails
+  when a kind's retention is under its floor (``--min-kind safety=1.0``; new cells too: a
+  floor needs no baseline) or dropped more than allowed from the baseline
+  (``--max-kind-drop constraint=0``); the finding names the probes of that kind the cell lost,
+  with the call where each was lost and the answer missing (``losses``: a run id's
+  :class:`~ctxbench.probes.losses.Loss` list, read from its events).
 
 Improvements are reported beside regressions; a cost change comes with the change in failed
 calls (rejected prompts are not billed, so fewer failures can raise the cost); the aggregate
@@ -25,13 +31,18 @@ zero: any change is reported.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError
-from ctxbench.gate.baseline import gate_cell, version_warnings
+from ctxbench.gate.baseline import KIND_RETENTION, gate_cell, version_warnings
+from ctxbench.probes.kind_limits import KindLimits
+from ctxbench.probes.losses import Loss
+
+#: a run id's losses (:func:`ctxbench.probes.losses.losses` over its events and trace)
+LossLookup = Callable[[str], Sequence[Loss]]
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,7 @@ class Tolerances:
     max_cost_increase: float = 0.0
     fail_on_new_overflow: bool = False
     allow_missing: bool = False
+    kinds: KindLimits = field(default_factory=KindLimits)
 
     def __post_init__(self) -> None:
         for name in ("max_retention_drop", "max_cost_increase"):
@@ -58,6 +70,9 @@ class Finding:
     baseline: Any
     current: Any
     detail: str
+    #: the probe kind of a per-kind finding, and the probes of that kind the cell lost
+    kind: str = ""
+    lost: tuple[Loss, ...] = ()
 
 
 @dataclass
@@ -80,6 +95,21 @@ class CellCheck:
         return str(self.baseline.get("run_id") or "")
 
 
+@dataclass(frozen=True)
+class KindSummary:
+    """One limited probe kind over the cells: mean retention on each side (over the cells
+    that have probes of the kind), the lowest cell, its limits, and the cells that failed."""
+
+    kind: str
+    baseline: float | None
+    current: float | None
+    lowest: float | None
+    cells: int
+    floor: float | None
+    max_drop: float | None
+    failed: tuple[str, ...]
+
+
 @dataclass
 class CheckReport:
     """Everything ``check`` found; ``failed`` decides the exit code."""
@@ -93,6 +123,13 @@ class CheckReport:
     #: where the two sides' events are, for the printed ``ctxbench diff`` commands
     results_dir: str = ""
     baseline_results: str = ""
+    #: per limited probe kind: the comparison over the cells (Markdown, JUnit)
+    kinds: list[KindSummary] = field(default_factory=list)
+
+    @property
+    def kind_failures(self) -> list[tuple[CellCheck, Finding]]:
+        """Every per-kind finding, with its cell."""
+        return [(c, f) for c in self.regressed for f in c.findings if f.kind]
 
     @property
     def regressed(self) -> list[CellCheck]:
@@ -176,6 +213,28 @@ def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerance
                 out.append(
                     Finding(metric, base.get(metric), cur.get(metric), "new context overflows")
                 )
+    return out + kind_findings(base, cur, tol.kinds)
+
+
+def kind_findings(
+    base: Mapping[str, Any] | None, cur: Mapping[str, Any], limits: KindLimits
+) -> list[Finding]:
+    """A cell's per-kind failures: a kind under its floor, or dropped more than allowed from
+    the baseline cell (``base``; None for a new cell: floors only). A kind the cell has no
+    probes of is not judged."""
+    now: Mapping[str, float] = cur.get(KIND_RETENTION) or {}
+    before: Mapping[str, float] = (base or {}).get(KIND_RETENTION) or {}
+    out: list[Finding] = []
+    for kind in limits.kinds():
+        if kind not in now:
+            continue
+        value, was = now[kind], before.get(kind)
+        floor, drop = limits.min_retention.get(kind), limits.max_drop.get(kind)
+        if floor is not None and value < floor - 1e-12:
+            out.append(Finding(f"{kind} retention", was, value, f"under the floor {floor:g}", kind))
+        elif drop is not None and was is not None and was - value > drop + 1e-12:
+            detail = f"dropped {was - value:.4f} (max {drop:g})"
+            out.append(Finding(f"{kind} retention", was, value, detail, kind))
     return out
 
 
@@ -255,12 +314,22 @@ def check(
     tol: Tolerances,
     match_by: Sequence[str] = (),
     renames: Mapping[str, str] | None = None,
+    losses: LossLookup | None = None,
 ) -> CheckReport:
     """Compare result rows with a baseline document (``match_by``: see the module docstring;
-    ``renames``: baseline strategy -> the strategy that replaces it)."""
+    ``renames``: baseline strategy -> the strategy that replaces it; ``losses``: a run id's
+    lost probes, named in its per-kind findings)."""
     from ctxbench.decisions.changes import baseline_warnings, paired_intervals
     from ctxbench.decisions.matching import cell_names, match_leftovers, renamed
 
+    if tol.kinds.max_drop and any(KIND_RETENTION not in c for c in baseline["cells"]):
+        raise ConfigError(
+            "the baseline records no retention by probe kind, so --max-kind-drop has nothing "
+            "to compare with",
+            key="--max-kind-drop",
+            hint="record the baseline again with this ctxbench (`ctxbench baseline RESULTS -o "
+            "FILE`), or gate on a floor with --min-kind",
+        )
     baseline = {**baseline, "cells": renamed(baseline["cells"], renames or {})}
 
     current = {r.run_id: gate_cell(r) for r in results}
@@ -313,7 +382,18 @@ def check(
         )
     for run_id, new in sorted(current.items()):
         if run_id not in matched:
-            cells.append(CellCheck(new["key"], run_id, "new", current=new, name=names[run_id]))
+            floors = kind_findings(None, new, tol.kinds)  # a floor needs no baseline
+            status = "regressed" if floors else "new"
+            cells.append(CellCheck(new["key"], run_id, status, "", floors, current=new))
+            cells[-1].name = names[run_id]
+    if losses is not None:
+        for c in cells:
+            if any(f.kind for f in c.findings):
+                lost = losses(c.run_id)
+                c.findings = [
+                    replace(f, lost=tuple(x for x in lost if x.kind == f.kind)) if f.kind else f
+                    for f in c.findings
+                ]
     return CheckReport(
         cells,
         _aggregate(pairs, tol),
@@ -321,4 +401,39 @@ def check(
         paired_intervals(pairs),
         version_warnings(baseline) + baseline_warnings(baseline["cells"]),
         baseline_results=str(baseline.get("results_dir") or ""),
+        kinds=kind_summaries(cells, tol.kinds),
     )
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def kind_summaries(cells: Sequence[CellCheck], limits: KindLimits) -> list[KindSummary]:
+    """The per-kind comparison of the limited kinds over the cells."""
+    out = []
+    for kind in limits.kinds():
+        before = [
+            c.baseline[KIND_RETENTION][kind]
+            for c in cells
+            if c.status != "missing" and kind in (c.baseline.get(KIND_RETENTION) or {})
+        ]
+        now = [
+            c.current[KIND_RETENTION][kind]
+            for c in cells
+            if kind in (c.current.get(KIND_RETENTION) or {})
+        ]
+        failed = tuple(c.name or c.key for c in cells if any(f.kind == kind for f in c.findings))
+        out.append(
+            KindSummary(
+                kind,
+                _mean(before),
+                _mean(now),
+                min(now) if now else None,
+                len(now),
+                limits.min_retention.get(kind),
+                limits.max_drop.get(kind),
+                failed,
+            )
+        )
+    return out

@@ -7,7 +7,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from ctxbench.escaping import markdown_cell, markdown_code, markdown_text, one_line, xml_text
-from ctxbench.gate.check import CellCheck, CheckReport
+from ctxbench.gate.check import CellCheck, CheckReport, KindSummary
 
 
 def _fmt(value: Any) -> str:
@@ -47,6 +47,49 @@ def finding_rows(report: CheckReport, *, improvements: bool = False) -> list[tup
 
 
 FINDING_HEADER = ("cell", "runs", "metric", "baseline", "current", "change")
+KIND_HEADER = ("kind", "baseline", "current", "lowest cell", "cells", "limit", "failed cells")
+
+
+def _limit(k: KindSummary) -> str:
+    parts = [f">= {k.floor:g}"] if k.floor is not None else []
+    parts += [f"drop <= {k.max_drop:g}"] if k.max_drop is not None else []
+    return ", ".join(parts)
+
+
+def kind_rows(report: CheckReport) -> list[tuple[str, ...]]:
+    """(kind, baseline mean, current mean, lowest cell, cells, limit, failed) of each limited
+    probe kind (``--min-kind`` / ``--max-kind-drop``)."""
+    return [
+        (
+            k.kind,
+            _fmt(k.baseline),
+            _fmt(k.current),
+            _fmt(k.lowest),
+            str(k.cells),
+            _limit(k),
+            str(len(k.failed)),
+        )
+        for k in report.kinds
+    ]
+
+
+def lost_lines(report: CheckReport, kind: str = "") -> list[str]:
+    """Per failed kind of a cell (or of one ``kind``), the probes it lost: id, kind, the
+    missing answer, the call where it was lost."""
+    out = []
+    for c, f in report.kind_failures:
+        if kind and f.kind != kind:
+            continue
+        out.append(f"{c.name or c.key} (run {c.run_id}): {f.metric} {_fmt(f.current)}, {f.detail}")
+        if not f.lost:
+            out.append("  (its events or trace were not at hand: run `ctxbench losses`)")
+        out += [f"  {loss.line()}" for loss in f.lost]
+    return out
+
+
+def _diffable(report: CheckReport) -> list[CellCheck]:
+    """The regressed cells that have a baseline run to diff against."""
+    return [c for c in report.regressed if c.baseline_run_id]
 
 
 def run_ids(c: CellCheck) -> str:
@@ -137,6 +180,10 @@ def text_report(report: CheckReport) -> str:
     ):
         if rows:
             lines += ["", f"{title}:", *_table(FINDING_HEADER, rows)]
+    if report.kinds:
+        lines += ["", "retention by probe kind:", *_table(KIND_HEADER, kind_rows(report))]
+    if report.kind_failures:
+        lines += ["", "probes lost:", *lost_lines(report)]
     if report.intervals:
         lines += ["", *report.intervals]
     lines += [""] if report.missing or report.new or match_notes(report) else []
@@ -147,9 +194,9 @@ def text_report(report: CheckReport) -> str:
     for c in report.new:
         lines.append(f"new: {c.name} (run {c.run_id}) has no baseline")
     lines += match_notes(report)
-    if report.regressed:
+    if _diffable(report):
         lines += ["", "where each regressed cell diverged:"]
-        lines += [f"  {diff_command(report, c)}" for c in report.regressed]
+        lines += [f"  {diff_command(report, c)}" for c in _diffable(report)]
         if _same_folder(report.baseline_results, report.results_dir):
             lines.append(
                 "  note: the baseline's results folder is the current one (it was overwritten), "
@@ -178,6 +225,22 @@ def markdown_report(report: CheckReport) -> str:
                 text = [markdown_cell(cells[0]), *(markdown_text(v) for v in cells[1:])]
                 out.append("| " + " | ".join(text) + " |")
             out.append("")
+    if report.kinds:
+        out += ["### Retention by probe kind", "", "| " + " | ".join(KIND_HEADER) + " |"]
+        out.append("|" + "---|" * len(KIND_HEADER))
+        out += [
+            "| " + " | ".join(markdown_text(v) for v in row) + " |" for row in kind_rows(report)
+        ]
+        out.append("")
+    if report.kind_failures:
+        out += ["### Probes lost", ""]
+        out += [
+            f"- {markdown_text(line.strip())}"
+            if not line.startswith("  ")
+            else f"  - {markdown_text(line.strip())}"
+            for line in lost_lines(report)
+        ]
+        out.append("")
     out += [f"- {line}" for line in report.intervals]
     for c in report.missing:
         out.append(f"- missing: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
@@ -185,16 +248,17 @@ def markdown_report(report: CheckReport) -> str:
         out.append(f"- new: {markdown_code(c.name)} (run {markdown_code(c.run_id)})")
     out += [f"- {one_line(line)}" for line in match_notes(report)]
     out += [f"\n{markdown_text(line.strip())}" for line in failure_reasons(report)]
-    if report.regressed:
+    if _diffable(report):
         out += ["", "Where each regressed cell diverged:", "", "```sh"]
-        out += [one_line(diff_command(report, c)).replace("`", "\\`") for c in report.regressed]
+        out += [one_line(diff_command(report, c)).replace("`", "\\`") for c in _diffable(report)]
         out.append("```")
     return "\n".join(out).rstrip() + "\n"
 
 
 def junit_report(report: CheckReport) -> str:
     """JUnit XML: one test case per cell (missing cells fail, new cells are skipped)."""
-    suite = ET.Element("testsuite", name="ctxbench.check", tests=str(len(report.cells) + 1))
+    tests = len(report.cells) + len(report.kinds) + 1
+    suite = ET.Element("testsuite", name="ctxbench.check", tests=str(tests))
     failures = skipped = 0
     for c in report.cells:
         strategy = str(
@@ -210,13 +274,13 @@ def junit_report(report: CheckReport) -> str:
         )
         if c.status == "regressed":
             failures += 1
-            text = (
-                "\n".join(
-                    f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
-                    for f in c.findings
-                )
-                + f"\nsee: {diff_command(report, c)}"
+            text = "\n".join(
+                f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
+                + "".join(f"\n  {loss.line()}" for loss in f.lost)
+                for f in c.findings
             )
+            if c.baseline_run_id:
+                text += f"\nsee: {diff_command(report, c)}"
             ET.SubElement(
                 case,
                 "failure",
@@ -233,6 +297,16 @@ def junit_report(report: CheckReport) -> str:
         elif c.status == "new":
             skipped += 1
             ET.SubElement(case, "skipped", message="new cell: no baseline")
+    for k in report.kinds:
+        case = ET.SubElement(suite, "testcase", classname="ctxbench.kind", name=xml_text(k.kind))
+        if k.failed:
+            failures += 1
+            ET.SubElement(
+                case,
+                "failure",
+                message=xml_text(f"{k.kind}: {len(k.failed)} cells failed ({_limit(k)})"),
+                type="kind",
+            ).text = xml_text("\n".join(lost_lines(report, k.kind)))
     agg = ET.SubElement(suite, "testcase", classname="ctxbench", name="aggregate")
     if report.aggregate:
         failures += 1

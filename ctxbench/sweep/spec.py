@@ -197,6 +197,22 @@ class SweepSettings:
             "{ task = 2, recall = 0.5 }",
         ),
     )
+    min_kind_retention: Mapping[str, float] = field(
+        default_factory=dict,
+        metadata=_help(
+            "`ctxbench check` fails a cell whose retention of a probe kind is under this share "
+            "(as --min-kind; the command line wins per kind)",
+            "{ safety = 1.0 }",
+        ),
+    )
+    max_kind_drop: Mapping[str, float] = field(
+        default_factory=dict,
+        metadata=_help(
+            "`ctxbench check` fails a cell whose retention of a probe kind dropped more than "
+            "this from the baseline (as --max-kind-drop)",
+            "{ constraint = 0 }",
+        ),
+    )
     name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
     description: str = field(default="", metadata=_help("a line about the sweep", '"..."'))
 
@@ -292,6 +308,9 @@ class SweepSpec(SweepSettings):
         out["summarizer_params"] = dict(self.summarizer_params)
         if self.kind_weights:
             out["kind_weights"] = dict(self.kind_weights)
+        for key in ("min_kind_retention", "max_kind_drop"):
+            if getattr(self, key):
+                out[key] = dict(getattr(self, key))
         out["traces"] = [configuration.to_params(t) for t in self.traces]
         out["strategies"] = [{"name": g.name, "params": dict(g.params)} for g in self.strategies]
         out["prices"] = {k: configuration.to_params(v) for k, v in sorted(self.prices.items())}
@@ -337,7 +356,7 @@ def with_endpoint(spec: SweepSpec, given: Mapping[str, str], *, source: Path) ->
 
 
 #: Keys added after sweep.json was first written, recorded only when set.
-_OMITTED_WHEN_UNSET = ("reasoning", "kind_weights")
+_OMITTED_WHEN_UNSET = ("reasoning", "kind_weights", "min_kind_retention", "max_kind_drop")
 
 #: Top-level keys that hold tables and are built separately.
 _TABLES = ("traces", "strategies", "prices")
@@ -421,6 +440,7 @@ def _check_names(top: SweepSettings, source: Path) -> None:
     from ctxbench.counting import check_counter
     from ctxbench.counting.auto import AUTO as AUTO_COUNTER
     from ctxbench.counting.reasoning import check_rule
+    from ctxbench.probes.kind_limits import limits_table
     from ctxbench.probes.weights import weights_table
     from ctxbench.summarizers import SUMMARIZERS
 
@@ -440,6 +460,10 @@ def _check_names(top: SweepSettings, source: Path) -> None:
     if top.reasoning:
         names.append(("reasoning", check_rule, top.reasoning))
     weights_table(top.kind_weights, source=source)
+    limits_table(
+        {"min_kind_retention": top.min_kind_retention, "max_kind_drop": top.max_kind_drop},
+        source=source,
+    )
     for key, check, name in names:
         try:
             check(name)

@@ -1,0 +1,245 @@
+"""The probes a replay lost: which, of what kind, where the fact was stated, the call (and the
+compaction) that removed it, the answer missing, a superseded value standing in its place; and
+per kind the cliff, the first compaction after which that kind's retention falls below half.
+
+One module computes losses; ``ctxbench losses``, ``run --losses``, the per-kind gate's failures,
+the row's ``cliff_by_kind`` and the pytest plugin read them from here.
+
+A probe is scored once, at its ask point (``probe`` events). Where it left the prompt is read
+from the ``compaction`` events before that point: the call whose compaction removed the last
+recorded message holding the fact (``dropped_messages``: ``how = "dropped"``); when no
+compaction removed them all (the fact sat in a message rewritten in place, or in a summary
+summarised again), the last compaction before the ask point (``how = "rewritten"``); a probe
+scored lost because the task had already failed (``after_failure``) names the failed call.
+
+The cliff of a kind: the probes of that kind asked after exactly ``k`` compactions (calls that
+compacted, counted from 1) form bucket ``k``; the cliff is the first ``k`` whose bucket keeps
+(``in_context``) under half its probes. A pure function of the events, so the row holds it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbench.probes.model import Probe
+
+#: the outcome that counts as kept (the row's ``retention``)
+KEPT = "in_context"
+#: ``how`` a probe left the prompt
+DROPPED, REWRITTEN, AFTER_FAILURE, NEVER_SEEN = "dropped", "rewritten", "after_failure", "never"
+#: a kind's bucket keeps less than this share of its probes: the cliff
+CLIFF_BELOW = 0.5
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One probe a replay did not keep in context at its ask point."""
+
+    probe_id: str
+    kind: str
+    #: lost, stale (only a superseded value found) or via_reference (in a cited file only)
+    outcome: str
+    #: the call it was asked at (the trace's call count: the end of the trace)
+    asked_at: int
+    #: the call whose prompt no longer held it, and which compaction (1-based) that was
+    lost_at: int | None = None
+    compaction: int | None = None
+    #: dropped / rewritten / after_failure / never (no compaction before it was asked)
+    how: str = ""
+    #: the trace messages that state the fact, and the first call whose prompt held them
+    stated: tuple[int, ...] = ()
+    stated_call: int | None = None
+    #: the answers the prompt did not hold, and the superseded values it held instead
+    missing: tuple[str, ...] = ()
+    stale: tuple[str, ...] = ()
+    question: str = ""
+    trace_id: str = ""
+    run_id: str = ""
+
+    def where(self) -> str:
+        """``call 21 (after compaction 3)``, or why no call is named."""
+        if self.lost_at is None:
+            return "never left (no compaction before its ask point)"
+        if self.how == AFTER_FAILURE:
+            return f"call {self.lost_at} (the task failed there)"
+        return f"call {self.lost_at} (after compaction {self.compaction})"
+
+    def line(self) -> str:
+        """One readable line: ``safety-1 (safety): "rm -rf" missing, lost at call 21 ...``."""
+        answer = " | ".join(self.missing) or "?"
+        stale = f"; stale {' | '.join(self.stale)!s} present" if self.stale else ""
+        return (
+            f"{self.probe_id} ({self.kind}, {self.outcome}): {answer!r} missing at call "
+            f"{self.asked_at}, lost at {self.where()}{stale}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "run_id": self.run_id,
+            "probe_id": self.probe_id,
+            "kind": self.kind,
+            "outcome": self.outcome,
+            "asked_at": self.asked_at,
+            "lost_at": self.lost_at,
+            "compaction": self.compaction,
+            "how": self.how,
+            "stated": list(self.stated),
+            "stated_call": self.stated_call,
+            "missing": list(self.missing),
+            "stale": list(self.stale),
+            "question": self.question,
+        }
+
+
+def _fields(raw: Any) -> tuple[str, int, Mapping[str, Any]]:
+    """(type, call, fields) of an Event or of its dict."""
+    if isinstance(raw, Mapping):
+        return str(raw["type"]), int(raw["call"]), raw
+    return str(raw.type), int(raw.call), raw.data
+
+
+def _ranges(value: Any) -> Iterable[int]:
+    for pair in value or ():
+        first, last = int(pair[0]), int(pair[1])
+        yield from range(first, last + 1)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the loss table reads from a replay's events."""
+
+    probes: tuple[tuple[int, Mapping[str, Any]], ...]
+    #: per call that compacted (ascending): the trace messages removed by then
+    compactions: tuple[tuple[int, frozenset[int]], ...]
+    failed: tuple[int, ...]
+
+
+def _read(events: Iterable[Any]) -> _Run:
+    probes: list[tuple[int, Mapping[str, Any]]] = []
+    dropped: set[int] = set()
+    compactions: dict[int, frozenset[int]] = {}
+    failed: list[int] = []
+    for raw in events:
+        kind, call, data = _fields(raw)
+        if kind == "probe":
+            probes.append((call, data))
+        elif kind == "compaction":
+            dropped.update(_ranges(data.get("dropped_messages")))
+            compactions[call] = frozenset(dropped)
+        elif kind == "call.failed":
+            failed.append(call)
+    return _Run(tuple(probes), tuple(sorted(compactions.items())), tuple(failed))
+
+
+def compaction_calls(events: Iterable[Any]) -> list[int]:
+    """The calls that compacted, ascending (compaction ``k`` is the ``k``-th of them)."""
+    return [call for call, _ in _read(events).compactions]
+
+
+def losses(
+    events: Iterable[Any],
+    probes: Sequence[Probe] = (),
+    call_indices: Sequence[int] = (),
+    *,
+    trace_id: str = "",
+    run_id: str = "",
+) -> list[Loss]:
+    """The probes ``events`` did not keep, in ask order. ``probes`` (the trace's) give the
+    statement, the answers and the superseded values; ``call_indices`` (the trace's
+    assistant messages) the call a statement was first sent at. Without them a loss still
+    names its probe, kind and calls."""
+    run = _read(events)
+    by_id = {p.id: p for p in probes}
+    out: list[Loss] = []
+    for asked, data in run.probes:
+        outcome = str(data["outcome"])
+        if outcome == KEPT:
+            continue
+        probe = by_id.get(str(data["probe_id"]))
+        stated = tuple(probe.evidence) if probe else ()
+        first = min(stated) if stated else None
+        stated_call = (
+            bisect.bisect_right(call_indices, first) if call_indices and first is not None else None
+        )
+        lost_at, how = _lost_at(run, asked, stated, stated_call, data.get("reason"))
+        compaction = None
+        if lost_at is not None and how != AFTER_FAILURE:
+            compaction = 1 + [c for c, _ in run.compactions].index(lost_at)
+        out.append(
+            Loss(
+                probe_id=str(data["probe_id"]),
+                kind=str(data["kind"]),
+                outcome=outcome,
+                asked_at=asked,
+                lost_at=lost_at,
+                compaction=compaction,
+                how=how,
+                stated=stated,
+                stated_call=stated_call,
+                missing=probe.answers if probe else (),
+                stale=probe.stale_answers if probe and outcome == "stale" else (),
+                question=probe.question if probe else "",
+                trace_id=trace_id,
+                run_id=run_id,
+            )
+        )
+    return out
+
+
+def _lost_at(
+    run: _Run, asked: int, stated: tuple[int, ...], stated_call: int | None, reason: Any
+) -> tuple[int | None, str]:
+    """(the call it left the prompt at, how); see the module docstring."""
+    if reason == AFTER_FAILURE:
+        before = [c for c in run.failed if c <= asked]
+        return (before[0] if before else asked), AFTER_FAILURE
+    since = stated_call or 0
+    window = [(c, gone) for c, gone in run.compactions if since <= c <= asked]
+    if stated:
+        for call, gone in window:
+            if gone.issuperset(stated):
+                return call, DROPPED
+    if window:
+        return window[-1][0], REWRITTEN
+    return None, NEVER_SEEN
+
+
+def cliffs(events: Iterable[Any]) -> dict[str, int]:
+    """Per kind, the first compaction after which its retention falls below half (kinds that
+    never fall are left out); see the module docstring."""
+    run = _read(events)
+    asked = [(call, str(d["kind"]), d["outcome"] == KEPT) for call, d in run.probes]
+    return cliff_table([c for c, _ in run.compactions], asked)
+
+
+def cliff_table(
+    compactions: Sequence[int], asked: Iterable[tuple[int, str, bool]]
+) -> dict[str, int]:
+    """:func:`cliffs` from the calls that compacted (ascending) and each probe's (ask call,
+    kind, kept): what the row computes in its one pass over the events."""
+    buckets: dict[str, dict[int, Counter[bool]]] = {}
+    for call, kind, kept in asked:
+        k = bisect.bisect_right(compactions, call)
+        buckets.setdefault(kind, {}).setdefault(k, Counter())[kept] += 1
+    out: dict[str, int] = {}
+    for kind, by_k in sorted(buckets.items()):
+        for k in sorted(by_k):
+            if k >= 1 and by_k[k][True] < CLIFF_BELOW * sum(by_k[k].values()):
+                out[kind] = k
+                break
+    return out
+
+
+def kind_retention(events: Iterable[Any]) -> dict[str, tuple[int, int]]:
+    """Per kind, (kept, asked)."""
+    out: dict[str, list[int]] = {}
+    for _, data in _read(events).probes:
+        counts = out.setdefault(str(data["kind"]), [0, 0])
+        counts[0] += data["outcome"] == KEPT
+        counts[1] += 1
+    return {k: (v[0], v[1]) for k, v in sorted(out.items())}
