@@ -1,24 +1,39 @@
-"""Helpers for users' own test suites: run a sweep and assert that nothing regressed.
+"""Helpers for users' own test suites: replay a compactor and assert what it keeps per probe
+kind (no sweep file, no baseline), or run a sweep and assert that nothing regressed.
 
-    from ctxbench.testing import run_sweep, assert_no_regression
+    from ctxbench.testing import assert_retention, run_sweep, assert_no_regression
+
+    def test_my_compactor_keeps_safety_rules():
+        assert_retention(my_module.compact, scenarios=["coding_agent"], window=16000,
+                         min_kind={"safety": 1.0, "constraint": 1.0})
 
     def test_compaction_keeps_facts(tmp_path):
         results = run_sweep("ctxbench/ci.toml", tmp_path / "results")
         assert_no_regression(results, "ctxbench/baseline.json", max_retention_drop=0.02)
 
-Both run in-process (no subprocess, no network); the assertion message is the same table
-``ctxbench check`` prints.
+All run in-process (no subprocess, no network). A failure lists each probe lost (id, kind, the
+missing answer, the call where it was lost), as ``ctxbench losses`` and ``check`` print it.
+The pytest plugin (:mod:`ctxbench.pytest_plugin`) gives ``assert_retention`` as the
+``ctxbench_retention`` fixture.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxbench.gate.baseline import load_baseline, make_baseline
 from ctxbench.gate.check import CheckReport, Tolerances, check
 from ctxbench.gate.check_report import text_report
+
+if TYPE_CHECKING:
+    from ctxbench.engine.strategy import Strategy
+    from ctxbench.gate.loss_table import RunLosses
+    from ctxbench.probes.losses import Loss
+    from ctxbench.probes.model import Probe
+    from ctxbench.trace import Trace
 
 
 def run_sweep(
@@ -61,15 +76,187 @@ def assert_no_regression(
     max_cost_increase: float = 0.0,
     fail_on_new_overflow: bool = False,
     allow_missing: bool = False,
+    min_kind: Mapping[str, float] | None = None,
+    max_kind_drop: Mapping[str, float] | None = None,
 ) -> CheckReport:
-    """Raise AssertionError (with the regression table) when ``results_dir`` regressed."""
+    """Raise AssertionError (with the regression table) when ``results_dir`` regressed; with
+    ``min_kind`` / ``max_kind_drop`` (``{"safety": 1.0}``) per probe kind too, the message then
+    naming each probe lost and the call."""
+    from ctxbench.gate.loss_table import ResultsLosses
     from ctxbench.results import ResultsDir
 
-    tol = Tolerances(max_retention_drop, max_cost_increase, fail_on_new_overflow, allow_missing)
-    report = check(ResultsDir(results_dir).results(), load_baseline(baseline), tol)
+    tol = Tolerances(
+        max_retention_drop,
+        max_cost_increase,
+        fail_on_new_overflow,
+        allow_missing,
+        _limits(min_kind, max_kind_drop),
+    )
+    rows = ResultsDir(results_dir).results()
+    report = check(rows, load_baseline(baseline), tol, losses=ResultsLosses(results_dir, rows))
     if report.failed:
         raise AssertionError("ctxbench regression\n" + text_report(report))
     return report
 
 
-__all__ = ["assert_no_regression", "run_sweep", "write_baseline"]
+def _limits(
+    min_kind: Mapping[str, float] | None, max_kind_drop: Mapping[str, float] | None = None
+) -> Any:
+    from ctxbench.probes.kind_limits import KindLimits
+
+    return KindLimits(dict(min_kind or {}), dict(max_kind_drop or {}))
+
+
+@dataclass(frozen=True)
+class Retention:
+    """What a compactor kept over the traces it was replayed on: each run's loss table."""
+
+    runs: tuple[RunLosses, ...]
+
+    def by_kind(self) -> dict[str, float]:
+        """Per probe kind, the share kept over every run (probes pooled)."""
+        kept: dict[str, list[int]] = {}
+        for run in self.runs:
+            for kind, (k, n) in run.kinds.items():
+                counts = kept.setdefault(kind, [0, 0])
+                counts[0] += k
+                counts[1] += n
+        return {k: round(v[0] / v[1], 4) for k, v in sorted(kept.items()) if v[1]}
+
+    def lost(self, kind: str | None = None) -> list[Loss]:
+        """The probes not kept (of one kind), run by run."""
+        return [x for run in self.runs for x in run.losses if kind is None or x.kind == kind]
+
+    def report(self) -> str:
+        """The loss tables, as ``ctxbench losses`` prints them."""
+        from ctxbench.gate.loss_table import render
+
+        return render(self.runs)
+
+
+def _strategy(strategy: Any, params: Mapping[str, Any]) -> Strategy:
+    """A strategy instance from a name (``sliding_window``, ``mypkg.mod:compact``), a Strategy
+    subclass, or a plain compactor (a function or a class with ``compact``)."""
+    from ctxbench import config as configuration
+    from ctxbench.engine.strategy import Strategy
+    from ctxbench.strategies import build_strategy
+    from ctxbench.strategies.function import adapt, is_plain_compactor
+
+    if isinstance(strategy, str):
+        return build_strategy(strategy, params)
+    name = f"{getattr(strategy, '__module__', '?')}:{getattr(strategy, '__qualname__', strategy)}"
+    if isinstance(strategy, type) and issubclass(strategy, Strategy):
+        cls: type[Strategy] = strategy
+    elif is_plain_compactor(strategy):
+        cls = adapt(strategy, name)
+    else:
+        raise TypeError(
+            f"{strategy!r} is not a strategy: give a name, a Strategy subclass, or a function "
+            "compact(messages, budget, **knobs) on OpenAI-style message dicts"
+        )
+    return cls(configuration.build(cls.Config, dict(params), source=f"strategy {name}"))
+
+
+def _traces(
+    traces: Iterable[str | Path | Trace], scenarios: Iterable[str], seeds: Sequence[int]
+) -> list[Trace]:
+    from ctxbench.cell.traces import open_traces
+    from ctxbench.synth import generate, load_scenario
+    from ctxbench.trace import Trace
+
+    out: list[Trace] = []
+    for given in traces:
+        out += [given] if isinstance(given, Trace) else list(open_traces(given).traces())
+    for name in scenarios:
+        spec = load_scenario(name)
+        out += [trace for seed in seeds for trace in generate(spec, seed)]
+    return out
+
+
+def replay_retention(
+    strategy: Any,
+    traces: Iterable[str | Path | Trace] = (),
+    *,
+    scenarios: Iterable[str] = (),
+    seeds: Sequence[int] = (0,),
+    probes: str | Path | Mapping[str, Sequence[Probe]] | None = None,
+    window: int = 32768,
+    reserved: int = 0,
+    counter: str = "tiktoken:o200k_base",
+    params: Mapping[str, Any] | None = None,
+) -> Retention:
+    """Replay ``strategy`` (see :func:`assert_retention`) over ``traces`` (files in any format
+    ctxbench reads, or Trace objects) and embedded ``scenarios`` (one trace per seed), with
+    ``probes`` (a probe file, or probes by trace id) in place of a trace's own."""
+    import dataclasses
+
+    from ctxbench.counting import get_counter
+    from ctxbench.engine.provider import SimulatedProvider
+    from ctxbench.engine.replay import replay
+    from ctxbench.gate.loss_table import run_losses
+
+    if isinstance(probes, (str, Path)):
+        from ctxbench.probes.probe_file import load_probes
+
+        probes = load_probes(probes)
+    true_counter = get_counter(counter)
+    runs = []
+    for trace in _traces(traces, scenarios, seeds):
+        if probes and trace.id in probes:
+            trace = dataclasses.replace(trace, probes=tuple(probes[trace.id]))
+        instance = _strategy(strategy, params or {})
+        estimator = get_counter(instance.default_estimator or counter)
+        output = replay(
+            trace,
+            instance,
+            SimulatedProvider(window, reserved),
+            true_counter=true_counter,
+            estimator=estimator,
+        )
+        label = f"{instance.name} w={window}"
+        runs.append(run_losses(output.events, trace, run_id="", trace_id=trace.id, label=label))
+    if not runs:
+        raise ValueError("give traces or scenarios to replay the strategy on")
+    return Retention(tuple(runs))
+
+
+def retention_failures(retention: Retention, min_kind: Mapping[str, float]) -> list[str]:
+    """Each kind under its floor, with every probe of that kind lost: id, the missing answer,
+    the call where it was lost (and the trace)."""
+    shares = retention.by_kind()
+    lines = []
+    for kind, floor in sorted(_limits(min_kind).min_retention.items()):
+        if kind in shares and shares[kind] < floor - 1e-12:
+            lines.append(f"{kind}: retention {shares[kind]:g} < {floor:g}")
+            lines += [f"  {x.trace_id}: {x.line()}" for x in retention.lost(kind)]
+    return lines
+
+
+def assert_retention(
+    strategy: Any,
+    traces: Iterable[str | Path | Trace] = (),
+    *,
+    min_kind: Mapping[str, float] | None = None,
+    **replay_options: Any,
+) -> Retention:
+    """Replay ``strategy`` (a registered name, ``module:attr``, a Strategy subclass, or a
+    plain compactor ``compact(messages, budget, **knobs)``) and raise AssertionError when a
+    probe kind keeps less than ``min_kind`` gives (default: every safety rule and constraint).
+    The message lists each probe lost, its call and its missing answer. ``replay_options``:
+    those of :func:`replay_retention` (``scenarios``, ``seeds``, ``window``, ``probes``...)."""
+    limits = {"safety": 1.0, "constraint": 1.0} if min_kind is None else min_kind
+    retention = replay_retention(strategy, traces, **replay_options)
+    failures = retention_failures(retention, limits)
+    if failures:
+        raise AssertionError("ctxbench retention\n" + "\n".join(failures))
+    return retention
+
+
+__all__ = [
+    "Retention",
+    "assert_no_regression",
+    "assert_retention",
+    "replay_retention",
+    "run_sweep",
+    "write_baseline",
+]

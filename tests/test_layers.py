@@ -102,7 +102,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("decisions", ("ctxbench.decisions",)),
     (
         "gate",
-        ("ctxbench.gate", "ctxbench.testing"),
+        ("ctxbench.gate", "ctxbench.testing", "ctxbench.pytest_plugin"),
     ),
     ("unplaced", ()),
     ("command line", ("ctxbench.cli", "ctxbench.__main__", "ctxbench")),

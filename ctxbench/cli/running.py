@@ -173,6 +173,14 @@ def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str])
     help="Re-run one result row: a JSON(L) file of rows, or a sweep results dir (+ --run-id).",
 )
 @click.option("--run-id", help="Which row of --from-row to re-run.")
+@click.option(
+    "--losses",
+    "show_losses",
+    is_flag=True,
+    help="After the rows, the loss table of each run: every probe not kept, where it was "
+    "stated, the call it was lost at, the missing answer, and each kind's cliff "
+    "(as `ctxbench losses`; on stderr with --json).",
+)
 @quiet_option("No progress bar (one per trace, by model call, on a terminal).")
 @answerer_options
 def run(
@@ -197,6 +205,7 @@ def run(
     as_json: bool,
     from_row: str | None,
     run_id: str | None,
+    show_losses: bool,
     quiet: bool,
 ) -> None:
     """Replay TRACES through one compaction strategy against a simulated provider.
@@ -211,6 +220,7 @@ def run(
       ctxbench run t.jsonl -s dbgpt --config dbgpt.toml -w 32768 --estimator chars4 --events ev.jsonl
       ctxbench run --from-row reports/quickstart --run-id 0a1b2c3d4e5f6a7b --events ev.jsonl
       ctxbench run t.jsonl -s dbgpt -w 16k --answerer qwen2.5:0.5b@http://127.0.0.1:11434/v1 --next-action
+      ctxbench run t.jsonl -s sliding_window -w 16k --losses
     """
     if from_row:
         given = configuration.parse_set(summarizer_sets)
@@ -241,6 +251,7 @@ def run(
     rows: list[dict[str, Any]] = []
     unwritten = 0
     parities = []
+    tables = []
     with contextlib.ExitStack() as stack:
         events_out = stack.enter_context(AtomicFile(events_file)) if events_file else None
         auto_choices: dict[str, Choice] = {}
@@ -289,6 +300,15 @@ def run(
                 asking.close()
                 row, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
                 rows.append(row)
+                if show_losses:
+                    from ctxbench.gate.loss_table import run_losses
+
+                    label = f"{strategy} w={spec.window}"
+                    tables.append(
+                        run_losses(
+                            output.events, trace, run_id=spec.run_id, trace_id=trace.id, label=label
+                        )
+                    )
                 unwritten += missed
                 if trace.recorded_compactions:
                     from ctxbench.recorded import compare_recorded
@@ -298,6 +318,10 @@ def run(
         write_rows(out_file, rows)
     if not as_json:
         print_table(rows, ROW_COLUMNS + (ANSWER_COLUMNS if answerer else ()))
+    if tables:
+        from ctxbench.gate.loss_table import render as render_losses
+
+        click.echo("\n" + render_losses(tables), nl=False, err=as_json)
     if answerer is not None:
         click.echo(f"answerer {settings.model}: {answerer.meter.describe()}", err=True)
     _note_unwritten(unwritten)

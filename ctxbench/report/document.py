@@ -248,6 +248,7 @@ def report_page(inputs: ReportInputs) -> Page:
             has_probes=bool(outcomes),
             missing_traces=inputs.missing_traces,
         ),
+        run_sections.cliff_section(rows, run_labels),
         *_answered(rows, results, run_labels),
         counting_sections.counting_section(
             samples,

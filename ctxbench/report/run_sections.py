@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -204,6 +205,64 @@ def lost_section(
         )
     )
     return Section("lost-facts", "Lost facts", tuple(blocks))
+
+
+def cliff_section(rows: Sequence[RunResult], run_labels: Mapping[str, str]) -> Section:
+    """Per configuration (and window) and probe kind: how many runs fall past a cliff (the
+    first compaction after which the kind's probes keep under half: the row's
+    ``cliff_by_kind``, :mod:`ctxbench.probes.losses`), the earliest and the median."""
+    falls: dict[tuple[str, str], list[int]] = {}
+    runs: dict[str, int] = {}
+    for row in rows:
+        label = f"{run_labels.get(row.run_id, row.strategy)} @{row.window:,}"
+        runs[label] = runs.get(label, 0) + 1
+        try:
+            cliffs = json.loads(row.cliff_by_kind or "{}")
+        except ValueError:
+            cliffs = {}
+        for kind, k in cliffs.items() if isinstance(cliffs, dict) else ():
+            falls.setdefault((label, str(kind)), []).append(int(k))
+    blocks: list[Block] = [
+        Paragraph(
+            "The cliff of a probe kind in a run: the first compaction after which the kind's "
+            "probes asked there keep under half (`ctxbench losses RESULTS` lists the probes "
+            "and the calls). Kinds that never fall are left out."
+        )
+    ]
+    if not falls:
+        blocks.append(Paragraph("No run fell past a cliff.", "empty"))
+        return Section("cliffs", "Cliffs by probe kind", tuple(blocks))
+    table_rows = []
+    for (label, kind), ks in sorted(falls.items()):
+        table_rows.append(
+            [
+                tb.text(label),
+                tb.text(kind),
+                tb.Cell(f"{len(ks)} of {runs[label]}", float(len(ks))),
+                tb.count(min(ks)),
+                tb.number(statistics.median(ks), 1),
+            ]
+        )
+    blocks.append(
+        TableBlock(
+            tb.table(
+                "cliffs-table",
+                tb.columns(
+                    "configuration",
+                    "kind",
+                    ("runs falling", True),
+                    ("earliest", True),
+                    ("median", True),
+                ),
+                table_rows[:MAX_LOST_FACTS],
+                caption="First compaction after which a kind keeps under half",
+                note=f"Showing {MAX_LOST_FACTS} of {len(table_rows)}."
+                if len(table_rows) > MAX_LOST_FACTS
+                else "",
+            )
+        )
+    )
+    return Section("cliffs", "Cliffs by probe kind", tuple(blocks))
 
 
 def _lost_by(lost_by: Sequence[tuple[str, int, int]]) -> tb.Cell:
