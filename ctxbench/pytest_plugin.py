@@ -26,10 +26,12 @@ class RetentionCheck(Protocol):
 def _check(strategy: Any, traces: Any = (), **options: Any) -> Any:
     from ctxbench.testing import assert_retention
 
+    failure = ""
     try:
         return assert_retention(strategy, traces, **options)
     except AssertionError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        failure = str(exc)
+    pytest.fail(failure, pytrace=False)  # outside the except: no chained traceback
 
 
 @pytest.fixture
