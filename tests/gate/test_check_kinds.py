@@ -21,8 +21,12 @@ from ctxbench.gate.check import Tolerances, check
 from ctxbench.gate.check_report import junit_report, markdown_report, text_report
 from ctxbench.gate.loss_table import ResultsLosses
 from ctxbench.probes.kind_limits import KindLimits
+from ctxbench.probes.losses import Loss, losses
 from ctxbench.results import ResultsDir
+from ctxbench.synth import generate, load_scenario
+from ctxbench.synth.scenario_file import scenario_names
 from ctxbench.testing import run_sweep
+from tests.replaying import run as replay_run
 
 
 def keep_last(
@@ -161,3 +165,30 @@ def test_the_command_line_gate_reads_the_sweep_file_limits_and_exits_1(
     said = capsys.readouterr().err
     assert "--max-kind-drop: 'safty=0': unknown probe kind 'safty'" in said
     assert "known kinds: recall, artifact" in said
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_on_every_embedded_scenario_a_pinned_sliding_window_loses_a_rule_given_mid_run(
+    name: str,
+) -> None:
+    """Constraints no longer come free: each scenario gives some in user messages mid-run, so
+    ``sliding_window`` at its defaults (system prompt pinned) keeps under all of them, and the
+    per-kind gate fails naming a constraint it lost and the call."""
+    trace = next(generate(load_scenario(name), 0))
+    out = replay_run(trace, "sliding_window", 10**6)
+    row = out.result
+    assert row.system_kept
+    assert json.loads(row.retention_by_kind)["constraint"] < 1.0
+    events = [e.to_dict() for e in out.events]
+
+    def lost(run_id: str) -> list[Loss]:
+        return losses(events, trace.probes, trace.call_indices)
+
+    tol = Tolerances(kinds=KindLimits({"constraint": 1.0}))
+    report = check([row], make_baseline([row]), tol, losses=lost)
+    ((_, finding),) = report.kind_failures
+    named = [x for x in finding.lost if x.lost_at is not None]
+    assert named and all(x.kind == "constraint" for x in finding.lost)
+    system = {i for i, m in enumerate(trace.messages) if m.role == "system"}
+    assert any(not set(x.stated) <= system for x in named), "a rule given outside the system prompt"
+    assert f"lost at call {named[0].lost_at}" in text_report(report)
