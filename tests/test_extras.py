@@ -87,6 +87,13 @@ def test_the_quickstart_runs_without_the_heavy_packages(quickstart: Path) -> Non
     assert "RESULT: ok" in out
 
 
+def test_score_grades_a_saved_compaction_without_the_heavy_packages(quickstart: Path) -> None:
+    (quickstart / "summary.txt").write_text("The agent is working on the task.", "utf-8")
+    args = ("score", "--compacted", "summary.txt", "--trace", "traces.jsonl", "--json")
+    doc = json.loads(ok(core_cli(*args, cwd=quickstart)))
+    assert doc["probes"] and doc["history_tokens"] > doc["compacted_tokens"] > 0
+
+
 def test_diff_and_an_hf_counter_need_no_heavy_package(quickstart: Path) -> None:
     run_id = json.loads((quickstart / "res/results.jsonl").read_text().splitlines()[0])["run_id"]
     out = ok(core_cli("diff", run_id, run_id, "--results", "res", cwd=quickstart))

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "baseline": ("gating", "baseline", "Record a baseline of a results directory."),
     "check": ("gating", "check", "Compare results with a baseline; exit 1 on regression."),
     "diff": ("gating", "diff", "Show where two replays of the same trace diverge."),
+    "score": ("scoring", "score", "Grade a compaction saved to a file against a trace's probes."),
     "recorded": (
         "recorded",
         "recorded",
