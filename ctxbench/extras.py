@@ -1,8 +1,8 @@
 """The optional parts of ctxbench and the one way to load them.
 
-``pip install ctxbench`` (the core) runs ``gen``, ``run``, ``baseline``, ``check``, ``diff``,
-``score``, ``view`` and ``report`` with the tokenizers' own packages (``tiktoken``,
-``tokenizers``), ``click``, ``jinja2`` and ``numpy``. The heavy packages are extras, each
+``pip install ctxbench`` (the core) runs every command but ``sweep`` and ``demo`` (``gen``,
+``run``, ``baseline``, ``check``, ``diff``, ``score``, ``view``, ``report``, ...) with the
+tokenizers' own packages (``tiktoken``, ``tokenizers``), ``click``, ``jinja2`` and ``numpy``. The heavy packages are extras, each
 imported only where it is used, through :func:`require`: a missing one is a
 :class:`MissingExtraError` naming the extra to install, never a bare ``ModuleNotFoundError``.
 

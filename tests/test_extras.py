@@ -102,6 +102,13 @@ def test_diff_and_an_hf_counter_need_no_heavy_package(quickstart: Path) -> None:
     assert "none" in ok(core_cli(*hf, cwd=quickstart))
 
 
+def test_the_viewer_and_the_report_need_no_heavy_package(quickstart: Path) -> None:
+    ok(core_cli("view", "res", "-o", "viewer", cwd=quickstart))
+    assert (quickstart / "viewer" / "index.html").is_file()
+    ok(core_cli("report", "res", "-o", "report.html", cwd=quickstart))
+    assert "<html" in (quickstart / "report.html").read_text("utf-8")[:500].lower()
+
+
 def test_a_parquet_output_names_the_extra_before_replaying(quickstart: Path) -> None:
     run = ("run", "traces.jsonl", "-s", "dbgpt", "-w", "16k", "--out", "rows.parquet")
     result = core_cli(*run, cwd=quickstart)

@@ -54,6 +54,8 @@ def test_a_real_summary_is_graded_as_the_person_who_read_it(summary: Path, tmp_p
     false_pos = [i for i, o in outcomes.items() if o == "in_context" and labels[i] == "lost"]
     false_neg = [i for i, o in outcomes.items() if o == "lost" and labels[i] == "kept"]
     assert len(false_pos) <= MAX_FALSE_POSITIVES and len(false_neg) <= MAX_FALSE_NEGATIVES
+    # measured on this summary (the README says so): every one of the 72 verdicts agrees
+    assert (false_pos, false_neg) == ([], [])
     assert {"in_context", "lost"} <= set(outcomes.values())
 
 
