@@ -14,14 +14,14 @@ export TOKENIZERS_PARALLELISM := false
 .PHONY: demo test lint typecheck bench parity clean venv
 
 $(VENV)/.core-installed: pyproject.toml
-	@echo "setting up $(VENV) (ctxbench and its dependencies)" >&2
+	@echo "setting up $(VENV) (ctxbench and its parquet extra: the demo's sweep writes parquet)" >&2
 	@$(PYTHON) -m venv $(VENV)
 	@$(BIN)/pip install --quiet --upgrade pip >&2
-	@$(BIN)/pip install --quiet -e . >&2
+	@$(BIN)/pip install --quiet -e ".[parquet]" >&2
 	@touch $@
 
 $(VENV)/.all-installed: pyproject.toml
-	@echo "setting up $(VENV) (ctxbench with the dask, browser and dev extras)" >&2
+	@echo "setting up $(VENV) (ctxbench with every extra: parquet, pandas, hf, dask, browser, dev)" >&2
 	@$(PYTHON) -m venv $(VENV)
 	@$(BIN)/pip install --quiet --upgrade pip >&2
 	@$(BIN)/pip install --quiet -e ".[all]" >&2

@@ -146,13 +146,15 @@ def _describe(event: Event) -> str:
             f"{event['est_after']}, true {event['true_before']} -> {event['true_after']}{dropped}"
         )
     if kind == ev.PROVIDER_CALL:
-        verdict = "ok" if event["ok"] else "REJECTED (overflow)"
+        # labelled by the kind the event records (events written before it had one: overflow)
+        error_kind = event.data.get("error_kind") or ev.OVERFLOW
+        verdict = "ok" if event["ok"] else f"REJECTED ({error_kind})"
         return (
             f"provider attempt {event['attempt']}: {event['true_tokens']} true / {event['limit']} limit "
             f"(estimated {event['estimated_tokens']}) {verdict}"
         )
     if kind == ev.CALL_FAILED:
-        return f"call FAILED after {event['attempts']} attempt(s): {event['true_tokens']} > {event['limit']}"
+        return f"call FAILED after {event['attempts']} attempt(s): {_failure(event)}"
     if kind == ev.SUMMARY:
         return f"summary for {event['layer']}: {'ok' if event['ok'] else 'failed: ' + str(event['error'])}"
     if kind == ev.PROBE:
@@ -160,6 +162,23 @@ def _describe(event: Event) -> str:
     if kind == ev.SNAPSHOT:
         return f"file {event['path']} ({event['bytes']} bytes)"
     return json.dumps(_normal(event), ensure_ascii=False)
+
+
+def _failure(event: Event) -> str:
+    """Why a call failed, by the kind its ``call.failed`` records: only an overflow is a count
+    over the limit."""
+    kind = event.data.get("kind") or ev.OVERFLOW
+    tokens = f"{event['true_tokens']} true / {event['limit']} limit"
+    if kind == ev.OVERFLOW:
+        because = f"{event['true_tokens']} > {event['limit']}"
+    elif kind == ev.PAIRING_REJECTED:
+        because = f"refused for its tool pairing ({tokens})"
+    elif kind == ev.ABORTED:
+        because = f"aborted by the framework ({tokens})"
+    else:
+        because = f"{kind} ({tokens})"
+    error = event.data.get("error")
+    return f"{because}: {error}" if error and kind != ev.PAIRING_REJECTED else because
 
 
 def render(div: Divergence, label_a: str, label_b: str) -> str:

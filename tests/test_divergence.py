@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from ctxbench.cli import cli
 from ctxbench.counting import get_counter
-from ctxbench.divergence import first_divergence, read_events
+from ctxbench.divergence import Divergence, first_divergence, read_events, render
 from ctxbench.engine import events as ev
 from ctxbench.engine.events import Event, event_line
 from ctxbench.engine.provider import SimulatedProvider
@@ -18,6 +18,7 @@ from ctxbench.errors import ConfigError
 from ctxbench.probes.model import Probe
 from ctxbench.strategies import build_strategy
 from ctxbench.trace import Message, Trace
+from tests.factories import tool_trace
 
 CHARS4 = get_counter("chars4")
 
@@ -140,3 +141,51 @@ def test_diff_by_run_id_in_a_results_dir_shows_dropped_trace_messages(tmp_path: 
     assert out.exit_code == 0, out.output
     assert "first divergence at call" in out.output and "compaction sliding_window" in out.output
     assert "trace messages dropped: 1-" in out.output
+
+
+def trim_events(tmp_path: Path, name: str, **params: object) -> tuple[Path, list[Event]]:
+    """LangChain's trim of a trace with parallel tool calls: its events, and as a file."""
+    trace = tool_trace(12, calls=3, output="x" * 200)
+    strategy = build_strategy("langchain_trim", params)
+    out = replay(trace, strategy, SimulatedProvider(2000), true_counter=CHARS4, estimator=CHARS4)
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("".join(event_line(e, run_id=name) + "\n" for e in out.events), "utf-8")
+    return path, list(out.events)
+
+
+def test_diff_labels_a_failed_call_by_its_recorded_error_kind(tmp_path: Path) -> None:
+    """A trim that cuts a parallel tool batch is refused for its pairing, under the window:
+    ``diff`` says so, and never calls it an overflow or a count over the limit."""
+    cut, events = trim_events(tmp_path, "cut")
+    whole, _ = trim_events(tmp_path, "whole", repair_pairs=True)
+    out = CliRunner().invoke(cli, ["diff", str(cut), str(whole)])
+    assert out.exit_code == 0, out.output
+    failed = [e for e in events if e.type == ev.CALL_FAILED]
+    assert failed and {e["kind"] for e in failed} == {ev.PAIRING_REJECTED}
+    first = failed[0]
+    assert first["true_tokens"] <= first["limit"], "refused under the window"
+    assert f"first divergence at call {first.call}" in out.output
+    side = out.output.split("\nwhole")[0]
+    assert "REJECTED (pairing)" in side
+    assert (
+        f"refused for its tool pairing ({first['true_tokens']} true / {first['limit']} limit)"
+        in side
+    )
+    assert "overflow" not in side and f"{first['true_tokens']} > " not in side
+
+
+def test_diff_still_labels_an_overflow_as_one() -> None:
+    trace = react(40)
+    events = replay(
+        trace,
+        build_strategy("none"),
+        SimulatedProvider(2000),
+        true_counter=CHARS4,
+        estimator=CHARS4,
+    ).events
+    failed = next(e for e in events if e.type == ev.CALL_FAILED)
+    assert failed["kind"] == ev.OVERFLOW
+    at_call = [e for e in events if e.call == failed.call]
+    text = render(Divergence(failed.call, at_call, [], {}), "none", "other")
+    assert "REJECTED (overflow)" in text and "pairing" not in text
+    assert f"call FAILED after 1 attempt(s): {failed['true_tokens']} > {failed['limit']}" in text

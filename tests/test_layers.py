@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.bootstrap",
             "ctxbench.guard",
             "ctxbench.windows",
+            "ctxbench.extras",
         ),
     ),
     (

@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check": ("gating", "check", "Compare results with a baseline; exit 1 on regression."),
     "diff": ("gating", "diff", "Show where two replays of the same trace diverge."),
     "losses": ("gating", "losses", "List the probes runs lost, where, and each kind's cliff."),
+    "score": ("scoring", "score", "Grade a compaction saved to a file against a trace's probes."),
     "recorded": (
         "recorded",
         "recorded",

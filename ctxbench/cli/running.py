@@ -229,6 +229,10 @@ def run(
     if not traces or not strategy:
         raise click.UsageError("give TRACES and --strategy (or --from-row)")
     params = strategy_params(strategy, config_file, sets)
+    if out_file and out_file.endswith(".parquet"):  # before the replays, not after
+        from ctxbench.extras import require
+
+        require("pyarrow.parquet", what="--out FILE.parquet")
     from ctxbench.summarizers import summarizer_params as typed_params
 
     summarizer_params = typed_params(

@@ -38,6 +38,7 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import PairingCheck, SimulatedProvider
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
+from ctxbench.engine.view import ContextView
 from ctxbench.errors import CtxbenchError, ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.needed import Use, needed_uses
@@ -91,11 +92,16 @@ def replay(
     prices: Prices | None = None,
     on_call: Callable[[int, int], None] | None = None,
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None = None,
+    on_view: Callable[[int, ContextView], None] | None = None,
 ) -> ReplayOutput:
     """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring.
     ``on_call(done, total)`` hears each model call done (a progress bar at the edge);
     ``on_prompt(call, messages)`` hears the prompt of each call as probes are scored on it
     (and of the end, when probes are asked there): what an answerer is asked about.
+    ``on_view(call, view)`` hears the view at every call where its probes are scored (or would
+    be), whatever the call's outcome (accepted, over the window, refused for its pairing,
+    aborted, after a failure), and at the end (after its ``before_call`` when probes are asked
+    there): the one source of the prompts the viewer shows.
 
     An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one
     :class:`~ctxbench.errors.PluginError` naming the hook, the trace and the call, with the
@@ -125,7 +131,8 @@ def replay(
 
     cited: set[str] = set()
     try:
-        _run(ctx, trace, strategy, provider, _Asks(asked, used, on_prompt), cited, on_call)
+        asks = _Asks(asked, used, on_prompt, on_view)
+        _run(ctx, trace, strategy, provider, asks, cited, on_call)
     except Exception as exc:
         if isinstance(exc, CtxbenchError) or not faults.is_plugin(strategy):
             raise
@@ -150,6 +157,7 @@ class _Asks:
     probes: Mapping[int, list[Probe]]
     uses: Mapping[int, list[tuple[Use, frozenset[str]]]]
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None
+    on_view: Callable[[int, ContextView], None] | None = None
 
 
 def _run(
@@ -179,6 +187,8 @@ def _run(
         _ingest(ctx, strategy, messages[position:index], position)
         if not _model_call(ctx, strategy, provider, pairing, messages[index].usage):
             task.fail()
+        if asks.on_view is not None:
+            asks.on_view(k, ctx.view)
         if on_prompt is not None and not task.failed:
             on_prompt(k, ctx.view.messages)
         _ask(ctx, asked.get(k, ()), () if task.failed else used.get(k, ()), cited, task.failed)
@@ -195,6 +205,9 @@ def _run(
         ctx.status(None)
         with contextlib.suppress(ReplyAborted):  # probes still read the prompt as it stands
             strategy.before_call(ctx)
+    if asks.on_view is not None:
+        asks.on_view(n_calls, ctx.view)
+    if asked.get(n_calls):
         if on_prompt is not None and not task.failed:
             on_prompt(n_calls, ctx.view.messages)
         _ask(ctx, asked[n_calls], (), cited, task.failed)

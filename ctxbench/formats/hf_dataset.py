@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxbench import jsontext
 from ctxbench.errors import TraceFormatError
+from ctxbench.extras import require
 from ctxbench.formats import openai_chat
 from ctxbench.formats.document import Document
 from ctxbench.formats.importer import Importer, ImportOptions
@@ -123,7 +124,7 @@ def _rows(dataset: Any, source: str, name: str, column: str | None) -> Iterator[
 
 def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
     """Rows of a local parquet / JSON(L) file, read through ``datasets``."""
-    import datasets
+    datasets = require("datasets", what="reading Hugging Face datasets")
 
     suffix = doc.path.suffix if doc.layout != "parquet" else ".parquet"
     loader = LOADERS.get(suffix, "json")
@@ -155,7 +156,7 @@ def read(doc: Document, options: ImportOptions) -> Iterator[Trace]:
 
 def read_hub(spec: str, options: ImportOptions) -> Iterator[Trace]:
     """Rows of hub dataset ``NAME[:SPLIT]`` (split ``train`` by default); needs the network."""
-    import datasets
+    datasets = require("datasets", what="reading Hugging Face datasets")
 
     name, _, split = spec.partition(":")
     split = split or "train"

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxbench.extras import require
+
 #: Where Debian installs Chromium; overridable for other systems.
 CHROMIUM = "/usr/bin/chromium"
 #: Flags for a quiet, offline, sandbox-free headless run (CI containers run as root).
@@ -71,7 +73,7 @@ class Shot:
 
 def screenshot(report: str | Path, out: str | Path, shot: Shot = Shot()) -> Path:
     """Save a PNG of ``report`` in a browser of its own."""
-    from playwright.sync_api import sync_playwright
+    sync_playwright = require("playwright.sync_api", what="a screenshot").sync_playwright
 
     with sync_playwright() as p:
         browser = launch(p)

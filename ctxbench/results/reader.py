@@ -97,8 +97,9 @@ class ResultsDir:
 
     def frame(self) -> Any:
         """The rows as a pandas DataFrame."""
-        import pandas as pd
+        from ctxbench.extras import require
 
+        pd = require("pandas", what="ResultsDir.frame()")
         return pd.DataFrame(self.rows(), columns=RunResult.columns())
 
     def row(self, run_id: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError, OutputError, ResultsError
 from ctxbench.escaping import csv_cell
+from ctxbench.extras import require
 from ctxbench.guard import regular_file
 from ctxbench.results.layout import REBUILD, RESUME
 
@@ -32,6 +33,14 @@ ROW_GROUP = 10_000
 IDENTITY_COLUMNS = ("run_id", "trace_id", "strategy", "window")
 #: The suffixes ``write_rows`` writes.
 ROW_SUFFIXES = (".jsonl", ".csv", ".parquet")
+
+
+def _arrow() -> Any:
+    return require("pyarrow", what="a .parquet results table")
+
+
+def _parquet() -> Any:
+    return require("pyarrow.parquet", what="a .parquet results table")
 
 
 @cache
@@ -45,7 +54,7 @@ def column_types() -> dict[str, type]:
 
 def arrow_schema() -> Any:
     """The parquet schema, from the RunResult field types (stable whatever the values)."""
-    import pyarrow as pa
+    pa = _arrow()
 
     types = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
     return pa.schema([pa.field(name, types[tp]) for name, tp in column_types().items()])
@@ -56,7 +65,7 @@ def arrow_column(values: Sequence[Any], tp: type) -> Any:
     missing value), built from its buffers: ``pyarrow.array`` asks first whether the values
     are a pandas object, which imports pandas (half a second) in a process that never uses
     it. The same array: the same values, validity bits only when a value is missing."""
-    import pyarrow as pa
+    pa = _arrow()
 
     missing = [v is None for v in values]
     nulls = sum(missing)
@@ -81,7 +90,7 @@ def arrow_column(values: Sequence[Any], tp: type) -> Any:
 
 def _bits(flags: Sequence[bool]) -> Any:
     """An Arrow bitmap of ``flags`` (bit i of byte i // 8 is flag i, least significant first)."""
-    import pyarrow as pa
+    pa = _arrow()
 
     out = bytearray((len(flags) + 7) // 8)
     for i in compress(count(), flags):
@@ -101,7 +110,7 @@ class TableWriter:
         self._batch: list[Mapping[str, Any]] = []
 
     def __enter__(self) -> TableWriter:
-        import pyarrow.parquet as pq
+        pq = _parquet()
 
         self.schema = arrow_schema()
         try:
@@ -122,7 +131,7 @@ class TableWriter:
             self._flush()
 
     def _flush(self) -> None:
-        import pyarrow as pa
+        pa = _arrow()
 
         if self._batch:
             columns = [
@@ -254,8 +263,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _parquet_records(path: Path) -> list[dict[str, Any]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa, pq = _arrow(), _parquet()
 
     try:
         table = pq.read_table(path)

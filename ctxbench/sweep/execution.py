@@ -18,6 +18,7 @@ from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.collector import paced
 from ctxbench.engine.result import Prices
+from ctxbench.extras import require
 from ctxbench.sweep.executors import Executor, InlineExecutor
 from ctxbench.sweep.sources import TraceEntry, catalogue
 from ctxbench.sweep.spec import SweepSpec
@@ -211,6 +212,8 @@ def run_sweep(
     """
     import json
 
+    # the final table is parquet: a core install learns which extra before any cell runs
+    require("pyarrow.parquet", what="a sweep's results.parquet")
     executor = executor or InlineExecutor()
     dropped = 0
     try:

@@ -2,8 +2,11 @@
 
 Rows and events do not hold prompts (a 10,000-round run would need gigabytes), so the viewer
 replays the row's spec again (replays are deterministic: the same events, byte for byte) and
-watches the provider: the prompt of the last attempt of call ``k`` is the prompt call ``k``
-sent. Each distinct message gets one id (by fingerprint, in order of first appearance), and a
+records the view the engine hands to ``replay(on_view=...)`` at every call: the prompt its
+probes are scored on (the last attempt's, whether the call was accepted, over the window,
+refused for its tool pairing or aborted), and the end's. Watching the provider instead missed
+the calls that never reach it (a pairing rejection, an abort), so every later call showed a
+later call's prompt. Each distinct message gets one id (by fingerprint, in order of first appearance), and a
 call's prompt is stored as runs of consecutive ids, so a prompt that only grew costs one pair
 and the whole capture stays linear in the trace length.
 
@@ -23,19 +26,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.cell.runner import identity_of
+from ctxbench.cell.runner import build_parts, identity_of, mined_probes
 from ctxbench.cell.spec import RunSpec, canonical_json
-from ctxbench.counting import get_counter
-from ctxbench.counting.base import TokenCounter, replay_text
+from ctxbench.counting.base import replay_text
 from ctxbench.engine import events as ev
-from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.engine.result import Prices
+from ctxbench.engine.view import ContextView
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import TextIndex, answer_forms, file_text, normalise
-from ctxbench.strategies import build_strategy
-from ctxbench.summarizers import build_summarizer
 from ctxbench.trace import Message, Trace, message_search_text
 
 #: Probe states along the run, as the viewer names them.
@@ -125,12 +124,10 @@ class Capture:
 
 
 class _Observer:
-    """Watches the provider: every ``check`` is an attempt; the last per call is what it sent."""
+    """Records the view the engine scores at each call (``replay(on_view=...)``)."""
 
-    def __init__(self, capture: Capture, trace: Trace, true_counter: TokenCounter) -> None:
+    def __init__(self, capture: Capture, trace: Trace) -> None:
         self.capture = capture
-        self.ctx: ReplayContext | None = None
-        self._true_counter = true_counter
         self._ids: dict[str, int] = {}
         self._trace_index = {m.fingerprint: i for i, m in enumerate(trace.messages)}
         self._by_call_id = {
@@ -139,9 +136,8 @@ class _Observer:
         self._shown: list[Message] = []  # the prompt of the previous attempt
         self._length = 0  # messages in the prompt of the previous attempt
         self._ranges: list[list[int]] = []  # [first_id, last_id, start position]
-        self._last_call = -1
 
-    def id_of(self, message: Message) -> int:
+    def id_of(self, message: Message, view: ContextView) -> int:
         key = message.fingerprint
         found = self._ids.get(key)
         if found is not None:
@@ -157,16 +153,15 @@ class _Observer:
                 origin, kind = self._by_call_id[message.tool_call_id], "rewritten"
         self.capture.origins.append(origin)
         self.capture.kinds.append(kind)
-        assert self.ctx is not None
         self.capture.counts.append(
-            (self._true_counter.count_message(message), self.ctx.estimator.count_message(message))
+            (view.true_counter.count_message(message), view.estimator.count_message(message))
         )
         return new
 
-    def observe(self) -> None:
-        ctx = self.ctx
-        assert ctx is not None
-        current = list(ctx.view)
+    def observe(self, call: int, view: ContextView) -> None:
+        if call != len(self.capture.calls):
+            raise AssertionError(f"the engine showed call {call} after {len(self.capture.calls)}")
+        current = list(view)
         previous = self._shown
         common = min(len(current), len(previous))
         if current[:common] != previous[:common]:  # C-speed when only appended to
@@ -175,18 +170,13 @@ class _Observer:
             )
         self._truncate(common)
         for message in current[common:]:
-            self._push(self.id_of(message))
+            self._push(self.id_of(message, view))
         self._shown = current
-        record = CallRecord(
-            tuple((a, b) for a, b, _ in self._ranges),
-            ctx.view.true_tokens,
-            ctx.view.estimated_tokens,
+        self.capture.calls.append(
+            CallRecord(
+                tuple((a, b) for a, b, _ in self._ranges), view.true_tokens, view.estimated_tokens
+            )
         )
-        if ctx.call == self._last_call:
-            self.capture.calls[-1] = record
-        else:
-            self.capture.calls.append(record)
-            self._last_call = ctx.call
 
     def _truncate(self, keep: int) -> None:
         self._length = min(self._length, keep)
@@ -205,52 +195,30 @@ class _Observer:
         self._length += 1
 
 
-@dataclass(frozen=True)
-class _WatchedProvider(SimulatedProvider):
-    """The run's provider, telling the observer before each attempt is judged."""
-
-    observer: Any = field(default=None, compare=False)
-
-    def check(self, true_tokens: int) -> None:
-        self.observer.observe()
-        super().check(true_tokens)
-
-
 def capture_run(
     spec: RunSpec, trace: Trace, row: Mapping[str, Any], *, prices: Prices | None = None
 ) -> Capture:
-    """Replay ``spec`` on ``trace`` watching every call's prompt (see the module docstring)."""
-    strategy = build_strategy(spec.strategy, spec.params)
-    true_counter = get_counter(spec.counter)
-    estimator = get_counter(spec.estimator or type(strategy).default_estimator)
-    probes = None
-    if spec.mine_probes and not trace.probes:
-        from ctxbench.probes.mining import mine_probes
-
-        probes = mine_probes(trace)
+    """Replay ``spec`` on ``trace`` recording every call's prompt (see the module docstring),
+    with the parts a cell is run with (:func:`ctxbench.cell.runner.build_parts`: the counters
+    under the reasoning rule, the provider's prompt cache, a ``recorded`` summarizer bound to
+    the trace), so the replay is the run's."""
+    parts = build_parts(spec, trace)
+    probes = mined_probes(trace) if spec.mine_probes and not trace.probes else None
     capture = Capture(spec=spec, row=row)
-    observer = _Observer(capture, trace, true_counter)
-    started = strategy.on_start
-
-    def on_start(ctx: ReplayContext) -> None:
-        observer.ctx = ctx
-        started(ctx)
-
-    strategy.on_start = on_start  # type: ignore[method-assign]
-    provider = _WatchedProvider(spec.window, spec.reserved, spec.error_style, observer=observer)
+    observer = _Observer(capture, trace)
     output = replay(
         trace,
-        strategy,
-        provider,
-        true_counter=true_counter,
-        estimator=estimator,
-        summarizer=build_summarizer(spec.summarizer, spec.summarizer_params),
+        parts.strategy,
+        parts.provider,
+        true_counter=parts.true_counter,
+        estimator=parts.estimator,
+        summarizer=parts.summarizer,
         probes=probes,
         seed=spec.seed,
         identity=identity_of(spec),
         prices=prices,
+        on_view=observer.observe,  # every call, and the end (the prompt a next call would see)
     )
-    observer.observe()  # the end: the prompt a next call would see (end-of-trace probes see it)
     capture.output = output
     capture.events = [e.to_dict() for e in output.events]
     capture.files = dict(output.files)

@@ -211,3 +211,52 @@ def test_compare_a_run_with_one_from_another_results_source(
         assert page.errors == []
     finally:
         page.close()
+
+
+def test_a_call_refused_for_its_pairing_shows_its_own_prompt_and_kind(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A trim that cuts parallel tool pairs: at a call the provider refused for its pairing,
+    the page shows the prompt the engine scored there, labelled as a pairing refusal."""
+    import json
+
+    from ctxbench.cell.runner import resolve_spec, run_spec
+    from ctxbench.cell.spec import RunSpec
+    from ctxbench.engine import events as ev
+    from ctxbench.formats.canonical import write_traces
+    from ctxbench.view.capture import capture_run
+    from tests.factories import tool_trace
+
+    trace = tool_trace(12, calls=3, output="x" * 200)
+    write_traces(tmp_path / "t.jsonl", [trace])
+    spec = resolve_spec(
+        RunSpec(
+            trace_id=trace.id,
+            trace_hash=trace.content_hash,
+            strategy="langchain_trim",
+            window=2_000,
+            reserved=0,
+            trace_source=str(tmp_path / "t.jsonl"),
+        )
+    )
+    output = run_spec(spec, trace)
+    row = output.result.to_row()
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n", "utf-8")
+    failed = [e for e in output.events if e.type == ev.CALL_FAILED]
+    assert failed and failed[-1]["kind"] == ev.PAIRING_REJECTED
+    call = failed[-1].call
+    expected = capture_run(spec, trace, row).prompt(call)
+    viewer = build(tmp_path / "rows.jsonl", tmp_path / "viewer")
+    page = Page(browser, viewer.resolve().as_uri() + f"#run={row['run_id']}&call={call}")
+    try:
+        page.wait(call)
+        assert page.prompt() == _shown(tuple(expected))
+        text = page.page.locator("#pane-a .event.failed").first.text_content() or ""
+        tokens, limit = failed[-1]["true_tokens"], failed[-1]["limit"]
+        assert f"refused for its tool pairing ({tokens:,} true / {limit:,} limit)" in text
+        assert " > " not in text
+        rejected = page.page.locator("#pane-a .event.provider.rejected b").first.text_content()
+        assert rejected is not None and rejected.endswith("rejected (pairing)")
+        assert page.errors == []
+    finally:
+        page.close()

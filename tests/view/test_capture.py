@@ -5,7 +5,9 @@ per-call digests part ways where ``ctxbench diff`` says the runs do."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,14 +15,19 @@ from ctxbench.cell.runner import resolve_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.divergence import first_divergence
 from ctxbench.engine import events as ev
+from ctxbench.engine import replay as replay_module
+from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.events import Event
 from ctxbench.errors import ConfigError
 from ctxbench.formats.canonical import write_traces
+from ctxbench.probes.model import Probe
 from ctxbench.results import spec_of_row
+from ctxbench.trace import Message
 from ctxbench.view import build
 from ctxbench.view.capture import GONE, IN_CONTEXT, VIA_REFERENCE, Capture, capture_run
 from ctxbench.view.sources import read_source
 from ctxbench.view.write import MAX_TEXT
+from tests.factories import tool_trace
 from tests.viewing import accepted_prompts, two_runs
 
 
@@ -39,6 +46,55 @@ def test_the_prompt_at_every_accepted_call_is_the_engines(i: int) -> None:
         assert capture.prompt(call) == list(prompt), call
     compacted = {e["call"] for e in capture.events if e["type"] == "compaction"}
     assert compacted & set(runs.prompts[i]), "no accepted call after a compaction was checked"
+
+
+def _scored_views(
+    monkeypatch: pytest.MonkeyPatch, run: Callable[[], object]
+) -> dict[int, tuple[Message, ...]]:
+    """Per call, the prompt the engine scores its probes on (``_ask`` runs at every call, and
+    at the end when probes are asked there), recorded while ``run`` runs."""
+    seen: dict[int, tuple[Message, ...]] = {}
+    original = replay_module._ask
+
+    def ask(ctx: ReplayContext, *args: Any) -> None:
+        seen[ctx.call] = ctx.view.messages
+        original(ctx, *args)
+
+    monkeypatch.setattr(replay_module, "_ask", ask)
+    run()
+    return seen
+
+
+def test_the_prompt_at_every_call_is_the_one_the_replay_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trim that cuts parallel tool pairs: the provider refuses some calls for their pairing
+    before counting them, and a view watched at the provider skipped those calls, so every
+    later call showed a later call's prompt (a summary the engine had not made yet)."""
+    end = Probe("p-end", "recall", "Which step ran first?", ("step 0.0",))
+    trace = tool_trace(12, calls=3, output="x" * 200, probes=(end,))
+    write_traces(tmp_path / "t.jsonl", [trace])
+    spec = resolve_spec(
+        RunSpec(
+            trace_id=trace.id,
+            trace_hash=trace.content_hash,
+            strategy="langchain_trim",
+            window=2_000,
+            reserved=0,
+            trace_source=str(tmp_path / "t.jsonl"),
+        )
+    )
+    captured: list[Capture] = []
+    scored = _scored_views(monkeypatch, lambda: captured.append(capture_run(spec, trace, {})))
+    (capture,) = captured
+    kinds = {e["kind"] for e in capture.events if e["type"] == ev.CALL_FAILED}
+    assert "pairing" in kinds, "no call was refused for its pairing: the test checks nothing"
+    assert any(e["type"] == ev.COMPACTION for e in capture.events)
+    n_calls = len(trace.call_indices)
+    assert sorted(scored) == list(range(n_calls + 1))  # every call, and the end
+    assert len(capture.calls) == n_calls + 1
+    for call, prompt in scored.items():
+        assert capture.prompt(call) == list(prompt), call
 
 
 def test_a_replay_shows_the_same_events_as_the_recorded_run() -> None:

@@ -58,6 +58,15 @@
     return node;
   }
   const fmt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"));
+  // why a call failed, by the kind its call.failed event records (only an overflow is a count over the limit)
+  const failure = (e) => {
+    const kind = e.kind || "overflow";
+    const tokens = fmt(e.true_tokens) + " true / " + fmt(e.limit) + " limit";
+    if (kind === "overflow") return fmt(e.true_tokens) + " > " + fmt(e.limit);
+    if (kind === "pairing") return "refused for its tool pairing (" + tokens + ")";
+    if (kind === "aborted") return "aborted by the framework (" + tokens + ")" + (e.error ? ": " + e.error : "");
+    return kind + " (" + tokens + ")";
+  };
 
   const state = { index: null, run: null, compare: null, call: 0, divergence: null };
 
@@ -233,14 +242,14 @@
         ));
       } else if (e.type === "provider.call") {
         box.append(el("div", { class: "event provider " + (e.ok ? "ok" : "rejected") },
-          el("b", { text: "provider attempt " + e.attempt + ": " + (e.ok ? "accepted" : "rejected") }),
+          el("b", { text: "provider attempt " + e.attempt + ": " + (e.ok ? "accepted" : "rejected (" + (e.error_kind || "overflow") + ")") }),
           " " + fmt(e.true_tokens) + " true tokens, limit " + fmt(e.limit) +
           (e.ok && e.cached_tokens ? ", " + fmt(e.cached_tokens) + " cached" : ""),
           e.error ? el("div", { class: "error-text", text: e.error }) : null,
         ));
       } else if (e.type === "call.failed") {
         box.append(el("div", { class: "event failed" },
-          el("b", { text: "call failed" }), " after " + e.attempts + " attempt(s): " + fmt(e.true_tokens) + " > " + fmt(e.limit)));
+          el("b", { text: "call failed" }), " after " + e.attempts + " attempt(s): " + failure(e)));
       } else if (e.type === "summary") {
         box.append(el("div", { class: "event summary" },
           el("b", { text: "summary (" + e.layer + ") " + (e.ok ? "ok" : "failed") }),
