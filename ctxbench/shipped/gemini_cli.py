@@ -9,7 +9,12 @@ summary that grows the prompt rejected (``:291``, ``:350``). The release's limit
 ``tokenLimit(model)`` (``core/tokenLimits.js``: 1,048,576 for every Gemini model);
 ``token_limit`` (None: the run window) is the limit the replay compresses against, passed as the
 settings' ``compressionThreshold`` fraction of the model's limit. ``overflow_check``: the
-client's ``ContextWindowWillOverflow`` refusal (``core/client.js:468``). What the driver runs
+client's ``ContextWindowWillOverflow`` refusal (``core/client.js:468``). The tool-output masking
+the client runs after it (``context/toolOutputMaskingService.js:49``; ``core/client.js:469``):
+older tool outputs replaced by a preview once those before the latest turn pass
+``masking_protection_tokens`` (50,000, ``:10``) with at least ``masking_min_prunable_tokens``
+(30,000, ``:11``) to gain; in absolute tokens, as released, so it acts only on windows well
+over 80k. What the driver runs
 and emulates is in ``ctxbench/shipped/drivers/gemini_cli_driver.mjs``.
 
 How it differs from the Claude Code-like rule (``claude_code``) and the other reproductions:
@@ -49,6 +54,16 @@ class ChatCompressionConfig:
     overflow_check: bool = field(
         default=True, metadata={"help": "refuse a request over the remaining tokens unsent"}
     )
+    tool_output_masking: bool = field(
+        default=True, metadata={"help": "mask older tool outputs (ToolOutputMaskingService)"}
+    )
+    masking_protection_tokens: int = field(
+        default=50_000, metadata={"help": "newest tool-output tokens never masked"}
+    )
+    masking_min_prunable_tokens: int = field(
+        default=30_000, metadata={"help": "mask only when at least this many tokens can go"}
+    )
+    masking_protect_latest_turn: bool = True
 
     def __post_init__(self) -> None:
         if not 0.0 < self.compression_threshold <= 1.0:
@@ -57,6 +72,8 @@ class ChatCompressionConfig:
             )
         if self.token_limit is not None and self.token_limit <= 0:
             raise ValueError(f"token_limit must be > 0, not {self.token_limit}")
+        if self.masking_protection_tokens < 0 or self.masking_min_prunable_tokens < 0:
+            raise ValueError("the masking thresholds must be >= 0")
 
 
 class ShippedGeminiCli(ShippedStrategy):
@@ -79,6 +96,10 @@ class ShippedGeminiCli(ShippedStrategy):
             "token_limit": c.token_limit,
             "model": c.model,
             "overflow_check": c.overflow_check,
+            "tool_output_masking": c.tool_output_masking,
+            "masking_protection_tokens": c.masking_protection_tokens,
+            "masking_min_prunable_tokens": c.masking_min_prunable_tokens,
+            "masking_protect_latest_turn": c.masking_protect_latest_turn,
         }
 
     def budget(self, ctx: ReplayContext) -> int:

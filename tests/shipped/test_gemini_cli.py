@@ -131,3 +131,20 @@ def test_the_threshold_is_checked() -> None:
 
     with pytest.raises(ConfigError, match="compression_threshold"):
         replay_events(tool_trace(2), NAME, 16_384, compression_threshold=1.5)
+
+
+def test_older_tool_outputs_are_masked_past_the_protection_threshold() -> None:
+    # toolOutputMaskingService.test.js: outputs older than the latest turn past the protection
+    # threshold become a <tool_output_masked> preview once enough tokens can go; the newest stay
+    params: dict[str, Any] = {"compression_threshold": 1.0, "masking_protection_tokens": 2_000,
+                              "masking_min_prunable_tokens": 1_000}  # fmt: skip
+    trace = tool_trace(12, output="r " * 1_500)
+    events = replay_events(trace, NAME, 65_536, **params)
+    assert {e["layer"] for e in events if e["type"] == "compaction"} == {"tool_output_masking"}
+    last = prompts(ShippedGeminiCli, trace, 65_536, **params)[-1]
+    results = [m.content for m in last if m.role == "tool"]
+    masked = [r for r in results if r.startswith("<tool_output_masked>")]
+    assert masked and results[-1].startswith("r r") and not results[0].startswith("r r")
+    assert all("Output too large. Full output available at: " in r for r in masked)
+    # the same names in every run (seeded Math.random): two replays give the same prompt
+    assert prompts(ShippedGeminiCli, trace, 65_536, **params)[-1] == last

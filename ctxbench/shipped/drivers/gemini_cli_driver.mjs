@@ -15,6 +15,11 @@
 //   truncation runs until a compression succeeds;
 // - its counter: estimateTokenCountSync and calculateRequestTokenCount
 //   (utils/tokenCalculation.js:98, :129: ASCII 0.25 and non-ASCII 1.5 tokens a character);
+// - ToolOutputMaskingService.mask (context/toolOutputMaskingService.js:49), which the client
+//   runs after the compression check before every request (core/client.js:469): once the tool
+//   outputs older than the latest turn pass 50,000 tokens (DEFAULT_TOOL_PROTECTION_THRESHOLD,
+//   :10), the older ones are replaced by a <tool_output_masked> preview and written to a file,
+//   when at least 30,000 tokens can go (DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD, :11);
 // - getInitialChatHistory (utils/environmentContext.js:64), findCompressSplitPoint's tests.
 //
 // Emulated: GeminiClient's turn around it (core/client.js): tryCompressChat before each request
@@ -29,8 +34,9 @@
 // is the recorded turns as Gemini Contents (user text, model text and functionCall parts, tool
 // results as functionResponse parts of one user turn); the system prompt is the
 // systemInstruction, outside the history. The environment context's date is fixed
-// (Thursday, January 1, 2026) and the CLI's home and temp folders are scratch folders, so a
-// replay is the same on any day; the summaries are ctxbench's summarizer's.
+// (Thursday, January 1, 2026), Math.random (the masked outputs' file names) is a seeded
+// generator reset at each replay, and the CLI's home and temp folders are scratch folders, so a
+// replay is the same on any day and in any process; the summaries are ctxbench's summarizer's.
 
 import os from 'node:os';
 import path from 'node:path';
@@ -44,6 +50,17 @@ const FIXED_DATE = 'Thursday, January 1, 2026';
 Date.prototype.toLocaleDateString = function fixedDate() {
   return FIXED_DATE;
 };
+let seed = 0;
+function reseed() {
+  seed = 0x2545f491;
+}
+Math.random = function seeded() { // mulberry32
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = seed;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
 
 const { ChatCompressionService } = await importFrom(
   PACKAGE, 'dist/src/context/chatCompressionService.js');
@@ -53,6 +70,8 @@ const { estimateTokenCountSync, calculateRequestTokenCount } = await importFrom(
   PACKAGE, 'dist/src/utils/tokenCalculation.js');
 const { DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD } = await importFrom(
   PACKAGE, 'dist/src/config/config.js');
+const { ToolOutputMaskingService } = await importFrom(
+  PACKAGE, 'dist/src/context/toolOutputMaskingService.js');
 const VERSION = versionOf(PACKAGE);
 
 function parseArgs(text) {
@@ -74,7 +93,14 @@ class Replay {
     this.threshold = cfg.compression_threshold;
     this.fraction = (this.threshold * this.limit) / tokenLimit(this.model);
     this.overflowCheck = cfg.overflow_check;
+    this.masking = cfg.tool_output_masking;
+    this.maskingConfig = { protectionThresholdTokens: cfg.masking_protection_tokens,
+      minPrunableThresholdTokens: cfg.masking_min_prunable_tokens,
+      protectLatestTurn: cfg.masking_protect_latest_turn };
+    reseed();
     this.service = new ChatCompressionService();
+    this.masker = new ToolOutputMaskingService();
+    this.masked = 0;
     this.system = [];
     this.history = [];
     this.owner = new WeakMap(); // a part of ours -> the history position it came from
@@ -97,6 +123,7 @@ class Replay {
       getContentGenerator: () => ({
         countTokens: async () => { throw new Error('offline: no countTokens API'); },
       }),
+      getToolOutputMaskingConfig: async () => replay.maskingConfig,
       getHookSystem: () => undefined,
       getEnableHooks: () => false,
       getMessageBus: () => undefined,
@@ -238,6 +265,20 @@ class Replay {
             note: `last prompt ${info.originalTokenCount} -> ${info.newTokenCount} tokens` });
         }
       }
+      if (this.masking) { // GeminiClient.tryMaskToolOutputs (core/client.js:858)
+        const before = this.prompt([...this.history, ...this.pending]);
+        const result = await this.masker.mask(this.history, this.config);
+        if (result.maskedCount > 0) {
+          this.history = result.newHistory; // setHistory
+          this.lastPromptTokenCount = estimateTokenCountSync(partsOf(this.history));
+          this.masked += result.maskedCount;
+          const after = this.prompt([...this.history, ...this.pending]);
+          if (JSON.stringify(after) !== JSON.stringify(before)) {
+            steps.push({ layer: 'tool_output_masking', messages: after,
+              note: `${result.maskedCount} output(s) masked, ~${result.tokensSaved} tokens saved` });
+          }
+        }
+      }
       if (this.overflowCheck && request.call !== undefined) {
         const remaining = this.limit - this.lastPromptTokenCount;
         const estimate = await calculateRequestTokenCount(partsOf(this.pending),
@@ -254,7 +295,7 @@ class Replay {
     const reply = { op: 'prompt', base, steps, info: {
       gemini_tokens: estimateTokenCountSync(partsOf(sent)),
       last_prompt_tokens: this.lastPromptTokenCount, status,
-      compressions: this.compressions, summaries: this.summaries,
+      compressions: this.compressions, summaries: this.summaries, masked: this.masked,
       failed_compression: this.hasFailedCompressionAttempt } };
     if (exception) reply.exception = exception;
     return reply;
