@@ -31,7 +31,6 @@ first, as the model call would.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from typing import Any
@@ -46,9 +45,12 @@ from deepagents.middleware.summarization import (
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, SystemMessage
+
+# the same LangChain messages, chat model and protocol items as the langchain driver (the
+# deepagents environment holds langchain, which the middleware wraps)
+from langchain_middleware_driver import Replay as LangChainReplay
+from langchain_middleware_driver import ReplayChatModel, _lc_message
 
 try:
     from importlib.metadata import version
@@ -58,51 +60,6 @@ except Exception:  # pragma: no cover - metadata always present in the env
     VERSION = "?"
 
 SESSION = "session_ctxbench"
-
-
-def _args(arguments: str) -> dict:
-    try:
-        args = json.loads(arguments or "{}")
-    except ValueError:
-        return {"input": arguments}
-    return args if isinstance(args, dict) else {"input": args}
-
-
-def _lc_message(message: dict) -> Any:
-    ident, role, text = str(message["id"]), message["role"], message.get("content") or ""
-    if role == "assistant":
-        calls = [
-            {"id": c["id"], "name": c["name"], "args": _args(c["arguments"])}
-            for c in message.get("tool_calls") or []
-        ]
-        return AIMessage(text, tool_calls=calls, id=ident)
-    if role == "tool":
-        return ToolMessage(
-            text, tool_call_id=message.get("tool_call_id") or "", id=ident,
-            name=message.get("name"),
-        )  # fmt: skip
-    return HumanMessage(text, id=ident)
-
-
-class ReplayChatModel(BaseChatModel):
-    """The agent's chat model: its profile gives the window; it only ever writes summaries."""
-
-    replay: Any = None
-
-    @property
-    def _llm_type(self) -> str:
-        return "replayed-chat"
-
-    def _generate(self, messages: list, stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:  # fmt: skip
-        prompt = "\n\n".join(str(m.content) for m in messages)
-        reply = wire.ask_summary(
-            "summarization", prompt, messages=self.replay.items(self.replay.summarizing),
-            send_max_tokens=False, key="deepagents.summary",
-        )  # fmt: skip
-        if not reply.get("ok"):
-            raise RuntimeError(str(reply.get("error") or "summary failed"))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply["text"]))])
 
 
 class Observed(_DeepAgentsSummarizationMiddleware):
@@ -151,21 +108,7 @@ class Replay:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     # -- protocol items ----------------------------------------------------------------------
-    def items(self, messages: list) -> list[dict]:
-        out: list[dict] = []
-        for msg in messages:
-            original = self.original.get(msg.id)
-            if original is None:
-                role = "assistant" if isinstance(msg, AIMessage) else "user"
-                out.append({"role": role, "content": str(msg.content)})
-                continue
-            item: dict = {"ref": int(msg.id)}
-            if msg.content != original.content:
-                item["content"] = str(msg.content)
-            if isinstance(msg, AIMessage) and msg.tool_calls != original.tool_calls:
-                item["arguments"] = [json.dumps(c["args"]) for c in msg.tool_calls]
-            out.append(item)
-        return out
+    items = LangChainReplay.items
 
     def prompt(self, messages: list) -> list[dict]:
         return [{"ref": i} for i in self.system] + self.items(messages)

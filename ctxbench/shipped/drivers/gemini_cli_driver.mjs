@@ -40,7 +40,8 @@
 
 import os from 'node:os';
 import path from 'node:path';
-import { askSummary, exceptionText, importFrom, serveReplays, versionOf } from './wire.mjs';
+import { askSummary, exceptionText, importFrom, parseArguments, serveReplays, versionOf }
+  from './wire.mjs';
 
 const PACKAGE = '@google/gemini-cli-core';
 const SCRATCH = path.join(os.tmpdir(), 'ctxbench-gemini-cli');
@@ -73,15 +74,6 @@ const { DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD } = await importFrom(
 const { ToolOutputMaskingService } = await importFrom(
   PACKAGE, 'dist/src/context/toolOutputMaskingService.js');
 const VERSION = versionOf(PACKAGE);
-
-function parseArgs(text) {
-  try {
-    const value = JSON.parse(text || '{}');
-    return value && typeof value === 'object' && !Array.isArray(value) ? value : { input: value };
-  } catch {
-    return { input: text };
-  }
-}
 
 const partsOf = (contents) => contents.flatMap((c) => c.parts || []);
 
@@ -170,7 +162,7 @@ class Replay {
         if (m.content) parts.push({ text: m.content });
         for (const call of m.tool_calls || []) {
           parts.push({ functionCall: { id: call.id, name: call.name,
-            args: parseArgs(call.arguments) } });
+            args: parseArguments(call.arguments) } });
         }
         if (!parts.length) parts.push({ text: '' });
       } else {

@@ -24,7 +24,8 @@
 // The model (contextWindow = the run window) is never called: streamFn, the release's hook
 // for the summary request, is answered by ctxbench's summarizer.
 
-import { askSummary, exceptionText, importFrom, serveReplays, versionOf } from './wire.mjs';
+import { askSummary, exceptionText, importFrom, parseArguments, serveReplays, versionOf }
+  from './wire.mjs';
 
 const PACKAGE = '@earendil-works/pi-coding-agent';
 const compaction = await importFrom(PACKAGE, 'dist/core/compaction/compaction.js');
@@ -34,15 +35,6 @@ const VERSION = versionOf(PACKAGE);
 
 const { DEFAULT_COMPACTION_SETTINGS, estimateProjectedContextTokens, estimateTokens,
   prepareCompaction, shouldCompact, compact } = compaction;
-
-function parseArgs(text) {
-  try {
-    const value = JSON.parse(text || '{}');
-    return value && typeof value === 'object' && !Array.isArray(value) ? value : { input: value };
-  } catch {
-    return { input: text };
-  }
-}
 
 function textOf(message) {
   const content = message.content;
@@ -87,7 +79,7 @@ class Replay {
       if (m.content) content.push({ type: 'text', text: m.content });
       for (const call of m.tool_calls || []) {
         content.push({ type: 'toolCall', id: call.id, name: call.name,
-          arguments: parseArgs(call.arguments) });
+          arguments: parseArguments(call.arguments) });
       }
       const message = { role: 'assistant', content, provider: 'replayed', model: 'replayed-model',
         api: 'openai-completions', stopReason: content.some((b) => b.type === 'toolCall')

@@ -57,6 +57,16 @@ export async function askSummary(layer, prompt, { messages = [], maxTokens = nul
   return reply;
 }
 
+/** A recorded tool call's JSON arguments as an object (anything else under `input`). */
+export function parseArguments(text) {
+  try {
+    const value = JSON.parse(text || '{}');
+    return value && typeof value === 'object' && !Array.isArray(value) ? value : { input: value };
+  } catch {
+    return { input: text };
+  }
+}
+
 export function exceptionText(error) {
   return `${error?.name ?? 'Error'}: ${error?.message ?? String(error)}`;
 }
