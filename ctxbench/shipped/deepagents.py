@@ -61,6 +61,11 @@ class ShippedDeepAgents(ShippedStrategy):
         "170k tokens / 6 messages)."
     )
     source = "PyPI deepagents==0.7.32 deepagents/middleware/summarization.py"
+    differs = (
+        "unlike shipped:langchain_summarization (the middleware it wraps), the state is never "
+        "rewritten, evicted messages go to a backend file the summary names, old tool "
+        "arguments are truncated first, and an overflow summarizes and retries once"
+    )
     Config = DeepAgentsConfig
     default_estimator = "chars4"
     release = DEEPAGENTS

@@ -85,6 +85,13 @@ class ShippedGeminiCli(ShippedStrategy):
         "estimate of the next prompt, no reaction to an overflow)."
     )
     source = "npm @google/gemini-cli-core@0.61.0 dist/src/context/chatCompressionService.js"
+    differs = (
+        "unlike claude_code, the trigger is the previous prompt's reported tokens >= 0.5 x "
+        "limit (not an estimate of the next prompt near the window); it keeps 30% of the "
+        "characters, cut only before a user turn that is not a tool result (a single-task "
+        "tool loop never compresses); summary written twice; a summary that grows the prompt "
+        "is discarded and summarizing stops until one succeeds; no reaction to an overflow"
+    )
     Config = ChatCompressionConfig
     default_estimator = "chars4"
     release = GEMINI_CLI
