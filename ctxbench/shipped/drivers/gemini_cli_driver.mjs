@@ -95,6 +95,7 @@ class Replay {
     this.masked = 0;
     this.system = [];
     this.history = [];
+    this.pending = []; // this turn's request: it joins the history when the next call starts
     this.owner = new WeakMap(); // a part of ours -> the history position it came from
     this.responses = new Map(); // a functionResponse id -> {id, text}
     this.lastPromptTokenCount = 0;
@@ -232,7 +233,7 @@ class Replay {
     if (last && last.ok && last.prompt_tokens) {
       this.lastPromptTokenCount = Number(last.prompt_tokens); // usageMetadata.promptTokenCount
     }
-    if (this.pending) this.history.push(...this.pending);
+    this.history.push(...this.pending);
     // the model's turn joins the history; what follows it is this turn's request
     const append = request.append;
     let cut = 0;
@@ -271,7 +272,7 @@ class Replay {
           }
         }
       }
-      if (this.overflowCheck && request.call !== undefined) {
+      if (this.overflowCheck) {
         const remaining = this.limit - this.lastPromptTokenCount;
         const estimate = await calculateRequestTokenCount(partsOf(this.pending),
           this.config.getContentGenerator(), this.model);
