@@ -5,9 +5,9 @@ Knobs with 1.6.0's defaults (``dist/core/compaction/compaction.js:53``): ``reser
 16,384 (compaction when the context passes ``context_window - reserve_tokens``,
 ``shouldCompact`` ``:173``) and ``keep_recent_tokens`` 20,000 (the newest messages kept,
 ``prepareCompaction`` ``:609``); ``context_window`` is the model's (None: the run window).
-A window at or below 16,384 tokens compacts before every call, and one whose kept part alone
-(20,000 tokens) is over the window keeps everything (nothing to summarize): at 16k pi never
-compacts and overflows; retune both knobs for small windows. After an overflow rejection pi
+A window at or below 16,384 tokens is over the threshold before every call, but nothing is
+summarized until the history's chars/4 estimate passes the 20,000 tokens kept: at 16k pi
+overflows until then; retune both knobs for small windows. After an overflow rejection pi
 compacts and retries once. What the driver runs and emulates is in
 ``ctxbench/shipped/drivers/pi_driver.mjs``.
 """

@@ -48,8 +48,9 @@ def test_keep_recent_tokens_is_what_stays() -> None:
 
 
 def test_a_window_at_or_under_the_reserve_keeps_everything_and_overflows() -> None:
-    # 16,384 - 16,384 = 0: over the threshold at once, but 20,000 tokens are kept, so nothing is
-    # left to summarize; the overflow's compact-and-retry finds nothing either
+    # 16,384 - 16,384 = 0: over the threshold at once, but 20,000 estimated tokens are kept and
+    # this history's estimate stays under them, so nothing is left to summarize; the overflow's
+    # compact-and-retry finds nothing either
     events = replay_events(tool_trace(30, output="w " * 1_200), NAME, 16_384)
     assert not [e for e in events if e["type"] == "compaction"]
     assert [e for e in events if e["type"] == "call.failed"]
