@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ctxbench.shipped.pi import ShippedPi
 from ctxbench.shipped.releases import PI
-from tests.factories import tool_trace
+from ctxbench.trace import Message, Trace
+from tests.factories import tool_round, tool_trace
 from tests.shipped_cases import needs, prompts, replay_events
 
 pytestmark = needs(PI)
@@ -67,3 +68,21 @@ def test_an_overflow_compacts_once_and_retries() -> None:
     assert compactions and all("overflow" in c["note"] for c in compactions)
     retried = [e for e in events if e["type"] == "provider.call" and e["attempt"] == 1]
     assert retried and all(e["ok"] for e in retried)
+
+
+def test_a_cut_inside_a_turn_summarizes_the_history_and_the_turn_prefix_apart() -> None:
+    # compaction.test.ts "split turn": the history before the turn and the turn's own prefix
+    # are two summary calls, merged under "**Turn Context (split turn):**"
+    msgs = [Message("system", "You are a careful agent.")]
+    for t in range(4):
+        msgs.append(Message("user", f"task {t}"))
+        for i in range(6):
+            msgs += tool_round(10 * t + i, output="w " * 3_000)
+        msgs.append(Message("assistant", f"done {t}"))
+    trace = Trace("turns", tuple(msgs))
+    events = replay_events(trace, NAME, 65_536)
+    layers = [e["layer"] for e in events if e["type"] == "summary"]
+    assert "compaction" in layers and "turn_prefix" in layers
+    sent = prompts(ShippedPi, trace, 65_536)
+    summary = next(m for p in sent for m in p if m.content.startswith(PREFIX))
+    assert "**Turn Context (split turn):**" in summary.content

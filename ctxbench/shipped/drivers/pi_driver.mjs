@@ -36,6 +36,12 @@ const VERSION = versionOf(PACKAGE);
 const { DEFAULT_COMPACTION_SETTINGS, estimateProjectedContextTokens, estimateTokens,
   prepareCompaction, shouldCompact, compact } = compaction;
 
+/** A pi-ai Usage (cost zero: the replay prices nothing). */
+function usage(input = 0, output = 0) {
+  return { input, output, cacheRead: 0, cacheWrite: 0, totalTokens: input + output,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+}
+
 function textOf(message) {
   const content = message.content;
   if (typeof content === 'string') return content;
@@ -83,12 +89,9 @@ class Replay {
       }
       const message = { role: 'assistant', content, provider: 'replayed', model: 'replayed-model',
         api: 'openai-completions', stopReason: content.some((b) => b.type === 'toolCall')
-          ? 'toolUse' : 'stop', timestamp: this.now(),
-        usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 } };
+          ? 'toolUse' : 'stop', timestamp: this.now(), usage: usage() };
       if (last && last.ok && last.prompt_tokens) { // the provider's usage of that response
-        const output = estimateTokens(message);
-        message.usage = { input: Number(last.prompt_tokens), output, cacheRead: 0, cacheWrite: 0,
-          totalTokens: Number(last.prompt_tokens) + output };
+        message.usage = usage(Number(last.prompt_tokens), estimateTokens(message));
       }
       return message;
     }
@@ -129,10 +132,9 @@ class Replay {
       this.summaries += 1;
       const message = reply.ok
         ? { role: 'assistant', content: [{ type: 'text', text: reply.text }], stopReason: 'stop',
-          usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 } }
+          usage: usage() }
         : { role: 'assistant', content: [], stopReason: 'error',
-          errorMessage: String(reply.error || 'summary failed'),
-          usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 } };
+          errorMessage: String(reply.error || 'summary failed'), usage: usage() };
       return { result: async () => message };
     };
   }

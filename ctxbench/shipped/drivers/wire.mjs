@@ -18,8 +18,22 @@ for (const name of ['log', 'info', 'debug', 'warn']) {
 const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
 const iterator = lines[Symbol.asyncIterator]();
 
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** One protocol line, written whole: stdout is a non-blocking pipe (Node made it one), so a
+ * line longer than the pipe's buffer (a summary request of a long history) is written in parts
+ * and a full pipe (EAGAIN) is waited out; a partial line would leave both sides waiting. */
 export function send(payload) {
-  fs.writeSync(1, `${JSON.stringify(payload)}\n`);
+  const data = Buffer.from(`${JSON.stringify(payload)}\n`, 'utf8');
+  let offset = 0;
+  while (offset < data.length) {
+    try {
+      offset += fs.writeSync(1, data, offset, data.length - offset);
+    } catch (error) {
+      if (error.code !== 'EAGAIN') throw error;
+      Atomics.wait(pause, 0, 0, 2); // ctxbench is reading: try again in 2 ms
+    }
+  }
 }
 
 export async function receive() {
