@@ -1,24 +1,28 @@
 """What the tests of the real releases share: the skip when an environment is missing, the
-representative subset (each embedded scenario, a recorded trace of each shared source) and a
-replay that returns the events as dicts."""
+representative subset (each embedded scenario, a recorded trace of each shared source), a
+replay that returns the events as dicts and one that returns the prompts the model was sent
+(:func:`prompts`, through a capturing subclass of the shipped strategy)."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
+from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.strategy import ProviderCall
 from ctxbench.pairing import rounds
 from ctxbench.shipped import environment
 from ctxbench.shipped.releases import Release
+from ctxbench.shipped.strategy import ShippedStrategy
 from ctxbench.synth import generate, load_scenario
 from ctxbench.synth.scenario_file import scenario_names
-from ctxbench.trace import Trace
+from ctxbench.trace import Message, Trace
 
 #: every embedded scenario (``tests/synth/test_scenario_file.py`` holds the ones that must ship)
 SCENARIOS = tuple(scenario_names())
@@ -75,3 +79,38 @@ def check_invariants(events: list[dict[str, Any]]) -> None:
     for e in events:
         if e["type"] == "provider.call" and e["ok"]:
             assert e["true_tokens"] <= e["limit"]
+
+
+_CAPTURING: dict[type[ShippedStrategy], type[ShippedStrategy]] = {}
+
+
+def capturing(base: type[ShippedStrategy]) -> type[ShippedStrategy]:
+    """A subclass of ``base`` that records the prompt of every call it made (``sent``); it is a
+    name of this module, so the cell runner loads it as ``tests.shipped_cases:<name>``."""
+    cls = _CAPTURING.get(base)
+    if cls is not None:
+        return cls
+
+    class Capturing(base):  # type: ignore[valid-type,misc]
+        sent: ClassVar[list[tuple[Message, ...]]] = []
+
+        def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
+            super().after_call(call, ctx)
+            Capturing.sent.append(tuple(ctx.view.messages))
+
+    name = f"Capturing{base.__name__}"
+    Capturing.__name__ = Capturing.__qualname__ = name
+    globals()[name] = _CAPTURING[base] = Capturing
+    return Capturing
+
+
+def prompts(
+    base: type[ShippedStrategy], trace: Trace, window: int, **params: Any
+) -> list[tuple[Message, ...]]:
+    """The prompt of every call ``base`` made replaying ``trace`` at ``window``."""
+    cls = capturing(base)
+    sent: list[tuple[Message, ...]] = cls.sent  # type: ignore[attr-defined]
+    sent.clear()
+    name = f"{__name__}:{cls.__name__}"
+    run_spec(resolve_spec(RunSpec(trace.id, trace.content_hash, name, params, window)), trace)
+    return list(sent)

@@ -79,3 +79,23 @@ def strategies(as_json: bool) -> None:
     for entry in SUMMARIZERS.entries():
         default = " (default)" if entry.name == RunSpec.summarizer else ""
         click.echo(f"  {entry.name}{default}: {entry.summary}")
+    _shipped_lines()
+
+
+def _shipped_lines() -> None:
+    """The ``shipped:*`` strategies (released framework code, `ctxbench shipped install`): one
+    line each, its release file, and where its rule differs from a reproduction."""
+    from ctxbench.strategies import SHIPPED_STRATEGIES, strategy_class
+
+    click.echo("")
+    click.echo(
+        "released framework code (shipped:*; `ctxbench shipped list` shows what is installed):"
+    )
+    for entry in SHIPPED_STRATEGIES.entries():
+        cls = strategy_class(entry.name)
+        click.echo(f"{entry.name}: {cls.summary}")
+        if cls.source:
+            click.echo(f"  source: {cls.source}")
+        differs = getattr(cls, "differs", "")
+        if differs:
+            click.echo(f"  differs: {differs}")

@@ -6,6 +6,11 @@ environment's tiktoken cache from ctxbench's vendored files (so counting never d
 records what was installed (``pip freeze``, its hash, the python version and how long the
 install took) in ``ctxbench-env.json``. Replays only read that manifest and start the
 environment's python; nothing from the release ever enters ctxbench's own environment.
+
+An npm release (``kind="node"``) is a Node environment: ``npm install --prefix <dir>
+--ignore-scripts --save-exact NAME@VERSION`` (its lockfile ``package-lock.json`` kept in the
+folder), Node and npm from the machine's PATH (a clear error names the missing one and how
+to install it), the manifest's "freeze" the lockfile's ``name@version`` of every package.
 """
 
 from __future__ import annotations
@@ -38,6 +43,28 @@ class InstallError(CtxbenchError):
     """Building a release's environment failed (pip's own error is in the message)."""
 
 
+class NodeMissingError(CtxbenchError):
+    """An npm release needs ``node`` (and ``npm`` to install) on the PATH."""
+
+
+#: how to get Node when it is missing (the npm releases need node >= 20)
+NODE_HINT = (
+    "install Node.js 20 or newer with npm (Debian/Ubuntu: `apt-get install nodejs npm`; "
+    "or https://nodejs.org), make sure `node` and `npm` are on PATH, then run the command again"
+)
+
+
+def node_tool(name: str, release: Release) -> str:
+    """The path of ``node`` or ``npm``, or one clear error naming what is missing."""
+    found = shutil.which(name)
+    if found is None:
+        raise NodeMissingError(
+            f"{release.key} is an npm package: it needs `{name}` on PATH, and there is none",
+            hint=NODE_HINT,
+        )
+    return found
+
+
 def cache_root() -> Path:
     """``$CTXBENCH_CACHE``, else the user cache directory (``$XDG_CACHE_HOME`` or ~/.cache)."""
     explicit = os.environ.get(CACHE_ENV_VAR)
@@ -62,6 +89,8 @@ class Manifest:
     freeze: tuple[str, ...]
     env_hash: str
     install_seconds: float
+    #: ``python`` or ``node`` (the ``python`` field then holds node's version)
+    kind: str = "python"
 
     @classmethod
     def read(cls, path: Path) -> Manifest:
@@ -74,6 +103,7 @@ class Manifest:
             freeze=tuple(data["freeze"]),
             env_hash=str(data["env_hash"]),
             install_seconds=float(data["install_seconds"]),
+            kind=str(data.get("kind", "python")),
         )
 
     def write(self, path: Path) -> None:
@@ -102,16 +132,28 @@ class Environment:
         return _python_of(self.root)
 
     @property
+    def node_modules(self) -> Path:
+        return self.root / "node_modules"
+
+    @property
     def tiktoken_cache(self) -> Path:
         return self.root / "tiktoken_cache"
+
+    def command(self, program: Path) -> list[str]:
+        """How a driver program runs: the env's python (unbuffered), or the machine's node."""
+        if self.release.kind == "node":
+            return [node_tool("node", self.release), str(program)]
+        return [str(self.python), "-u", str(program)]
 
     def process_env(self) -> dict[str, str]:
         """The environment variables a driver runs with: offline, nothing of ctxbench's venv."""
         env = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "NODE_OPTIONS", "NODE_PATH")
         }
+        if self.release.kind == "node":  # the driver imports the release from here
+            env.update(CTXBENCH_NODE_MODULES=str(self.node_modules), NO_COLOR="1")
         env.update(
             TIKTOKEN_CACHE_DIR=str(self.tiktoken_cache),
             HF_HUB_OFFLINE="1",
@@ -134,7 +176,12 @@ def installed(release: Release) -> Environment | None:
     """The installed environment of ``release``, or None."""
     root = environment_dir(release)
     manifest_path = root / MANIFEST_NAME
-    if not manifest_path.is_file() or not _python_of(root).exists():
+    entry = (
+        root / "node_modules" / release.distribution / "package.json"
+        if release.kind == "node"
+        else _python_of(root)
+    )
+    if not manifest_path.is_file() or not entry.exists():
         return None
     try:
         manifest = Manifest.read(manifest_path)
@@ -165,12 +212,17 @@ def install(release: Release, *, force: bool = False) -> tuple[Environment, bool
         except OSError as exc:
             raise _cannot(exc, existing.root, "install") from None
         return existing, False
+    if release.kind == "node":
+        npm = node_tool("npm", release)
+        node = node_tool("node", release)
     root = environment_dir(release)
     _clear(root)
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _cannot(exc, root.parent, "install") from None
+    if release.kind == "node":
+        return _install_node(release, root, npm, node), True
     started = time.perf_counter()
     _run([sys.executable, "-m", "venv", str(root)], release)
     python = _python_of(root)
@@ -205,6 +257,53 @@ def install(release: Release, *, force: bool = False) -> tuple[Environment, bool
     return env, True
 
 
+def _install_node(release: Release, root: Path, npm: str, node: str) -> Environment:
+    """``npm install --prefix root`` of the exact version, install scripts off, lockfile kept."""
+    started = time.perf_counter()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "package.json").write_text(
+            json.dumps({"name": "ctxbench-env", "private": True}) + "\n", encoding="utf-8"
+        )
+    except OSError as exc:
+        raise _cannot(exc, root, "install") from None
+    _run(
+        [npm, "install", "--prefix", str(root), "--ignore-scripts", "--save-exact",
+         "--no-audit", "--no-fund", "--loglevel=error", *release.requirements],
+        release,
+    )  # fmt: skip
+    freeze = _npm_freeze(root / "package-lock.json")
+    version = _run([node, "--version"], release).strip()
+    manifest = Manifest(
+        schema=MANIFEST_SCHEMA,
+        release=release.key,
+        requirements=release.requirements,
+        python=f"node {version}",
+        freeze=freeze,
+        env_hash=hashlib.sha256("\n".join(sorted(freeze)).encode()).hexdigest()[:16],
+        install_seconds=round(time.perf_counter() - started, 1),
+        kind="node",
+    )
+    try:
+        manifest.write(root / MANIFEST_NAME)
+    except OSError as exc:
+        raise _cannot(exc, root, "install") from None
+    return Environment(release, root, manifest)
+
+
+def _npm_freeze(lockfile: Path) -> tuple[str, ...]:
+    """Every installed package as ``name@version``, from npm's lockfile (sorted)."""
+    try:
+        packages = json.loads(lockfile.read_text(encoding="utf-8")).get("packages", {})
+    except (OSError, ValueError) as exc:
+        raise InstallError(f"npm wrote no readable lockfile: {exc}", path=lockfile) from None
+    out = set()
+    for path, meta in packages.items():
+        if path and isinstance(meta, dict) and meta.get("version"):
+            out.add(f"{path.rsplit('node_modules/', 1)[-1]}@{meta['version']}")
+    return tuple(sorted(out))
+
+
 def remove(release: Release) -> bool:
     """Delete the environment of ``release``; False when there was none."""
     root = environment_dir(release)
@@ -229,7 +328,9 @@ def _clear(root: Path) -> None:
         return
     if not root.is_dir():
         raise InstallError("is not a folder: refusing to replace it", path=root, hint=fix)
-    if not any((root / name).is_file() for name in (MANIFEST_NAME, "pyvenv.cfg")):
+    if not any(
+        (root / name).is_file() for name in (MANIFEST_NAME, "pyvenv.cfg", "package-lock.json")
+    ):
         raise InstallError(
             f"was not built by ctxbench (no {MANIFEST_NAME}, no pyvenv.cfg): refusing to delete it",
             path=root,

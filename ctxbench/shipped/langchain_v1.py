@@ -103,6 +103,11 @@ class ShippedLangChainSummarization(ShippedStrategy):
         "(trigger: the release example 0.8 of the window; the release default is none)."
     )
     source = "PyPI langchain==1.5.2 langchain/agents/middleware/summarization.py"
+    differs = (
+        "unlike langchain_trim (trim_messages in a pre_model_hook), it rewrites the agent "
+        "state for good, keeps a number of messages, never cuts an AI message from its tool "
+        "results"
+    )
     Config = SummarizationConfig
     default_estimator = "chars4"
     release = LANGCHAIN_SUMMARIZATION

@@ -44,10 +44,10 @@ def request_timeout() -> float:
 class DriverProcess:
     """One driver subprocess with a reader thread per pipe (so reads can time out)."""
 
-    def __init__(self, python: Path, program: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, command: list[str], program: Path, env: Mapping[str, str]) -> None:
         self.program = program
         self._proc = subprocess.Popen(
-            [str(python), "-u", str(program)],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -141,10 +141,11 @@ _POOL: dict[tuple[str, str], DriverProcess] = {}
 
 def acquire(env: Environment, program: Path) -> DriverProcess:
     """The pooled driver for ``program`` in ``env``, started when absent or dead."""
-    key = (str(env.python), str(program))
+    command = env.command(program)
+    key = (command[0], str(program))
     proc = _POOL.get(key)
     if proc is None or not proc.alive:
-        proc = DriverProcess(env.python, program, env.process_env())
+        proc = DriverProcess(command, program, env.process_env())
         _POOL[key] = proc
     return proc
 

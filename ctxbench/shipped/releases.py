@@ -9,8 +9,12 @@ wheels: ``pip install dbgpt==0.8.2`` alone cannot import ``dbgpt.agent.core.cont
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ctxbench.errors import UnknownNameError
+
+#: how a release installs: a Python virtual environment (pip) or a Node one (npm)
+Kind = Literal["python", "node"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,9 @@ class Release:
     driver: str = ""
     #: vendored tiktoken encodings the env's tiktoken must find in ``TIKTOKEN_CACHE_DIR``
     tiktoken_encodings: tuple[str, ...] = ()
+    #: ``node``: an npm package installed with ``npm install --prefix`` and driven by a JS
+    #: driver run with the machine's ``node``
+    kind: Kind = "python"
 
     @property
     def key(self) -> str:
@@ -36,6 +43,8 @@ class Release:
 
     @property
     def requirements(self) -> tuple[str, ...]:
+        if self.kind == "node":  # npm's spelling of an exact version
+            return (f"{self.distribution}@{self.version}", *self.extra)
         return (f"{self.distribution}=={self.version}", *self.extra)
 
     @property
@@ -155,12 +164,28 @@ INSPECT = Release(
     # ModelAPI.count_text_tokens: tiktoken o200k_base (model/_model.py:509)
     tiktoken_encodings=("o200k_base",),
 )
-#: installable; no driver yet: deepagents ships its own summarization middleware (with history
-#: offload to a backend), not langchain's configured
+#: deepagents ships its own summarization middleware (history offload to a backend, argument
+#: truncation), not langchain's configured
 DEEPAGENTS = Release(
     framework="deepagents",
     distribution="deepagents",
     version="0.7.32",
+    driver="deepagents_driver.py",
+)
+# npm packages: a Node environment (``npm install --prefix``), the machine's node
+GEMINI_CLI = Release(
+    framework="gemini_cli",
+    distribution="@google/gemini-cli-core",
+    version="0.61.0",
+    driver="gemini_cli_driver.mjs",
+    kind="node",
+)
+PI = Release(
+    framework="pi",
+    distribution="@earendil-works/pi-coding-agent",
+    version="1.6.0",
+    driver="pi_driver.mjs",
+    kind="node",
 )
 
 RELEASES: tuple[Release, ...] = (
@@ -179,19 +204,25 @@ RELEASES: tuple[Release, ...] = (
     GOOGLE_ADK,
     INSPECT,
     DEEPAGENTS,
+    GEMINI_CLI,
+    PI,
 )
 
 
 def environment_key(release: Release) -> str:
     """The directory name of a release's environment: releases of one distribution and version
-    share it (both AutoGen contexts come from ``autogen-core``)."""
-    return f"{release.distribution}-{release.version}"
+    share it (both AutoGen contexts come from ``autogen-core``); an npm scope's ``@`` and ``/``
+    become ``-`` (``@google/gemini-cli-core`` -> ``google-gemini-cli-core-0.61.0``)."""
+    name = release.distribution.lstrip("@").replace("/", "-")
+    return f"{name}-{release.version}"
 
 
 def find_release(key: str) -> Release:
-    """The release named ``framework==version`` (or the distribution's own name)."""
+    """The release named ``framework==version`` (or the distribution's own name; an npm
+    package also as ``@scope/name@version``)."""
     for release in RELEASES:
-        if key in (release.key, f"{release.distribution}=={release.version}"):
+        if key in (release.key, f"{release.distribution}=={release.version}",
+                   release.requirements[0]):  # fmt: skip
             return release
     import difflib
 

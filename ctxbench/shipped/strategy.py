@@ -49,6 +49,9 @@ class ShippedStrategy(Strategy):
     """Base of every ``shipped:<framework>@<version>`` strategy (subclasses set ``release``)."""
 
     release: ClassVar[Release]
+    #: where the release's rule differs from a reproduction of the same system (``ctxbench
+    #: strategies`` prints it)
+    differs: ClassVar[str] = ""
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)

@@ -58,6 +58,9 @@ for _name, _target in (
     ("agent_framework@1.26.0", "agent_framework:ShippedAgentFramework"),
     ("inspect@0.3.285", "inspect_ai:ShippedInspect"),
     ("google_adk@2.13.0", "google_adk:ShippedGoogleAdk"),
+    ("deepagents@0.7.32", "deepagents:ShippedDeepAgents"),
+    ("gemini_cli@0.61.0", "gemini_cli:ShippedGeminiCli"),
+    ("pi@1.6.0", "pi:ShippedPi"),
 ):
     SHIPPED_STRATEGIES.add(f"shipped:{_name}", f"ctxbench.shipped.{_target}")
 

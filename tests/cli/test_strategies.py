@@ -86,3 +86,17 @@ def test_the_output_is_deterministic() -> None:
 def test_help_gives_an_example() -> None:
     result = CliRunner().invoke(cli, ["strategies", "--help"])
     assert "ctxbench strategies --json" in result.output
+
+
+def test_the_shipped_strategies_follow_with_where_a_release_differs() -> None:
+    from ctxbench.strategies import SHIPPED_STRATEGIES
+
+    lines = CliRunner().invoke(cli, ["strategies"]).output.splitlines()
+    start = lines.index(
+        "released framework code (shipped:*; `ctxbench shipped list` shows what is installed):"
+    )
+    heads = [ln.split(":", 2) for ln in lines[start + 1 :] if ln and not ln.startswith(" ")]
+    assert [f"{h[0]}:{h[1]}" for h in heads] == SHIPPED_STRATEGIES.names()
+    at = lines.index(next(ln for ln in lines if ln.startswith("shipped:gemini_cli@0.61.0: ")))
+    assert lines[at + 1].startswith("  source: npm @google/gemini-cli-core@0.61.0 ")
+    assert lines[at + 2].startswith("  differs: unlike claude_code, the trigger is the previous")

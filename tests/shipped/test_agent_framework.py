@@ -3,58 +3,30 @@ Framework's own tests of its compaction (``python/packages/core/tests/core/
 test_compaction.py``): over ``tool_eviction_threshold`` of the input budget the older
 tool-call groups collapse into one ``[Tool results: name: result]`` assistant message each and
 the last ``keep_last_tool_call_groups`` stay verbatim, over ``truncation_threshold`` the oldest
-groups go, the system message never does; then a run on every embedded scenario and a
-recorded trace of every shared source."""
+groups go, the system message never does. Every embedded scenario and a recorded trace of every source: ``test_every_release.py``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar
-
 import pytest
 
-from ctxbench.cell.runner import resolve_spec, run_spec
-from ctxbench.cell.spec import RunSpec
-from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.strategy import ProviderCall
 from ctxbench.errors import ConfigError
 from ctxbench.shipped.agent_framework import ShippedAgentFramework
 from ctxbench.shipped.releases import AGENT_FRAMEWORK
-from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace
 from tests.shipped_cases import (
-    SCENARIOS,
-    SOURCES,
-    check_invariants,
     needs,
-    recorded_trace,
+    prompts,
     replay_events,
-    scenario_trace,
 )
 
 pytestmark = needs(AGENT_FRAMEWORK)
 NAME = "shipped:agent_framework@1.26.0"
 
 
-class Capturing(ShippedAgentFramework):
-    sent: ClassVar[list[tuple[Message, ...]]] = []
-
-    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
-        super().after_call(call, ctx)
-        Capturing.sent.append(tuple(ctx.view.messages))
-
-
-def _prompts(trace: Trace, window: int, **params: Any) -> list[tuple[Message, ...]]:
-    Capturing.sent = []
-    name = f"{__name__}:Capturing"
-    run_spec(resolve_spec(RunSpec(trace.id, trace.content_hash, name, params, window)), trace)
-    return list(Capturing.sent)
-
-
 def test_older_tool_groups_collapse_into_results_summaries() -> None:
     # 8 rounds (len // 4 of each serialized message): past 0.5 of the budget of 8,192 - 1,024
     # the eviction runs; under 0.8 nothing is truncated
-    last = _prompts(tool_trace(8, output="w" * 1_200), 8_192)[-1]
+    last = prompts(ShippedAgentFramework, tool_trace(8, output="w" * 1_200), 8_192)[-1]
     summaries = [m for m in last if m.content.startswith("[Tool results: ")]
     assert summaries and all(m.role == "assistant" for m in summaries)
     assert summaries[0].content == "[Tool results: bash: " + "w" * 1_200 + " 0.0]"
@@ -64,7 +36,12 @@ def test_older_tool_groups_collapse_into_results_summaries() -> None:
 
 
 def test_keep_last_tool_call_groups_is_the_knob() -> None:
-    last = _prompts(tool_trace(8, output="w" * 1_200), 8_192, keep_last_tool_call_groups=1)[-1]
+    last = prompts(
+        ShippedAgentFramework,
+        tool_trace(8, output="w" * 1_200),
+        8_192,
+        keep_last_tool_call_groups=1,
+    )[-1]
     assert [m.content[-4:] for m in last if m.role == "tool"] == [" 7.0"]
 
 
@@ -72,26 +49,16 @@ def test_over_the_truncation_threshold_the_oldest_groups_go() -> None:
     trace = tool_trace(9, output="w" * 1_200)
     events = replay_events(trace, NAME, 8_192)
     assert {e["layer"] for e in events if e["type"] == "compaction"} == {"context_window"}
-    last = _prompts(trace, 8_192)[-1]
+    last = prompts(ShippedAgentFramework, trace, 8_192)[-1]
     # truncated down to the eviction threshold: the task and the oldest summaries are gone
     assert [m.role for m in last[:2]] == ["system", "assistant"]
     assert last[1].content.startswith("[Tool results: bash: ") and last[1].content.endswith(" 4.0]")
     assert not [m for m in last if m.content == "Fix the bug in src/app.py"]
     # a summary is capped at 4,096 characters
-    big = _prompts(tool_trace(12, output="w" * 6_000), 32_768)[-1]
+    big = prompts(ShippedAgentFramework, tool_trace(12, output="w" * 6_000), 32_768)[-1]
     assert [len(m.content) for m in big if m.content.startswith("[Tool results")][:1] == [4_096]
 
 
 def test_thresholds_are_checked_as_the_release_checks_them() -> None:
     with pytest.raises(ConfigError, match="truncation_threshold"):
         replay_events(tool_trace(2), NAME, 8_192, tool_eviction_threshold=0.9)
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_on_every_embedded_scenario(scenario: str) -> None:
-    check_invariants(replay_events(scenario_trace(scenario), NAME, 16_384))
-
-
-@pytest.mark.parametrize("source", SOURCES)
-def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
-    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 16_384))

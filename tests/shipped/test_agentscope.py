@@ -6,7 +6,6 @@ every embedded scenario and a recorded trace of every shared source."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -21,11 +20,7 @@ from ctxbench.shipped.releases import AGENTSCOPE
 from ctxbench.trace import Message, ToolCall, Trace
 from tests.factories import tool_trace
 from tests.shipped_cases import (
-    SCENARIOS,
-    SOURCES,
-    check_invariants,
     needs,
-    recorded_trace,
     replay_events,
     scenario_trace,
 )
@@ -182,15 +177,3 @@ def _config(buffer: float, inject: bool) -> None:
         {"context_buffer_ratio": buffer, "inject_runtime_state": inject},
         source="test",
     )
-
-
-@needs(AGENTSCOPE)
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_on_every_embedded_scenario(scenario: str) -> None:
-    check_invariants(replay_events(scenario_trace(scenario), NAME, 8_192))
-
-
-@needs(AGENTSCOPE)
-@pytest.mark.parametrize("source", SOURCES)
-def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
-    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 8_192))

@@ -6,7 +6,6 @@ every embedded scenario and a recorded trace of every shared source."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +16,7 @@ from ctxbench.shipped.releases import DBGPT
 from ctxbench.trace import Message, Trace
 from tests.factories import tool_round
 from tests.shipped_cases import (
-    SCENARIOS,
-    SOURCES,
-    check_invariants,
     needs,
-    recorded_trace,
     replay_events,
     scenario_trace,
 )
@@ -138,13 +133,3 @@ def test_the_prompt_is_the_agent_memory_snapshots_progress_and_persisted_results
     assert "persisted_results/mem/c1_0.txt" in tools[1].content
     persisted = [e for e in out.events if e.type == "compaction" and e["layer"] == "persist"]
     assert [e.call for e in persisted] == [2]
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_on_every_embedded_scenario(scenario: str) -> None:
-    check_invariants(replay_events(scenario_trace(scenario), NAME, 8_192))
-
-
-@pytest.mark.parametrize("source", SOURCES)
-def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
-    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 8_192))

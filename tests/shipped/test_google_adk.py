@@ -2,54 +2,26 @@
 of its event compaction (``tests/unittests/apps/test_compaction.py``): the request processor
 compacts once the last reported prompt tokens reach ``token_threshold``, the summary replaces
 the compacted range and the last ``event_retention_size`` events stay raw, no call is cut from
-its response, nothing compacts under the threshold; then a run on every embedded scenario and a
-recorded trace of every shared source."""
+its response, nothing compacts under the threshold. Every embedded scenario and a recorded trace of every source: ``test_every_release.py``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar
-
 import pytest
 
-from ctxbench.cell.runner import resolve_spec, run_spec
-from ctxbench.cell.spec import RunSpec
-from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.strategy import ProviderCall
 from ctxbench.errors import ConfigError
 from ctxbench.shipped.google_adk import ShippedGoogleAdk
 from ctxbench.shipped.releases import GOOGLE_ADK
-from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace
 from tests.shipped_cases import (
-    SCENARIOS,
-    SOURCES,
-    check_invariants,
     needs,
-    recorded_trace,
+    prompts,
     replay_events,
-    scenario_trace,
 )
 
 pytestmark = needs(GOOGLE_ADK)
 NAME = "shipped:google_adk@2.13.0"
 #: a tool output of about 1,000 tokens (a repeated letter is a few tokens only)
 OUTPUT = " ".join(f"line{i} value={i * 7}" for i in range(160))
-
-
-class Capturing(ShippedGoogleAdk):
-    sent: ClassVar[list[tuple[Message, ...]]] = []
-
-    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
-        super().after_call(call, ctx)
-        Capturing.sent.append(tuple(ctx.view.messages))
-
-
-def _prompts(trace: Trace, window: int, **params: Any) -> list[tuple[Message, ...]]:
-    Capturing.sent = []
-    name = f"{__name__}:Capturing"
-    run_spec(resolve_spec(RunSpec(trace.id, trace.content_hash, name, params, window)), trace)
-    return list(Capturing.sent)
 
 
 def test_the_request_processor_compacts_at_the_reported_prompt_tokens() -> None:
@@ -60,7 +32,9 @@ def test_the_request_processor_compacts_at_the_reported_prompt_tokens() -> None:
     assert first["layer"] == "request_processor"
     # the usage on the last model event is the previous call's prompt: it reached 4,000
     assert accepted[first["call"] - 1] >= 4_000 > accepted[first["call"] - 2]
-    prompt = _prompts(trace, 65_536, token_threshold=4_000, event_retention_size=4)[first["call"]]
+    prompt = prompts(
+        ShippedGoogleAdk, trace, 65_536, token_threshold=4_000, event_retention_size=4
+    )[first["call"]]
     # system (the instruction), the summary, then the retained raw events, pairs whole
     assert prompt[0].role == "system" and prompt[1].role == "assistant"
     assert prompt[2].role == "assistant" and prompt[2].tool_calls
@@ -75,13 +49,3 @@ def test_under_the_threshold_nothing_compacts() -> None:
 def test_the_sliding_window_knobs_go_together() -> None:
     with pytest.raises(ConfigError, match="overlap_size"):
         replay_events(tool_trace(2), NAME, 8_192, compaction_interval=2)
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_on_every_embedded_scenario(scenario: str) -> None:
-    check_invariants(replay_events(scenario_trace(scenario), NAME, 16_384))
-
-
-@pytest.mark.parametrize("source", SOURCES)
-def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
-    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 16_384))

@@ -6,7 +6,6 @@ and a run on every embedded scenario and a recorded trace of every shared source
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,11 +13,7 @@ import pytest
 from ctxbench.shipped.releases import HERMES
 from ctxbench.trace import Trace
 from tests.shipped_cases import (
-    SCENARIOS,
-    SOURCES,
-    check_invariants,
     needs,
-    recorded_trace,
     replay_events,
     scenario_trace,
 )
@@ -90,13 +85,3 @@ def test_real_prompt_tokens_reach_update_from_response(
         assert e["info"]["last_prompt_tokens"] == accepted[e["call"] - 1]
         checked += 1
     assert checked >= 3
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_on_every_embedded_scenario(scenario: str) -> None:
-    check_invariants(replay_events(scenario_trace(scenario), NAME, 8_192))
-
-
-@pytest.mark.parametrize("source", SOURCES)
-def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
-    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 8_192))

@@ -4,37 +4,26 @@ the released wheel. The parity checks port langchain's own unit tests of the two
 and ``test_context_editing.py``): the summary message replaces the summarized part of the state
 and the kept messages follow it, an AI message is never cut from its tool results, the cleared
 results read ``[cleared]`` except the ``keep`` newest, ``clear_tool_inputs`` empties their calls'
-arguments; then a run on every embedded scenario and a recorded trace of every shared source."""
+arguments. Every embedded scenario and a recorded trace of every source: ``test_every_release.py``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, ClassVar
-
-import pytest
 
 from ctxbench import parity
-from ctxbench.cell.runner import resolve_spec, run_spec
-from ctxbench.cell.spec import RunSpec
 from ctxbench.cell.traces import open_traces
-from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.strategy import ProviderCall
 from ctxbench.shipped.langchain_v1 import (
     ShippedLangChainClearToolUses,
     ShippedLangChainSummarization,
 )
 from ctxbench.shipped.releases import LANGCHAIN_SUMMARIZATION, LANGCHAIN_SUMMARIZATION_1_1
-from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace
 from tests.shipped_cases import (
-    SCENARIOS,
     SOURCES,
-    check_invariants,
     needs,
-    recorded_trace,
+    prompts,
     replay_events,
-    scenario_trace,
 )
 
 pytestmark = needs(LANGCHAIN_SUMMARIZATION)
@@ -43,38 +32,15 @@ CLEAR = "shipped:langchain_clear_tool_uses@1.5.2"
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 
 
-class CapturingSummarization(ShippedLangChainSummarization):
-    sent: ClassVar[list[tuple[Message, ...]]] = []
-
-    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
-        super().after_call(call, ctx)
-        CapturingSummarization.sent.append(tuple(ctx.view.messages))
-
-
-class CapturingClear(ShippedLangChainClearToolUses):
-    sent: ClassVar[list[tuple[Message, ...]]] = []
-
-    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
-        super().after_call(call, ctx)
-        CapturingClear.sent.append(tuple(ctx.view.messages))
-
-
-def _prompts(cls: Any, trace: Trace, window: int, **params: Any) -> list[tuple[Message, ...]]:
-    cls.sent = []
-    name = f"{__name__}:{cls.__name__}"
-    run_spec(resolve_spec(RunSpec(trace.id, trace.content_hash, name, params, window)), trace)
-    return list(cls.sent)
-
-
 def test_the_summary_replaces_the_state_and_the_kept_messages_follow_it() -> None:
     # test_summarization.py: trigger ("messages", N), keep ("messages", K): the state becomes
     # [summary, *last K] (the system prompt stays outside the state)
     trace = tool_trace(12, output="x" * 400)
-    prompts = _prompts(
-        CapturingSummarization, trace, 32_768, trigger_fraction=None, trigger_messages=10,
+    sent = prompts(
+        ShippedLangChainSummarization, trace, 32_768, trigger_fraction=None, trigger_messages=10,
         keep_value=4,
     )  # fmt: skip
-    first = next(p for p in prompts if any(m.content.startswith(SUMMARY_PREFIX) for m in p))
+    first = next(p for p in sent if any(m.content.startswith(SUMMARY_PREFIX) for m in p))
     assert first[0].role == "system"
     assert first[1].role == "user" and first[1].content.startswith(SUMMARY_PREFIX)
     assert 4 <= len(first) - 2 <= 5  # the 4 kept, the cutoff moved back to keep a pair whole
@@ -110,18 +76,20 @@ def test_a_met_trigger_waits_until_more_than_keep_messages_are_in_the_state() ->
 def test_clear_tool_uses_leaves_the_keep_newest_results() -> None:
     # test_context_editing.py: over the trigger every result but the `keep` newest is cleared
     trace = tool_trace(6, output="z" * 800)
-    last = _prompts(CapturingClear, trace, 32_768, trigger=100, keep=2)[-1]
+    last = prompts(ShippedLangChainClearToolUses, trace, 32_768, trigger=100, keep=2)[-1]
     results = [m.content for m in last if m.role == "tool"]
     assert results[:4] == ["[cleared]"] * 4
     assert results[4:] == ["z" * 800 + " 4.0", "z" * 800 + " 5.0"]
     # under the release's trigger (100,000 tokens) nothing is cleared
-    default = _prompts(CapturingClear, trace, 32_768)[-1]
+    default = prompts(ShippedLangChainClearToolUses, trace, 32_768)[-1]
     assert all(m.content.startswith("z" * 800) for m in default if m.role == "tool")
 
 
 def test_clear_tool_inputs_empties_the_cleared_calls_arguments() -> None:
     trace = tool_trace(4, output="z" * 800)
-    last = _prompts(CapturingClear, trace, 32_768, trigger=100, keep=1, clear_tool_inputs=True)[-1]
+    last = prompts(
+        ShippedLangChainClearToolUses, trace, 32_768, trigger=100, keep=1, clear_tool_inputs=True
+    )[-1]
     calls = [c for m in last if m.role == "assistant" for c in m.tool_calls]
     assert [json.loads(c.arguments) for c in calls[:3]] == [{}, {}, {}]
     assert json.loads(calls[3].arguments) == {"cmd": "step 3.0"}
@@ -142,15 +110,3 @@ def test_parity_between_releases_shows_what_1_5_2_changed(shared_traces: Path) -
     assert result.first_divergence is not None and result.first_divergence["call"] == 14
     older, newer = result.failed
     assert older > 0 and newer == 0
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_on_every_embedded_scenario(scenario: str) -> None:
-    check_invariants(replay_events(scenario_trace(scenario), SUMMARIZE, 16_384))
-
-
-@pytest.mark.parametrize("source", SOURCES)
-def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
-    trace = recorded_trace(shared_traces, source)
-    check_invariants(replay_events(trace, SUMMARIZE, 16_384))
-    check_invariants(replay_events(trace, CLEAR, 16_384, trigger=8_000))

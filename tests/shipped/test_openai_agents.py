@@ -3,50 +3,28 @@ SDK's own tests of the trimmer (``tests/extensions/test_tool_output_trimmer.py``
 over ``max_output_chars`` before the ``recent_turns``-th user message from the end become the
 ``[Trimmed: ...]`` preview, recent ones and short ones stay, ``trimmable_tools`` limits which
 tools trim, fewer user messages than ``recent_turns`` trims nothing (a single-task agent trace
-is never trimmed); then a run on every embedded scenario and a recorded trace of every source."""
+is never trimmed). Every embedded scenario and a recorded trace of every source: ``test_every_release.py``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-import pytest
-
-from ctxbench.cell.runner import resolve_spec, run_spec
-from ctxbench.cell.spec import RunSpec
-from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.strategy import ProviderCall
 from ctxbench.shipped.openai_agents import ShippedOpenAIAgentsTrimmer
 from ctxbench.shipped.releases import OPENAI_AGENTS_TRIMMER
 from ctxbench.trace import Message, Trace
 from tests.factories import tool_round, tool_trace
 from tests.shipped_cases import (
-    SCENARIOS,
-    SOURCES,
-    check_invariants,
     needs,
-    recorded_trace,
+    prompts,
     replay_events,
-    scenario_trace,
 )
 
 pytestmark = needs(OPENAI_AGENTS_TRIMMER)
 NAME = "shipped:openai_agents_trimmer@0.24.0"
 
 
-class Capturing(ShippedOpenAIAgentsTrimmer):
-    sent: ClassVar[list[tuple[Message, ...]]] = []
-
-    def after_call(self, call: ProviderCall, ctx: ReplayContext) -> None:
-        super().after_call(call, ctx)
-        Capturing.sent.append(tuple(ctx.view.messages))
-
-
 def _last_prompt(trace: Trace, **params: Any) -> tuple[Message, ...]:
-    Capturing.sent = []
-    name = f"{__name__}:Capturing"
-    run_spec(resolve_spec(RunSpec(trace.id, trace.content_hash, name, params, 65_536)), trace)
-    return Capturing.sent[-1]
+    return prompts(ShippedOpenAIAgentsTrimmer, trace, 65_536, **params)[-1]
 
 
 def _conversation(turns: int, output: str) -> Trace:
@@ -83,13 +61,3 @@ def test_a_single_task_trace_is_never_trimmed() -> None:
     # _find_recent_boundary: fewer user messages than recent_turns -> boundary 0
     events = replay_events(tool_trace(10, output="q" * 5_000), NAME, 65_536)
     assert not [e for e in events if e["type"] == "compaction"]
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_on_every_embedded_scenario(scenario: str) -> None:
-    check_invariants(replay_events(scenario_trace(scenario), NAME, 16_384))
-
-
-@pytest.mark.parametrize("source", SOURCES)
-def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
-    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 16_384))

@@ -4,12 +4,10 @@ of its conversation managers (``tests/strands/agent/conversation_manager/``,
 by default nothing happens before an overflow, the overflow summarizes the oldest
 ``summary_ratio`` of the messages into one user-role summary and the call is retried, the
 proactive threshold compacts before the call instead, the sliding window trims to
-``window_size`` when an invocation ends; then a run on every embedded scenario and a recorded
-trace of every shared source."""
+``window_size`` when an invocation ends. Every embedded scenario and a recorded trace of every source: ``test_every_release.py``."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,13 +17,8 @@ from ctxbench.shipped.releases import STRANDS
 from ctxbench.trace import Message, Trace
 from tests.factories import tool_round, tool_trace
 from tests.shipped_cases import (
-    SCENARIOS,
-    SOURCES,
-    check_invariants,
     needs,
-    recorded_trace,
     replay_events,
-    scenario_trace,
 )
 
 pytestmark = needs(STRANDS)
@@ -84,13 +77,3 @@ def test_the_sliding_window_trims_when_an_invocation_ends() -> None:
 def test_the_proactive_threshold_is_checked_as_the_release_checks_it() -> None:
     with pytest.raises(ConfigError, match="proactive_compression"):
         replay_events(tool_trace(2), NAME, 8_192, proactive_compression=1.5)
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_on_every_embedded_scenario(scenario: str) -> None:
-    check_invariants(replay_events(scenario_trace(scenario), NAME, 16_384))
-
-
-@pytest.mark.parametrize("source", SOURCES)
-def test_on_a_recorded_trace_of_every_source(shared_traces: Path, source: str) -> None:
-    check_invariants(replay_events(recorded_trace(shared_traces, source), NAME, 16_384))
