@@ -105,6 +105,8 @@ class ObservationMasking(RebuiltFromHistory[ObservationMaskingConfig]):
     )
     Config = ObservationMaskingConfig
     default_estimator = "chars4"
+    reproduces = ("swe_agent",)
+    reproduces_why = "SWE-agent's default history processor keeps the last observations"
     layer = "observation_masking"
 
     def placeholder(self) -> str:

@@ -163,68 +163,28 @@ def history_before(trace: Trace, index: int) -> tuple[tuple[Message, ...], int]:
 
 
 def recorded_request(trace: Trace, index: int, history: Sequence[Message]) -> SummaryRequest:
-    """The request the strategy reproducing the trace's agent makes of ``history``: Claude
-    Code's 9-section prompt, Codex's summarization prompt (its rollouts) or OpenHands' condenser
-    prompt (its event streams), with the strategy's default summary budget and the replay's
-    key (trace, call, layer, seed 0)."""
-    from ctxbench.strategies.layers import split_system, transcript
+    """The request the strategy reproducing the trace's agent (:func:`strategy_for`) makes of
+    ``history``: its :meth:`~ctxbench.engine.strategy.Strategy.recorded_summary_request` (its
+    own prompt, sections and default summary budget, keyed as a replay with seed 0)."""
+    from ctxbench.strategies import RECORDED_DEFAULT, strategy_class
 
-    strategy = strategy_for(trace)
-    _, rest = split_system(history)
-    compaction = trace.recorded_compactions[index]
-    previous: str | None = None
-    if strategy == "openhands_summarizing":
-        from ctxbench.strategies import openhands
-
-        cfg = openhands.OpenHandsSummarizingConfig()
-        # the events after the first: the condenser's keep_first head stays (its kept tail
-        # is not known from the record, so the whole rest counts as forgotten)
-        head = rest[: cfg.keep_first]
-        rest = rest[cfg.keep_first :]
-        summaries = [m.content for m in head if m.role == "user" and index > 0]
-        previous = summaries[0] if summaries else None
-        return SummaryRequest(
-            strategy=strategy,
-            layer="openhands_summarizing",
-            prompt=openhands.summary_prompt(
-                previous or openhands.NO_SUMMARY, list(rest), cfg.max_event_length
-            ),
-            messages=tuple(rest),
-            sections=openhands.SUMMARY_SECTIONS,
-            max_tokens=cfg.summary_max_tokens,
-            previous_summary=previous,
-            key=f"{trace.id}:{compaction.call}:openhands_summarizing:0",
+    call = trace.recorded_compactions[index].call
+    for name in (strategy_for(trace), RECORDED_DEFAULT):  # one that summarises, else the default
+        request = strategy_class(name).recorded_summary_request(
+            tuple(history), trace_id=trace.id, call=call, first=index == 0
         )
-    if strategy == "codex":
-        from ctxbench.strategies import codex
-
-        prompt = codex.SUMMARIZATION_PROMPT
-        sections: tuple[str, ...] = codex.SUMMARY_SECTIONS
-        budget = codex.CodexConfig().summary_max_tokens
-        layer = "auto_compact"
-    else:
-        from ctxbench.strategies import claude_code
-
-        prompt, sections = claude_code.COMPACT_PROMPT, claude_code.SUMMARY_SECTIONS
-        budget = claude_code.ClaudeCodeConfig().summary_max_tokens
-        layer = "autocompact"
-    return SummaryRequest(
-        strategy=strategy,
-        layer=layer,
-        prompt=transcript(rest) + "\n\n[user]: " + prompt,
-        messages=tuple(rest),
-        sections=sections,
-        max_tokens=budget,
-        key=f"{trace.id}:{compaction.call}:{layer}:0",
-    )
+        if request is not None:
+            return request
+    raise ValueError(f"strategy {RECORDED_DEFAULT} makes no summary request")
 
 
 def strategy_for(trace: Trace) -> str:
-    """The strategy that reproduces the agent a trace was imported from (Claude Code by
-    default: its sessions are where recorded summaries come from)."""
-    source = trace.meta.get("imported_from")
-    fmt = source.get("format") if isinstance(source, Mapping) else None
-    return {"codex": "codex", "openhands": "openhands_summarizing"}.get(str(fmt), "claude_code")
+    """The strategy that reproduces the agent a trace was imported from (its
+    :attr:`~ctxbench.engine.strategy.Strategy.reproduces`; Claude Code's by default: its
+    sessions are where recorded summaries come from)."""
+    from ctxbench.strategies import RECORDED_DEFAULT, reproducing
+
+    return reproducing(trace.meta, default=RECORDED_DEFAULT) or RECORDED_DEFAULT
 
 
 def measure(
