@@ -1,7 +1,7 @@
 """``claude_code``: Claude Code's auto-compact (and optional microcompact).
 
 Sources: deobfuscated-source analyses of Claude Code's ``services/compact/autoCompact.ts``,
-``compact.ts`` and ``prompt.ts`` (**secondary**, REFERENCE.md B [2nd]: zhanghandong
+``compact.ts`` and ``prompt.ts`` (**secondary**, docs/sources.md: zhanghandong
 "harness-engineering" ch. 9; manavgup shipai; gist sam-saffron-jarvis (v2.1.68); ccstatusline
 PR #319), checked against **records**: the ``compact_boundary`` entries of real Claude Code
 2.1.39 sessions (``compactMetadata.preTokens``, marot/spotter test fixtures; see

@@ -4,7 +4,7 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (``run_compact_task_inner`
 ``collect_user_messages``, ``build_compacted_history``), ``codex-rs/core/templates/compact/
 prompt.md`` and ``summary_prefix.md``, ``codex-rs/core/src/truncate.rs`` (``approx_token_count``,
 ``truncate_text``) and ``codex-rs/protocol/src/openai_models.rs`` (``auto_compact_token_limit``);
-REFERENCE.md B.
+docs/sources.md.
 
 Rules reproduced:
 

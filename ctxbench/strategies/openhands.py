@@ -2,7 +2,7 @@
 
 Source: OpenHands/OpenHands (V0), ``openhands/memory/condenser/impl/llm_summarizing_condenser.py``,
 ``amortized_forgetting_condenser.py``, ``openhands/core/config/condenser_config.py`` and
-``openhands/events/serialization/event.py`` (``truncate_content``); REFERENCE.md B.
+``openhands/events/serialization/event.py`` (``truncate_content``); docs/sources.md.
 
 OpenHands counts **events**. ctxbench maps one non-system message to one event (an assistant
 message with parallel calls is one event here, where OpenHands has one action event per call);

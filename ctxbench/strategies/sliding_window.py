@@ -1,6 +1,6 @@
 """``sliding_window``: keep the system messages and the last ``keep_rounds`` whole rounds.
 
-Source: the "sliding window" pattern of the ContextManager design document (seed 003):
+Source: the "sliding window" pattern of the ContextManager design article (docs/sources.md):
 "keep system + the most recent N rounds of user/assistant/tool". Rounds come from
 :func:`ctxbench.pairing.rounds`, so a tool call and its results are never split.
 
