@@ -10,8 +10,9 @@ summary budget), runs the summarizer on it, and measures both texts the same way
 - **mined probes**: the probes :func:`ctxbench.probes.mining.mine_probes` mines on that
   history, scored by :class:`ctxbench.probes.scoring.PromptScorer` on a prompt holding only
   the summary, kept (``in_context``) by mined category;
-- **used after**: the facts the agent used after the compaction (:func:`used_after_facts`),
-  scored the same way.
+- **used after**: the facts the agent used after the compaction
+  (:func:`ctxbench.probes.needed.used_after`: the needed facts of the compaction), scored the
+  same way.
 
 Pure but for the summarizer (an LLM-backed one calls its endpoint); the command prints it.
 """
@@ -19,7 +20,6 @@ Pure but for the summarizer (an LLM-backed one calls its endpoint); the command 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,21 +27,10 @@ from typing import Any
 from ctxbench.counting.base import TokenCounter
 from ctxbench.probes.mining import mine_probes
 from ctxbench.probes.model import Probe
-from ctxbench.probes.scoring import PromptScorer, TextIndex
+from ctxbench.probes.needed import used_after
+from ctxbench.probes.scoring import PromptScorer
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
-from ctxbench.trace import Message, Trace, message_search_text
-
-#: tool-call arguments that hold prose or code, not values the agent reuses
-PROSE_ARGUMENTS = frozenset(
-    {"description", "content", "old_string", "new_string", "prompt", "todos", "plan"}
-)
-#: a value worth asking about: a path, a number, a dotted/underscored name or an inner hyphen
-_VALUE_SHAPE = re.compile(r"[/\d._]|[A-Za-z0-9]-[A-Za-z0-9]")
-_TOKEN_STRIP = "\"'`,;:()[]{}<>"
-MIN_VALUE = 5
-MAX_VALUE = 200
-#: only the words of a one-line argument this long (a command, not a script) are values
-MAX_LINE = 400
+from ctxbench.trace import Message, Trace
 
 
 @dataclass(frozen=True)
@@ -92,61 +81,6 @@ class Compared:
             "recorded": self.recorded.to_dict(),
             "summarizer": self.ours.to_dict(),
         }
-
-
-def _strings(value: Any, key: str | None, out: list[str]) -> None:
-    if isinstance(value, str):
-        if key not in PROSE_ARGUMENTS:
-            out.append(value)
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            _strings(v, str(k), out)
-    elif isinstance(value, list):
-        for item in value:
-            _strings(item, key, out)
-
-
-def call_values(arguments: str) -> list[str]:
-    """The values a tool call passes: each short one-line string argument whole, and the
-    path-, id- or number-shaped words of each one-line argument (a command's files and ids);
-    prose and code arguments (Bash's ``description``, Edit's strings, heredocs) are left out."""
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        parsed = arguments
-    strings: list[str] = []
-    _strings(parsed, None, strings)
-    out: list[str] = []
-    for text in strings:
-        if "\n" not in text and MIN_VALUE <= len(text) <= MAX_VALUE and _VALUE_SHAPE.search(text):
-            out.append(text)
-        if "\n" in text or len(text) > MAX_LINE:
-            continue  # a heredoc, a commit message: prose
-        for word in text.split():
-            word = word.strip(_TOKEN_STRIP).rstrip(".")
-            if MIN_VALUE <= len(word) <= MAX_VALUE and _VALUE_SHAPE.search(word.lstrip("-")):
-                out.append(word)
-    return list(dict.fromkeys(out))
-
-
-def used_after_facts(
-    before: Sequence[Message], after: Sequence[Message], *, limit: int | None = None
-) -> tuple[str, ...]:
-    """Facts the agent used after a compaction: values its tool calls in ``after`` pass
-    (:func:`call_values`) that the history ``before`` held in a user message, a tool result
-    or an assistant message (not the system prompt), in the order of first use.
-
-    This is the compaction's side of issue 35's needed facts (a value the agent writes in a
-    later tool call, learned from an earlier message); it lives here until the miner mines them.
-    """
-    seen = TextIndex.of("\n".join(message_search_text(m) for m in before if m.role != "system"))
-    out: list[str] = []
-    for message in after:
-        for call in message.tool_calls:
-            for value in call_values(call.arguments):
-                if value not in out and seen.has(value):
-                    out.append(value)
-    return tuple(out[:limit] if limit is not None else out)
 
 
 def history_before(trace: Trace, index: int) -> tuple[tuple[Message, ...], int]:
@@ -228,7 +162,7 @@ def compare(
             history, _ = history_before(trace, index)
             end = compactions[index + 1].message if index + 1 < len(compactions) else None
             after = trace.messages[compaction.message : end]
-            facts = used_after_facts(history, after)
+            facts = used_after(history, after)
             probes = mine_probes(Trace(f"{trace.id}@{compaction.call}", history))
             request = recorded_request(trace, index, history)
             text = summarizer.summarize(request, counter)
