@@ -77,100 +77,135 @@ def _valid_keys(cls: type) -> str:
     )
 
 
+class _Expected(Exception):
+    """A value that is not of its declared type: what was expected, and the value as read."""
+
+    def __init__(self, expected: str, value: Any) -> None:
+        super().__init__(expected)
+        self.expected = expected
+        self.value = value
+
+
 def coerce(value: Any, tp: Any, *, key: str, source: str | None) -> Any:
     """Convert ``value`` to the declared type ``tp``; raise ConfigError naming the key."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-
-    def fail(expected: str) -> ConfigError:
-        got = json.dumps(value) if isinstance(value, bool) else repr(value)  # as the file has it
-        return ConfigError(
-            f"expected {expected}, got {got}",
+    try:
+        return _convert(value, tp)
+    except _Expected as exc:
+        shown = exc.value
+        got = json.dumps(shown) if isinstance(shown, bool) else repr(shown)  # as the file has it
+        raise ConfigError(
+            f"expected {exc.expected}, got {got}",
             path=source,
             key=key,
-            hint=f"give {key} as {expected}",
-        )
+            hint=f"give {key} as {exc.expected}",
+        ) from None
 
+
+def _convert(value: Any, tp: Any) -> Any:
+    """``value`` as ``tp``, or :class:`_Expected` (a list's item: the item's)."""
+    origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        if isinstance(value, str) and value.lower() in ("none", "null") and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return coerce(value, arg, key=key, source=source)
-            except ConfigError as exc:
-                errors.append(exc)
-        raise fail(" or ".join(_type_name(a) for a in args))
+        return _union(value, typing.get_args(tp))
     if origin is typing.Literal:
-        if value in args:
+        if value in typing.get_args(tp):
             return value
-        raise fail("one of " + ", ".join(repr(a) for a in args))
+        raise _Expected("one of " + ", ".join(repr(a) for a in typing.get_args(tp)), value)
     if origin in (tuple, Sequence, list):
-        item_tp = args[0] if args else Any
-        if isinstance(value, str):
-            try:
-                parsed = json.loads(value)
-            except (ValueError, RecursionError):  # not JSON: a comma-separated list
-                parsed = [v.strip() for v in value.split(",") if v.strip()] if value.strip() else []
-            value = parsed
-        if not isinstance(value, (list, tuple)):
-            raise fail("a list")
-        return tuple(coerce(v, item_tp, key=key, source=source) for v in value)
+        args = typing.get_args(tp)
+        return _sequence(value, args[0] if args else Any)
+    if origin in (dict, Mapping) or tp is dict:
+        return _mapping(value)
     if tp is Any:
         return value
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise fail("true or false")
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise fail("an integer")
+    scalar = _SCALARS.get(tp)
+    if scalar is None:
+        raise _Expected(_type_name(tp), value)
+    return scalar(value)
+
+
+def _union(value: Any, args: tuple[Any, ...]) -> Any:
+    """The first of ``args`` that takes ``value`` (None, "none" or "null" for an optional)."""
+    if type(None) in args and (
+        value is None or (isinstance(value, str) and value.lower() in ("none", "null"))
+    ):
+        return None
+    for arg in args:
+        if arg is type(None):
+            continue
         try:
-            number = value if isinstance(value, int) else int(value.replace("_", ""))
-        except ValueError:
-            raise fail("an integer") from None
-        if not INT64_MIN <= number <= INT64_MAX:  # results are stored as int64
-            raise fail("an integer of at most 64 bits")
-        return number
-    if tp is float:
-        if isinstance(value, bool):
-            raise fail("a number")
-        if isinstance(value, (int, float)):
-            result = float(value)
-        elif isinstance(value, str):
-            try:
-                result = float(value.replace("_", ""))
-            except ValueError:
-                raise fail("a number") from None
-        else:
-            raise fail("a number")
-        if not math.isfinite(result):
-            raise fail("a finite number (not NaN or infinity)")
-        return result
-    if tp is str:
-        if not isinstance(value, str):
-            raise fail("a string")
+            return _convert(value, arg)
+        except _Expected:
+            continue
+    raise _Expected(" or ".join(_type_name(a) for a in args), value)
+
+
+def _sequence(value: Any, item_tp: Any) -> tuple[Any, ...]:
+    """A tuple of ``item_tp`` from a list, a JSON list or a comma-separated string."""
+    if isinstance(value, str):
         try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: not text any file could hold
-            raise fail("valid Unicode text") from None
+            value = json.loads(value)
+        except (ValueError, RecursionError):  # not JSON: a comma-separated list
+            value = [v.strip() for v in value.split(",") if v.strip()] if value.strip() else []
+    if not isinstance(value, (list, tuple)):
+        raise _Expected("a list", value)
+    return tuple(_convert(v, item_tp) for v in value)
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    """A dict from a table or a JSON object."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise _Expected("a JSON object", value) from None
+    if not isinstance(value, Mapping):
+        raise _Expected("a table / JSON object", value)
+    return dict(value)
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
         return value
-    if origin in (dict, Mapping) or tp is dict:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except (ValueError, RecursionError):
-                raise fail("a JSON object") from None
-        if not isinstance(value, Mapping):
-            raise fail("a table / JSON object")
-        return dict(value)
-    raise fail(_type_name(tp))
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise _Expected("true or false", value)
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _Expected("an integer", value)
+    try:
+        number = value if isinstance(value, int) else int(value.replace("_", ""))
+    except ValueError:
+        raise _Expected("an integer", value) from None
+    if not INT64_MIN <= number <= INT64_MAX:  # results are stored as int64
+        raise _Expected("an integer of at most 64 bits", value)
+    return number
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise _Expected("a number", value)
+    try:
+        result = float(value.replace("_", "")) if isinstance(value, str) else float(value)
+    except ValueError:
+        raise _Expected("a number", value) from None
+    if not math.isfinite(result):
+        raise _Expected("a finite number (not NaN or infinity)", value)
+    return result
+
+
+def _to_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Expected("a string", value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: not text any file could hold
+        raise _Expected("valid Unicode text", value) from None
+    return value
+
+
+_SCALARS: dict[Any, Any] = {bool: _to_bool, int: _to_int, float: _to_float, str: _to_str}
 
 
 def unknown_key(

@@ -3,7 +3,7 @@
 Both sides replay the same trace with the same window, counters and summarizer. At every
 model call each side's prompt is observed after the strategy acted (``before_call`` and any
 overflow reaction): which trace messages it holds (a rewrite or a part of one counts as kept,
-an empty stand-in does not: ``ReplayContext._inherit``, one rule for both sides),
+an empty stand-in does not: ``Recorder.inherit`` of :mod:`ctxbench.engine.recorder`, one rule for both sides),
 whether a compaction ran, the true tokens of the last attempt, and whether the call failed.
 Two calls agree when all four match (tokens within ``tolerance``, relative). The first call
 where they do not is reported with both sides' state: what each kept, the layers that ran and
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.prompt import index_runs
+from ctxbench.engine.recorder import recorder_of
 from ctxbench.engine.strategy import ProviderCall, Strategy
 from ctxbench.trace import Message, Trace
 
@@ -41,7 +42,7 @@ class Observed(Strategy):
         self.kept: dict[int, tuple[int, ...]] = {}
 
     def _observe(self, ctx: ReplayContext) -> None:
-        indices = {ctx.trace_index(m) for m in ctx.view.messages}
+        indices = set(map(recorder_of(ctx).trace_index, ctx.view.messages))
         self.kept[ctx.call] = tuple(sorted(i for i in indices if i is not None))
 
     def on_start(self, ctx: ReplayContext) -> None:

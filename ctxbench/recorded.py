@@ -19,6 +19,7 @@ from typing import Any
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.events import DECISION, UNCOMPACTED_NOTE
+from ctxbench.strategies import RECORDED_DEFAULT
 from ctxbench.trace import RecordedCompaction, Trace
 
 #: Layers that are not a compaction of the history (clearing old tool results in place).
@@ -199,7 +200,7 @@ def strategy_params(trace: Trace, strategy: str, params: Mapping[str, Any]) -> d
 
 def replay_recorded(
     trace: Trace,
-    strategy: str = "claude_code",
+    strategy: str = RECORDED_DEFAULT,
     params: Mapping[str, Any] | None = None,
     *,
     window: int = CLAUDE_CODE_WINDOW,

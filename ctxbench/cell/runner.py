@@ -33,10 +33,15 @@ def resolve_spec(spec: RunSpec) -> RunSpec:
     """Fill in every strategy knob (defaults included) and the strategy's own estimator, so
     equal cells get equal ids however they were written."""
     cls = strategy_class(spec.strategy)
-    cfg = configuration.build(cls.Config, dict(spec.params), source=f"strategy {spec.strategy}")
+    cfg = spec.config
+    if not isinstance(cfg, cls.Config):
+        cfg = configuration.build(cls.Config, dict(spec.params), source=f"strategy {spec.strategy}")
     estimator = spec.estimator or cls.default_estimator
     return spec.with_(
-        params=configuration.to_params(cfg), estimator=estimator, plugin=plugins_of(spec)
+        params=configuration.to_params(cfg),
+        config=cfg,
+        estimator=estimator,
+        plugin=plugins_of(spec),
     )
 
 
@@ -87,7 +92,11 @@ def build_parts(spec: RunSpec, trace: Trace | None = None) -> Parts:
     Both counters count earlier reasoning under the spec's rule, else the rule the trace's
     billed usage supports, else the family's of the model ``trace`` recorded
     (:func:`ctxbench.counting.auto.rule_for`)."""
-    strategy = build_strategy(spec.strategy, spec.params)
+    cls = strategy_class(spec.strategy)
+    if isinstance(spec.config, cls.Config):  # resolve_spec built it: carried, not rebuilt
+        strategy: Strategy[Any] = cls(spec.config)
+    else:
+        strategy = build_strategy(spec.strategy, spec.params)
     model = trace_model(trace) if trace is not None else None
     estimator = spec.estimator or type(strategy).default_estimator
     rule = rule_for(spec.reasoning, model, spec.counter, trace, spec.trace_hash)

@@ -58,6 +58,11 @@ class RunSpec:
     #: when empty (built-in strategies keep their ids) and out of :attr:`key`, so the gate
     #: compares a new version with the old one.
     plugin: str = ""
+    #: the strategy's Config built from ``params`` (by :func:`ctxbench.cell.runner.resolve_spec`),
+    #: carried to the replay so it is built once: not part of the cell (``params`` is), left
+    #: out of equality, of rows and of pickles (a worker builds its own), and dropped by
+    #: :meth:`with_` when ``params`` change
+    config: Any = field(default=None, compare=False, repr=False)
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the cell (where the trace was loaded from is not one); the
@@ -111,7 +116,7 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
-        known = {f for f in cls.__dataclass_fields__}
+        known = {f for f in cls.__dataclass_fields__ if f != "config"}
         unknown = sorted(k for k in data if k not in known and k != "run_id")
         if unknown:
             raise ConfigError(
@@ -154,7 +159,17 @@ class RunSpec:
         return spec
 
     def with_(self, **changes: Any) -> RunSpec:
+        if "config" not in changes and changes.get("params", self.params) != self.params:
+            changes["config"] = None  # the Config was built from the old params
         return replace(self, **changes)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["config"] = None  # a plug-in's Config may not pickle; a worker builds its own
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
 
 #: The JSON type every run spec field must have (text when not listed): a row is data.

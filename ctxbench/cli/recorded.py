@@ -13,6 +13,7 @@ from ctxbench.cli.running import strategy_params
 from ctxbench.cli.sizes import TOKENS
 from ctxbench.formats import FORMATS
 from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render, replay_recorded
+from ctxbench.strategies import RECORDED_DEFAULT
 
 
 @click.command("recorded")
@@ -20,7 +21,7 @@ from ctxbench.recorded import CLAUDE_CODE_MAX_OUTPUT, CLAUDE_CODE_WINDOW, render
 @click.option(
     "--strategy",
     "-s",
-    default="claude_code",
+    default=RECORDED_DEFAULT,
     show_default=True,
     help="The reproduction to check (a strategy name or module:Class).",
 )

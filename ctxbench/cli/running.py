@@ -64,36 +64,17 @@ ANSWER_COLUMNS = ("answered_retention", "next_action_agreement")
 
 
 def strategy_params(strategy: str, config_file: str | None, sets: Sequence[str]) -> dict[str, Any]:
-    """Knobs from ``--config`` (the strategy's keys at top level, or DB-GPT's own
-    ``[service.web.agent_context]`` section) overridden by ``--set KEY=VALUE``. Both are
-    checked here, so a bad knob names the file (or ``--set``) it came from."""
-    from ctxbench.strategies import strategy_class
+    """Knobs from ``--config`` (the strategy's keys at top level, or the real system's own
+    section: :func:`ctxbench.strategies.config_file_params`) overridden by ``--set
+    KEY=VALUE``. Both are checked here, so a bad knob names the file (or ``--set``) it came
+    from."""
+    from ctxbench.strategies import config_file_params, strategy_class
 
     config_cls = strategy_class(strategy).Config
     params: dict[str, Any] = {}
     if config_file:
         data = configuration.load_toml(config_file)
-        section: Any = data
-        for key in ("service", "web", "agent_context"):
-            section = section.get(key) if isinstance(section, Mapping) else None
-        if section is not None:
-            if strategy != "dbgpt":
-                raise ConfigError(
-                    "[service.web.agent_context] configures DB-GPT, but --strategy is "
-                    + repr(strategy),
-                    path=config_file,
-                    hint="use --strategy dbgpt, or put the strategy's knobs at top level",
-                )
-            if not isinstance(section, Mapping):
-                raise ConfigError(
-                    "expected a table",
-                    path=config_file,
-                    key="service.web.agent_context",
-                    hint="write it as [service.web.agent_context]",
-                )
-            params.update(section)
-        else:
-            params.update(data)
+        params.update(config_file_params(strategy, data, config_file))
         configuration.build(config_cls, params, source=config_file)
     params.update(configuration.parse_set(sets))
     configuration.build(config_cls, params, source="--set")

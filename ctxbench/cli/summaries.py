@@ -43,8 +43,8 @@ def summaries(
     same history with the request the reproducing strategy makes (claude_code for Claude
     Code sessions, codex for Codex rollouts, openhands_summarizing for OpenHands
     condensations) and print it beside the summary the real model wrote: length in tokens, the probes mined on that history kept by category, and the facts
-    the agent used after the compaction kept (values its later tool calls pass that the
-    history held). A probe or fact counts as kept when the scorer finds it in the summary.
+    the agent used after the compaction kept (paths, ids and values its later actions write
+    that the history held: the compaction's needed facts). A probe or fact counts as kept when the scorer finds it in the summary.
 
     \b
     Examples:

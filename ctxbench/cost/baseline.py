@@ -14,12 +14,13 @@ def uncompacted(trace: Trace, counter: str, reasoning: str = "") -> RunTokens:
     """What ``trace``'s calls send without compaction, counted with ``counter``."""
     from ctxbench.cell.runner import resolve_spec, run_spec
     from ctxbench.cell.spec import RunSpec
+    from ctxbench.strategies import BASELINE
 
     spec = resolve_spec(
         RunSpec(
             trace_id=trace.id,
             trace_hash=trace.content_hash,
-            strategy="none",
+            strategy=BASELINE,
             window=OPEN_WINDOW,
             reserved=0,
             counter=counter,

@@ -1,7 +1,7 @@
 """The estimators frameworks really use to decide when to compact.
 
 They are deliberately *not* exact: the gap between them and the provider's tokenizer is what
-ctxbench measures. Each follows its source; see REFERENCE.md.
+ctxbench measures. Each follows its source; see docs/sources.md.
 
 - ``chars4``: ``len(text) // 4`` over the text a message carries (content, tool-call names and
   arguments, replay fields); no framing.
@@ -17,7 +17,7 @@ ctxbench measures. Each follows its source; see REFERENCE.md.
   of replay keys // 4, and 1600 per image.
 - ``claude_code``: Claude Code's rough estimate, ``chars / 4`` padded by ``4/3`` (so
   ``ceil(chars / 3)``) over the text, tool input and tool-result text of a message. Secondary
-  sources only (deobfuscated-code analyses; REFERENCE.md B), not an official specification.
+  sources only (deobfuscated-code analyses; docs/sources.md), not an official specification.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from ctxbench.engine import events as ev
 from ctxbench.engine import faults
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import PairingCheck, SimulatedProvider
+from ctxbench.engine.recorder import recorder_of
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
 from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
 from ctxbench.engine.view import ContextView
@@ -192,7 +193,7 @@ def _run(
         if on_prompt is not None and not task.failed:
             on_prompt(k, ctx.view.messages)
         _ask(ctx, asked.get(k, ()), () if task.failed else used.get(k, ()), cited, task.failed)
-        ctx.append_recorded(messages[index], index)
+        recorder_of(ctx).append_recorded(messages[index], index)
         position = index + 1
         if on_call is not None:
             on_call(k + 1, n_calls)
@@ -250,13 +251,14 @@ def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], star
     """Append recorded messages (trace indices from ``start``); consecutive tool results go to
     the strategy as one batch."""
     batch: list[tuple[int, Message]] = []
+    recorder = recorder_of(ctx)
     for index, message in enumerate(new, start=start):
         if _is_tool_result(message):
             batch.append((index, message))
             continue
         _flush(ctx, strategy, batch)
-        ctx.remember_system(message)
-        ctx.append_recorded(message, index)
+        recorder.remember_system(message)
+        recorder.append_recorded(message, index)
     _flush(ctx, strategy, batch)
 
 
@@ -264,9 +266,9 @@ def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Messag
     if not batch:
         return
     kept = strategy.on_tool_results([m for _, m in batch], ctx)
+    append = recorder_of(ctx).append_recorded
     for position, message in enumerate(kept):
-        index = batch[position][0] if len(kept) == len(batch) else None
-        ctx.append_recorded(message, index)
+        append(message, batch[position][0] if len(kept) == len(batch) else None)
     batch.clear()
 
 

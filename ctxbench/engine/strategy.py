@@ -31,6 +31,7 @@ from ctxbench.trace import Message, Usage
 if TYPE_CHECKING:
     from ctxbench.engine.context import ReplayContext
     from ctxbench.errors import ProviderOverflowError
+    from ctxbench.summarizers.base import SummaryRequest
 
 #: DB-GPT's state thresholds, used to label ``context.status`` for every strategy.
 DEFAULT_STATE_THRESHOLDS: tuple[tuple[float, str], ...] = (
@@ -61,6 +62,17 @@ class TraceDefault:
     key: str
     value: Any
     why: str
+
+
+@dataclass(frozen=True)
+class Starter:
+    """How ``ctxbench init``'s starter sweep proposes a strategy for any traces
+    (:attr:`Strategy.starter`): its place among the proposed ones, the comment that says why,
+    and the ``params`` it sweeps (a TOML inline table with its comment; "" for none)."""
+
+    rank: int
+    why: str
+    params: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,8 +118,31 @@ class Strategy(Generic[C]):
     #: the estimator the real system uses to decide (a counter spec)
     default_estimator: ClassVar[str] = "chars4"
 
+    #: the trace formats (``meta.imported_from.format``, as ``ctxbench import`` names them)
+    #: whose recording agent this strategy reproduces, and why: ``ctxbench init`` proposes it
+    #: for such traces, ``recorded`` and ``summaries`` replay them with it
+    reproduces: ClassVar[tuple[str, ...]] = ()
+    reproduces_why: ClassVar[str] = ""
+    #: proposed by ``ctxbench init`` for any traces (None: only where it reproduces the agent)
+    starter: ClassVar[Starter | None] = None
+    #: the dotted key of the real system's own configuration section (DB-GPT's
+    #: ``service.web.agent_context``): a ``--config`` file that has it gives the knobs there;
+    #: "" for none (the file's top-level keys are the knobs)
+    native_section: ClassVar[str] = ""
+
     def __init__(self, config: C | None = None) -> None:
         self.config: C = config if config is not None else self.Config()
+
+    @classmethod
+    def recorded_summary_request(
+        cls, history: tuple[Message, ...], *, trace_id: str, call: int, first: bool
+    ) -> SummaryRequest | None:
+        """The summary request this strategy makes of ``history``, the messages a recorded
+        agent compacted at model call ``call`` (after the system prompt, its previous summary
+        as a user message unless this is the ``first`` compaction): its own prompt, sections
+        and default summary budget, keyed as a replay keys it with seed 0 (``ctxbench
+        summaries``). None: it makes no summary. Default: None."""
+        return None
 
     @classmethod
     def trace_defaults(cls, meta: Mapping[str, Any]) -> tuple[TraceDefault, ...]:

@@ -6,7 +6,7 @@ action after learning them from the user or a tool, asked at the call that uses 
 come first in the cap; the other kinds fill at most as many places as the needed ones took
 (``max_others`` sets another cap), so most of what is asked is what the agent used.
 
-The other kinds are canaries compaction is known to lose first (REFERENCE.md C: file paths,
+The other kinds are canaries compaction is known to lose first (docs/sources.md: file paths,
 executed commands and measured numbers survive summaries far worse than decisions) -- file
 paths, URLs, shell commands, identifiers, e-mail addresses, numbers with units, error lines and
 tool-call arguments -- kept only when they say something specific:

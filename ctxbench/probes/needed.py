@@ -200,6 +200,25 @@ def _first_source(
     return found[0] if messages[found[0]].role in ("user", "tool") else None
 
 
+def used_after(
+    before: Sequence[Message], after: Sequence[Message], *, limit: int | None = None
+) -> tuple[str, ...]:
+    """The needed facts of a compaction: the values the agent's actions in ``after`` write
+    (:func:`action_values`, the longest of each message) that a message of ``before`` other
+    than the system prompt held, in the order of first use (``ctxbench summaries``: what a
+    summary of ``before`` had to keep for the agent to go on)."""
+    seen = TextIndex.of("\n".join(message_search_text(m) for m in before if m.role != "system"))
+    out: dict[str, None] = {}
+    for message in after:
+        if message.role != "assistant":
+            continue
+        for value, _ in _longest(dict.fromkeys(action_values(message))):
+            if value not in out and seen.has(value):
+                out[value] = None
+    found = tuple(out)
+    return found[:limit] if limit is not None else found
+
+
 def action_values(message: Message) -> Iterator[tuple[str, str]]:
     """The specific values an assistant message writes: in its tool calls' arguments (walked
     through nested objects; prose arguments skipped) and in its text."""

@@ -135,11 +135,12 @@ def _cost_section(
     """The cost section (:mod:`ctxbench.report.cost_section`); a row's cost without compaction
     is its ``none`` counterpart's in the same results (same trace, counter, window, reserve)."""
     from ctxbench.report.cost_section import cost_section
+    from ctxbench.strategies import BASELINE
 
     nones = {
         (r.trace_id, r.counter, r.window, r.reserved): r
         for r in rows
-        if r.strategy == "none" and not r.error
+        if r.strategy == BASELINE and not r.error
     }
 
     def baseline(row: Row) -> Any:
@@ -381,6 +382,7 @@ def replay_drift(
     from ctxbench.cell.spec import RunSpec
     from ctxbench.report.decisions import decision_drift, recorded_prompts, with_recorded_truth
     from ctxbench.report.results import digest_events
+    from ctxbench.strategies import BASELINE
 
     # Probes play no part in drift: scoring them would only cost time.
     bare = [dataclasses.replace(t, probes=()) for t in traces]
@@ -397,7 +399,7 @@ def replay_drift(
                         RunSpec(
                             trace_id=trace.id,
                             trace_hash=trace.content_hash,
-                            strategy="none",
+                            strategy=BASELINE,
                             window=window,
                             reserved=reserved,
                             counter=counter,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ctxbench.report import svg
 from ctxbench.report.downsample import lttb, stride
 from ctxbench.report.svg import INK, PALETTE, WIDE, Canvas
+from ctxbench.strategies import BASELINE
 
 if TYPE_CHECKING:
     from ctxbench.report.density import Density
@@ -58,7 +59,9 @@ class ParetoPoint:
 
 
 #: The strategy that never compacts: its tokens dwarf the others', so it gets its own axis.
-APART = "none"
+APART = BASELINE
+_YTICKS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+_FAILED = " (failed calls)"
 
 
 def pareto_chart(
@@ -70,112 +73,150 @@ def pareto_chart(
     every point says its configuration on hover."""
     everything = [p for _, points in panels for p in points]
     colour = svg.colours([p.strategy for p in everything])
-    apart = any(p.strategy == APART for p in everything) and any(
-        p.strategy != APART for p in everything
+    strategies = {p.strategy for p in everything}
+    apart = APART in strategies and len(strategies) > 1
+    names = _pareto_names(everything, colour)
+    legend_w = _legend_width([*names, "frontier"])
+    canvas = Canvas(WIDE, 390, prefix)
+    left, top = 58, 42
+    panel_w = (WIDE - left - legend_w - 24 * (len(panels) - 1)) / max(len(panels), 1)
+    for n, (counter, points) in enumerate(panels):
+        x0 = left + n * (panel_w + 24)
+        title = svg.clip(f"true counter {counter}") if len(panels) > 1 or counter else ""
+        axes = _pareto_axes(canvas, x0, panel_w, points, apart, title, first=n == 0)
+        front = sorted((p for p in points if p.on_frontier), key=lambda p: (p.tokens, -p.retention))
+        for target, group in axes:
+            _pareto_points(canvas, target, group, front, colour, frontier_line=target is axes[0][0])
+    canvas.legend(_pareto_legend(names, colour, everything), WIDE - legend_w + 8, top + 6)
+    canvas.text(
+        WIDE / 2, 15, f"window {window:,}: retention vs input tokens", anchor="middle", size=12
     )
-    names = list(
+    return canvas.render()
+
+
+def _pareto_names(everything: Sequence[ParetoPoint], colour: Mapping[str, str]) -> list[str]:
+    """The legend's names, by strategy: each strategy, and again with failed calls."""
+    return list(
         dict.fromkeys(
-            svg.clip(p.strategy) + (" (failed calls)" if p.failed else "")
+            svg.clip(p.strategy) + (_FAILED if p.failed else "")
             for s in sorted(colour)
             for p in everything
             if p.strategy == s
         )
     )
-    legend_w = _legend_width([*names, "frontier"])
-    canvas = Canvas(WIDE, 390, prefix)
-    left, top, bottom = 58, 42, 52
-    usable = WIDE - left - legend_w - 24 * (len(panels) - 1)
-    panel_w = usable / max(len(panels), 1)
-    yticks = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    height = canvas.height - top - bottom
-    for n, (counter, points) in enumerate(panels):
-        x0 = left + n * (panel_w + 24)
-        main_w = panel_w * 5 / 6 - 10 if apart else panel_w
-        mains = [p for p in points if not (apart and p.strategy == APART)]
-        sides = [p for p in points if apart and p.strategy == APART]
-        title = svg.clip(f"true counter {counter}") if len(panels) > 1 or counter else ""
-        ax = canvas.axes(
-            x0,
-            top,
-            main_w,
-            height,
-            svg.extent([p.tokens for p in mains]),
-            (-0.03, 1.05),
-            yticks=yticks,
-            xfmt=svg.tokens,
-            yfmt=svg.plain,
-            xlabel="mean input tokens per trace",
-            ylabel="retention" if n == 0 else "",
-            title=title,
-        )
-        axes = [(ax, mains)]
-        if apart:
-            side = canvas.axes(
-                x0 + main_w + 10,
-                top,
-                panel_w - main_w - 10,
-                height,
-                svg.extent([p.tokens for p in sides]),
-                (-0.03, 1.05),
-                yticks=yticks,
-                ylabels=[""] * len(yticks),
-                xfmt=svg.tokens,
-                tick_size=8.5,
-                rotate_x=-30,
-                xticks=sorted({p.tokens for p in sides}) if sides else [],
-            )
-            canvas.text(
-                side.left + side.width / 2,
-                side.bottom + 40,
-                f"{APART} (never compacts)",
-                anchor="middle",
-                size=9.5,
-            )
-            axes.append((side, sides))
-        front = sorted((p for p in points if p.on_frontier), key=lambda p: (p.tokens, -p.retention))
-        for target, group in axes:
-            ranked = [p for p in front if p in group]
-            if target is ax and ranked:
-                xs, ys = [ranked[0].tokens], [ranked[0].retention]
-                for p in ranked[1:]:
-                    xs += [p.tokens, p.tokens]
-                    ys += [ys[-1], p.retention]
-                canvas.polyline(target, xs, ys, colour=INK, width=1.0, dash="4 3")
-            for p in group:
-                canvas.markers(
-                    target,
-                    [p.tokens],
-                    [p.retention],
-                    colour=colour[p.strategy],
-                    size=3.6,
-                    hollow=p.failed,
-                    titles=[
-                        f"{p.label or p.strategy}: retention {p.retention:.3f}, "
-                        f"{p.tokens:,.0f} input tokens per trace"
-                        + (", failed calls" if p.failed else "")
-                    ],
-                )
-            for p in ranked:
-                canvas.markers(target, [p.tokens], [p.retention], colour=INK, size=6.5, hollow=True)
-                canvas.text(
-                    target.x(p.tokens) + 7,
-                    target.y(p.retention) - 6,
-                    str(front.index(p) + 1),
-                    size=9.5,
-                    colour=INK,
-                )
+
+
+def _pareto_legend(
+    names: Sequence[str], colour: Mapping[str, str], everything: Sequence[ParetoPoint]
+) -> list[tuple[str, str, str]]:
+    """The legend's entries: a marker per name (hollow: failed calls), then the frontier."""
     entries = [
-        (name, colour[name.removesuffix(" (failed calls)")], "hollow" if "(failed" in name else "o")
+        (name, colour[name.removesuffix(_FAILED)], "hollow" if "(failed" in name else "o")
         for name in names
-        if name.removesuffix(" (failed calls)") in colour
+        if name.removesuffix(_FAILED) in colour
     ]
     if any(p.on_frontier for p in everything):
         entries.append(("frontier", INK, "hollow"))
-    canvas.legend(entries, WIDE - legend_w + 8, top + 6)
-    canvas.text(
-        WIDE / 2, 15, f"window {window:,}: retention vs input tokens", anchor="middle", size=12
+    return entries
+
+
+def _pareto_axes(
+    canvas: Canvas,
+    x0: float,
+    panel_w: float,
+    points: Sequence[ParetoPoint],
+    apart: bool,
+    title: str,
+    *,
+    first: bool,
+) -> list[tuple[svg.Axes, list[ParetoPoint]]]:
+    """One panel's axes and the points each shows: the main one, and ``none``'s narrow one
+    at its right when ``apart``."""
+    top, height = 42, canvas.height - 42 - 52
+    main_w = panel_w * 5 / 6 - 10 if apart else panel_w
+    mains = [p for p in points if not (apart and p.strategy == APART)]
+    sides = [p for p in points if apart and p.strategy == APART]
+    ax = canvas.axes(
+        x0,
+        top,
+        main_w,
+        height,
+        svg.extent([p.tokens for p in mains]),
+        (-0.03, 1.05),
+        yticks=_YTICKS,
+        xfmt=svg.tokens,
+        yfmt=svg.plain,
+        xlabel="mean input tokens per trace",
+        ylabel="retention" if first else "",
+        title=title,
     )
-    return canvas.render()
+    if not apart:
+        return [(ax, mains)]
+    side = canvas.axes(
+        x0 + main_w + 10,
+        top,
+        panel_w - main_w - 10,
+        height,
+        svg.extent([p.tokens for p in sides]),
+        (-0.03, 1.05),
+        yticks=_YTICKS,
+        ylabels=[""] * len(_YTICKS),
+        xfmt=svg.tokens,
+        tick_size=8.5,
+        rotate_x=-30,
+        xticks=sorted({p.tokens for p in sides}) if sides else [],
+    )
+    canvas.text(
+        side.left + side.width / 2,
+        side.bottom + 40,
+        f"{APART} (never compacts)",
+        anchor="middle",
+        size=9.5,
+    )
+    return [(ax, mains), (side, sides)]
+
+
+def _pareto_points(
+    canvas: Canvas,
+    target: svg.Axes,
+    group: Sequence[ParetoPoint],
+    front: list[ParetoPoint],
+    colour: Mapping[str, str],
+    *,
+    frontier_line: bool,
+) -> None:
+    """``group``'s points on ``target`` (hollow: failed calls), the frontier's step line on
+    the main axes, and each frontier point ringed with its rank."""
+    ranked = [p for p in front if p in group]
+    if frontier_line and ranked:
+        xs, ys = [ranked[0].tokens], [ranked[0].retention]
+        for p in ranked[1:]:
+            xs += [p.tokens, p.tokens]
+            ys += [ys[-1], p.retention]
+        canvas.polyline(target, xs, ys, colour=INK, width=1.0, dash="4 3")
+    for p in group:
+        failed = ", failed calls" if p.failed else ""
+        canvas.markers(
+            target,
+            [p.tokens],
+            [p.retention],
+            colour=colour[p.strategy],
+            size=3.6,
+            hollow=p.failed,
+            titles=[
+                f"{p.label or p.strategy}: retention {p.retention:.3f}, "
+                f"{p.tokens:,.0f} input tokens per trace{failed}"
+            ],
+        )
+    for p in ranked:
+        canvas.markers(target, [p.tokens], [p.retention], colour=INK, size=6.5, hollow=True)
+        canvas.text(
+            target.x(p.tokens) + 7,
+            target.y(p.retention) - 6,
+            str(front.index(p) + 1),
+            size=9.5,
+            colour=INK,
+        )
 
 
 # -- retention by probe kind ------------------------------------------------------------------------

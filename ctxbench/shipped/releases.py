@@ -2,7 +2,7 @@
 
 A release is installed into its own virtual environment (the three pin conflicting versions of
 httpx, pydantic and openai) and driven by a small program of ours, its *driver*, run with that
-environment's python. The extra pins are the ones RELEASES.md found necessary by installing the
+environment's python. The extra pins are the ones docs/sources.md found necessary by installing the
 wheels: ``pip install dbgpt==0.8.2`` alone cannot import ``dbgpt.agent.core.context``.
 """
 
@@ -56,7 +56,7 @@ DBGPT = Release(
     framework="dbgpt",
     distribution="dbgpt",
     version="0.8.2",
-    # RELEASES.md "Installing them": extras agent, simple-framework and client, plus the
+    # docs/sources.md "Installing the releases": extras agent, simple-framework and client, plus the
     # undeclared dbgpt-ext, requests and httpx-sse; cachetools 8.x breaks the pydantic import.
     extra=(
         "dbgpt-ext==0.8.2",

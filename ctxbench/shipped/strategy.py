@@ -198,6 +198,6 @@ class ShippedStrategy(Strategy):
 
 def _sources(items: list[Any], history: list[Message]) -> list[Message | None]:
     """The history message each decoded prompt item stands for (its ``ref``; None: new), so a
-    rewrite keeps its trace index by the engine's one rule (``ReplayContext._inherit``)."""
+    rewrite keeps its trace index by the engine's one rule (``Recorder.inherit`` of :mod:`ctxbench.engine.recorder`)."""
     refs = [i.get("ref") if isinstance(i, Mapping) else None for i in items]
     return [history[r] if isinstance(r, int) else None for r in refs]

@@ -8,11 +8,14 @@ makes a fresh instance for one replay. Users plug in their own as ``package.modu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxbench import config as configuration
 from ctxbench.engine.strategy import PROTOCOL, Strategy
 from ctxbench.registry import Registry
+
+if TYPE_CHECKING:
+    from ctxbench.engine.strategy import Starter
 
 STRATEGIES = Registry("strategy", list_command="ctxbench strategies")
 STRATEGIES.add("none", "ctxbench.strategies.none:NoCompaction")
@@ -31,6 +34,13 @@ STRATEGIES.add("autogen_head_tail", "ctxbench.strategies.autogen:AutoGenHeadTail
 STRATEGIES.add("autogen_token_limited", "ctxbench.strategies.autogen:AutoGenTokenLimited")
 STRATEGIES.add("langchain_trim", "ctxbench.strategies.langchain_trim:LangChainTrim")
 STRATEGIES.add("claude_code", "ctxbench.strategies.claude_code:ClaudeCode")
+
+#: The strategy that never compacts: the baseline other analyses compare with (where a trace
+#: overflows, the retention ceiling, what the calls cost without compaction).
+BASELINE = "none"
+#: The strategy whose agent recorded summaries come from when a trace does not say its format
+#: (Claude Code sessions are where recorded summaries are found).
+RECORDED_DEFAULT = "claude_code"
 
 #: Released framework code run in its own environment (ctxbench/shipped/): kept apart from
 #: STRATEGIES, whose every entry replays in-process, and listed by `ctxbench shipped list`.
@@ -115,4 +125,70 @@ def build_strategy(
     return cls(cfg)
 
 
-__all__ = ["SHIPPED_STRATEGIES", "STRATEGIES", "Strategy", "build_strategy", "strategy_class"]
+def registered() -> list[type[Strategy]]:
+    """Every registered strategy's class, in registration order (imports them all)."""
+    return [strategy_class(name) for name in STRATEGIES.names()]
+
+
+def reproducing(meta: Mapping[str, Any], *, default: str | None = None) -> str | None:
+    """The registered strategy that reproduces the agent a trace was imported from (its
+    :attr:`Strategy.reproduces` holds the trace's ``imported_from.format``), else ``default``."""
+    source = meta.get("imported_from")
+    fmt = source.get("format") if isinstance(source, Mapping) else None
+    found = (cls.name for cls in registered() if fmt in cls.reproduces)
+    return next(found, default) if isinstance(fmt, str) else default
+
+
+def starters() -> list[tuple[str, Starter]]:
+    """The strategies ``ctxbench init`` proposes for any traces, by :attr:`Strategy.starter`."""
+    found = [(cls.starter, cls.name) for cls in registered() if cls.starter is not None]
+    return [(name, starter) for starter, name in sorted(found, key=lambda f: f[0].rank)]
+
+
+def config_file_params(name: str, data: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The knobs of strategy ``name`` in a parsed ``--config`` file: the keys of its real
+    system's own section (:attr:`Strategy.native_section`) when the file has it, else the
+    top-level keys. A file holding another strategy's own section is an error naming it."""
+    from ctxbench.errors import ConfigError
+
+    named = strategy_class(name)
+    for cls in [named, *(c for c in registered() if c is not named)]:
+        section = _section(data, cls.native_section)
+        if section is None:
+            continue
+        key = cls.native_section
+        if cls.name != name:
+            raise ConfigError(
+                f"[{key}] configures {cls.name}, but --strategy is {name!r}",
+                path=path,
+                hint=f"use --strategy {cls.name}, or put the strategy's knobs at top level",
+            )
+        if not isinstance(section, Mapping):
+            raise ConfigError("expected a table", path=path, key=key, hint=f"write it as [{key}]")
+        return dict(section)
+    return dict(data)
+
+
+def _section(data: Mapping[str, Any], dotted: str) -> Any:
+    """The value at ``dotted`` key path of ``data`` (None: absent, or no path)."""
+    if not dotted:
+        return None
+    found: Any = data
+    for key in dotted.split("."):
+        found = found.get(key) if isinstance(found, Mapping) else None
+    return found
+
+
+__all__ = [
+    "BASELINE",
+    "RECORDED_DEFAULT",
+    "SHIPPED_STRATEGIES",
+    "STRATEGIES",
+    "Strategy",
+    "build_strategy",
+    "config_file_params",
+    "registered",
+    "reproducing",
+    "starters",
+    "strategy_class",
+]

@@ -3,7 +3,7 @@
 Sources: docs.claude.com/en/docs/build-with-claude/context-editing (beta header
 ``context-management-2025-06-27``) and the API types (``BetaClearToolUses20250919Edit``:
 ``trigger``, ``keep``, ``clear_at_least``, ``exclude_tools``, ``clear_tool_inputs``; the response's
-``cleared_tool_uses`` and ``cleared_input_tokens``); REFERENCE.md B. LangChain's
+``cleared_tool_uses`` and ``cleared_input_tokens``); docs/sources.md. LangChain's
 ``ClearToolUsesEdit`` (``langchain/agents/middleware/context_editing.py``), which "mirrors
 Anthropic's clear_tool_uses_20250919 behavior", fills in what the docs leave open.
 

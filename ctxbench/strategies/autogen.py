@@ -2,7 +2,7 @@
 
 Release: ``autogen-core==0.7.5`` (the wheel's ``autogen_core/model_context/``
 ``_head_and_tail_chat_completion_context.py`` and ``_token_limited_chat_completion_context.py``);
-REFERENCE.md B read the repository at a later commit, which also filters mid-list orphans.
+The reading in docs/sources.md is of a later commit, which also filters mid-list orphans.
 
 An AutoGen context stores every message and builds the prompt in ``get_messages`` on every call,
 so these strategies rebuild the prompt from the full history before every call. The system

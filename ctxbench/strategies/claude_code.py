@@ -1,7 +1,7 @@
 """``claude_code``: Claude Code's auto-compact (and optional microcompact).
 
 Sources: deobfuscated-source analyses of Claude Code's ``services/compact/autoCompact.ts``,
-``compact.ts`` and ``prompt.ts`` (**secondary**, REFERENCE.md B [2nd]: zhanghandong
+``compact.ts`` and ``prompt.ts`` (**secondary**, docs/sources.md: zhanghandong
 "harness-engineering" ch. 9; manavgup shipai; gist sam-saffron-jarvis (v2.1.68); ccstatusline
 PR #319), checked against **records**: the ``compact_boundary`` entries of real Claude Code
 2.1.39 sessions (``compactMetadata.preTokens``, marot/spotter test fixtures; see
@@ -89,7 +89,7 @@ from ctxbench.engine.strategy import TraceDefault
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.strategies.base import ProviderCall, Strategy
 from ctxbench.strategies.layers import split_system, transcript, with_placeholder
-from ctxbench.summarizers.base import summary_source
+from ctxbench.summarizers.base import SummaryRequest, summary_source
 from ctxbench.trace import Message
 
 COMPACT_PROMPT = """\
@@ -228,6 +228,28 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
     )
     Config = ClaudeCodeConfig
     default_estimator = "claude_code"
+    reproduces = ("claude_code",)
+    reproduces_why = (
+        "Claude Code's auto-compact: these are Claude Code sessions; each session's CLI "
+        "version and Claude Code's 32,000 output limit come from the trace (`run` prints them)"
+    )
+
+    @classmethod
+    def recorded_summary_request(
+        cls, history: tuple[Message, ...], *, trace_id: str, call: int, first: bool
+    ) -> SummaryRequest:
+        """The 9-section compact prompt over the transcript, with the default summary budget
+        (layer ``autocompact``)."""
+        _, rest = split_system(history)
+        return SummaryRequest(
+            strategy=cls.name,
+            layer="autocompact",
+            prompt=transcript(rest) + "\n\n[user]: " + COMPACT_PROMPT,
+            messages=tuple(rest),
+            sections=SUMMARY_SECTIONS,
+            max_tokens=ClaudeCodeConfig().summary_max_tokens,
+            key=f"{trace_id}:{call}:autocompact:0",
+        )
 
     @classmethod
     def trace_defaults(cls, meta: Mapping[str, Any]) -> tuple[TraceDefault, ...]:

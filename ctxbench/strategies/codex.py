@@ -4,7 +4,7 @@ Source: openai/codex ``codex-rs/core/src/compact.rs`` (``run_compact_task_inner`
 ``collect_user_messages``, ``build_compacted_history``), ``codex-rs/core/templates/compact/
 prompt.md`` and ``summary_prefix.md``, ``codex-rs/core/src/truncate.rs`` (``approx_token_count``,
 ``truncate_text``) and ``codex-rs/protocol/src/openai_models.rs`` (``auto_compact_token_limit``);
-REFERENCE.md B.
+docs/sources.md.
 
 Rules reproduced:
 
@@ -46,6 +46,7 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import SummarizerError
 from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import drop_unpaired, split_system, transcript
+from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
 
 SUMMARIZATION_PROMPT = """\
@@ -204,6 +205,25 @@ class Codex(Strategy[CodexConfig]):
     source = "openai/codex codex-rs/core/src/compact.rs"
     Config = CodexConfig
     default_estimator = "chars4"
+    reproduces = ("codex",)
+    reproduces_why = "Codex CLI's compaction: these are Codex rollouts"
+
+    @classmethod
+    def recorded_summary_request(
+        cls, history: tuple[Message, ...], *, trace_id: str, call: int, first: bool
+    ) -> SummaryRequest:
+        """The summarization prompt over the transcript, with the default summary budget
+        (layer ``auto_compact``, as the rollouts name it)."""
+        _, rest = split_system(history)
+        return SummaryRequest(
+            strategy=cls.name,
+            layer="auto_compact",
+            prompt=transcript(rest) + "\n\n[user]: " + SUMMARIZATION_PROMPT,
+            messages=tuple(rest),
+            sections=SUMMARY_SECTIONS,
+            max_tokens=CodexConfig().summary_max_tokens,
+            key=f"{trace_id}:{call}:auto_compact:0",
+        )
 
     def limit(self, ctx: ReplayContext) -> int:
         """``auto_compact_token_limit`` for the run's window."""

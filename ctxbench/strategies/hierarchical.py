@@ -1,9 +1,9 @@
 """``hierarchical``: hot rounds in the prompt, older rounds in a cold store, retrieved by BM25.
 
-Source: the "hierarchical memory" pattern of the ContextManager design document (seeds/003:
+Source: the "hierarchical memory" pattern of the ContextManager design article (docs/sources.md:
 "hot data stays in history, cold data moves to a vector store ... can cause 'false amnesia' if
-retrieval fails"). REFERENCE.md A3 finds no public system that combines these pieces, so this is
-**ctxbench's own synthesis**, not a reproduction: it follows A3's retention order (system >
+retrieval fails"). docs/sources.md finds no public system that combines these pieces, so this is
+**ctxbench's own synthesis**, not a reproduction: it follows the article's retention order (system >
 original task > last-N rounds > retrieved older rounds) and replaces the vector store with a
 small deterministic BM25 so replays need no embedding model.
 

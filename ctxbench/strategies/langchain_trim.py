@@ -4,7 +4,7 @@ Release: ``langchain-core==1.8.3`` (read again in the 1.8.4 wheel: the same code
 Source: langchain-ai/langchain ``libs/core/langchain_core/messages/utils.py`` (``trim_messages``,
 ``_first_max_tokens``, ``_last_max_tokens``, ``_default_text_splitter``) and the reference page
 reference.langchain.com ``trim_messages``; the tool-pair rule follows PR #34195 ("if the cutoff
-is not safe, move forward ... until it finds the first non tool message"); REFERENCE.md B.
+is not safe, move forward ... until it finds the first non tool message"); docs/sources.md.
 
 In LangGraph ``trim_messages`` typically runs in a ``pre_model_hook`` that returns
 ``llm_input_messages``: the stored history is untouched and every call trims it again, so

@@ -3,6 +3,7 @@ overflows a window, and is the retention ceiling every other strategy is compare
 
 from __future__ import annotations
 
+from ctxbench.engine.strategy import Starter
 from ctxbench.strategies.base import Strategy
 
 
@@ -11,3 +12,4 @@ class NoCompaction(Strategy):
     summary = "Never compacts: shows where a trace overflows."
     source = "ctxbench baseline"
     default_estimator = "chars4"
+    starter = Starter(0, "the baseline: never compacts, shows where the traces overflow")

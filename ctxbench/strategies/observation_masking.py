@@ -2,7 +2,7 @@
 
 Sources:
 
-- JetBrains, "The Complexity Trap" (arXiv 2508.21433; REFERENCE.md C1): observation masking
+- JetBrains, "The Complexity Trap" (arXiv 2508.21433; docs/sources.md): observation masking
   keeps the observations of the last M=10 turns and replaces older ones with a placeholder. The
   experiments run SWE-agent's ``LastNObservations`` history processor with ``n: 10``
   (``config/default_no_demo_N=1_M=10.yaml`` in the-complexity-trap repository);
@@ -105,6 +105,8 @@ class ObservationMasking(RebuiltFromHistory[ObservationMaskingConfig]):
     )
     Config = ObservationMaskingConfig
     default_estimator = "chars4"
+    reproduces = ("swe_agent",)
+    reproduces_why = "SWE-agent's default history processor keeps the last observations"
     layer = "observation_masking"
 
     def placeholder(self) -> str:

@@ -2,7 +2,7 @@
 
 Source: OpenHands/OpenHands (V0), ``openhands/memory/condenser/impl/llm_summarizing_condenser.py``,
 ``amortized_forgetting_condenser.py``, ``openhands/core/config/condenser_config.py`` and
-``openhands/events/serialization/event.py`` (``truncate_content``); REFERENCE.md B.
+``openhands/events/serialization/event.py`` (``truncate_content``); docs/sources.md.
 
 OpenHands counts **events**. ctxbench maps one non-system message to one event (an assistant
 message with parallel calls is one event here, where OpenHands has one action event per call);
@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.strategy import Starter
 from ctxbench.errors import SummarizerError
 from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import (
@@ -52,6 +53,7 @@ from ctxbench.strategies.layers import (
     safe_start_forward,
     split_system,
 )
+from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
 
 SUMMARY_PROMPT = """You are maintaining a context-aware state summary for an interactive agent.
@@ -196,6 +198,32 @@ class OpenHandsSummarizing(Strategy[OpenHandsSummarizingConfig]):
     source = "OpenHands/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py"
     Config = OpenHandsSummarizingConfig
     default_estimator = "chars4"
+    reproduces = ("openhands",)
+    starter = Starter(3, "OpenHands' head + summary + tail")
+    reproduces_why = "OpenHands' condenser: these are OpenHands event streams"
+
+    @classmethod
+    def recorded_summary_request(
+        cls, history: tuple[Message, ...], *, trace_id: str, call: int, first: bool
+    ) -> SummaryRequest:
+        """The condenser prompt over the events after the ``keep_first`` head (the kept tail
+        is not known from the record, so the whole rest counts as forgotten); after the first
+        condensation the head holds the previous summary."""
+        cfg = OpenHandsSummarizingConfig()
+        _, rest = split_system(history)
+        head, forgotten = rest[: cfg.keep_first], rest[cfg.keep_first :]
+        summaries = [m.content for m in head if m.role == "user" and not first]
+        previous = summaries[0] if summaries else None
+        return SummaryRequest(
+            strategy=cls.name,
+            layer=cls.name,
+            prompt=summary_prompt(previous or NO_SUMMARY, list(forgotten), cfg.max_event_length),
+            messages=tuple(forgotten),
+            sections=SUMMARY_SECTIONS,
+            max_tokens=cfg.summary_max_tokens,
+            previous_summary=previous,
+            key=f"{trace_id}:{call}:{cls.name}:0",
+        )
 
     def __init__(self, config: OpenHandsSummarizingConfig | None = None) -> None:
         super().__init__(config)

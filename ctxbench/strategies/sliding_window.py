@@ -1,6 +1,6 @@
 """``sliding_window``: keep the system messages and the last ``keep_rounds`` whole rounds.
 
-Source: the "sliding window" pattern of the ContextManager design document (seed 003):
+Source: the "sliding window" pattern of the ContextManager design article (docs/sources.md):
 "keep system + the most recent N rounds of user/assistant/tool". Rounds come from
 :func:`ctxbench.pairing.rounds`, so a tool call and its results are never split.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.strategy import Starter
 from ctxbench.strategies.base import Strategy
 from ctxbench.strategies.layers import CONTEXT_MANAGER_ARTICLE
 from ctxbench.trace import Message
@@ -61,6 +62,9 @@ class SlidingWindow(Strategy[SlidingWindowConfig]):
     source = f"{CONTEXT_MANAGER_ARTICLE}, 'Sliding window'"
     Config = SlidingWindowConfig
     default_estimator = "chars4"
+    starter = Starter(
+        1, "system + the last N whole rounds", "{ keep_rounds = [4, 8] }  # a list is an axis"
+    )
 
     def before_call(self, ctx: ReplayContext) -> None:
         cfg = self.config

@@ -1,10 +1,10 @@
 """``summarize_half``: the ContextManager design document's ``build_for_llm`` / ``_compact`` contract.
 
-Source: seeds/003 ("Why Agent Conversations Aren't Just Chat Logs"), "Minimal ContextManager
+Source: the ContextManager article ("Why Agent Conversations Aren't Just Chat Logs"), "Minimal ContextManager
 Contract": ``build_for_llm`` compacts when ``estimate_tokens(system, messages) > token_budget``;
 ``_compact`` keeps the system message, summarises the oldest 50% of rounds and keeps the recent
 full tool rounds (``split_messages(messages, keep_recent_tool_rounds=3)``), then
-``messages = [summary_message(summary)] + recent``. REFERENCE.md A3: the article's source is not
+``messages = [summary_message(summary)] + recent``. docs/sources.md: the article's source is not
 identified, so this is a reproduction of the document's contract, not of a shipped system.
 
 Rules reproduced:
@@ -106,7 +106,7 @@ def split_old_recent(
 
 class SummarizeHalf(Strategy[SummarizeHalfConfig]):
     name = "summarize_half"
-    summary = "Seed 003 ContextManager: over budget, summarise the oldest half of the rounds."
+    summary = "ContextManager article: over budget, summarise the oldest half of the rounds."
     source = f"{CONTEXT_MANAGER_ARTICLE}, build_for_llm / _compact"
     Config = SummarizeHalfConfig
     default_estimator = "chars4"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ctxbench.counting.base import TokenCounter
+from ctxbench.errors import SummarizerError
 from ctxbench.trace import Message
 
 
@@ -103,3 +104,42 @@ def config_of(cls: type) -> type[Any]:
     config = dataclasses.make_dataclass(f"{cls.__name__}Config", fields, frozen=True)
     config.__module__ = cls.__module__
     return config
+
+
+class _Refused(SummarizerError):
+    """A summary :func:`call_summarizer` refused (no summarizer, an empty text), with the
+    ``error`` its ``summary`` event records."""
+
+    def __init__(self, message: str, *, kind: str, recorded: str) -> None:
+        super().__init__(message, kind=kind)
+        self.recorded = recorded
+
+
+def call_summarizer(
+    summarizer: Summarizer | None, request: SummaryRequest, counter: TokenCounter
+) -> str:
+    """``summarizer``'s text for ``request``, or a :class:`SummarizerError`: none configured
+    (kind ``missing``), the summarizer's own, any other exception it raised (a plug-in's bug
+    is a failed summary, not a crashed replay: kind ``crash``), or no text (kind ``empty``)."""
+    if summarizer is None:
+        raise _Refused("no summarizer configured", kind="missing", recorded="no summarizer")
+    try:
+        text = summarizer.summarize(request, counter)
+    except SummarizerError:
+        raise
+    except Exception as exc:
+        raise SummarizerError(
+            f"the summarizer raised {type(exc).__name__}: {exc}", kind="crash"
+        ) from exc
+    if not isinstance(text, str) or not text.strip():
+        raise _Refused(
+            "the summarizer returned an empty summary",
+            kind="empty",
+            recorded="empty: the summarizer returned no text",
+        )
+    return text
+
+
+def failure_text(error: SummarizerError) -> str:
+    """The ``error`` a ``summary`` event records for a failed :func:`call_summarizer`."""
+    return error.recorded if isinstance(error, _Refused) else f"{error.kind}: {error.message}"

@@ -10,8 +10,9 @@ summary budget), runs the summarizer on it, and measures both texts the same way
 - **mined probes**: the probes :func:`ctxbench.probes.mining.mine_probes` mines on that
   history, scored by :class:`ctxbench.probes.scoring.PromptScorer` on a prompt holding only
   the summary, kept (``in_context``) by mined category;
-- **used after**: the facts the agent used after the compaction (:func:`used_after_facts`),
-  scored the same way.
+- **used after**: the facts the agent used after the compaction
+  (:func:`ctxbench.probes.needed.used_after`: the needed facts of the compaction), scored the
+  same way.
 
 Pure but for the summarizer (an LLM-backed one calls its endpoint); the command prints it.
 """
@@ -19,7 +20,6 @@ Pure but for the summarizer (an LLM-backed one calls its endpoint); the command 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,21 +27,10 @@ from typing import Any
 from ctxbench.counting.base import TokenCounter
 from ctxbench.probes.mining import mine_probes
 from ctxbench.probes.model import Probe
-from ctxbench.probes.scoring import PromptScorer, TextIndex
+from ctxbench.probes.needed import used_after
+from ctxbench.probes.scoring import PromptScorer
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
-from ctxbench.trace import Message, Trace, message_search_text
-
-#: tool-call arguments that hold prose or code, not values the agent reuses
-PROSE_ARGUMENTS = frozenset(
-    {"description", "content", "old_string", "new_string", "prompt", "todos", "plan"}
-)
-#: a value worth asking about: a path, a number, a dotted/underscored name or an inner hyphen
-_VALUE_SHAPE = re.compile(r"[/\d._]|[A-Za-z0-9]-[A-Za-z0-9]")
-_TOKEN_STRIP = "\"'`,;:()[]{}<>"
-MIN_VALUE = 5
-MAX_VALUE = 200
-#: only the words of a one-line argument this long (a command, not a script) are values
-MAX_LINE = 400
+from ctxbench.trace import Message, Trace
 
 
 @dataclass(frozen=True)
@@ -94,61 +83,6 @@ class Compared:
         }
 
 
-def _strings(value: Any, key: str | None, out: list[str]) -> None:
-    if isinstance(value, str):
-        if key not in PROSE_ARGUMENTS:
-            out.append(value)
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            _strings(v, str(k), out)
-    elif isinstance(value, list):
-        for item in value:
-            _strings(item, key, out)
-
-
-def call_values(arguments: str) -> list[str]:
-    """The values a tool call passes: each short one-line string argument whole, and the
-    path-, id- or number-shaped words of each one-line argument (a command's files and ids);
-    prose and code arguments (Bash's ``description``, Edit's strings, heredocs) are left out."""
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        parsed = arguments
-    strings: list[str] = []
-    _strings(parsed, None, strings)
-    out: list[str] = []
-    for text in strings:
-        if "\n" not in text and MIN_VALUE <= len(text) <= MAX_VALUE and _VALUE_SHAPE.search(text):
-            out.append(text)
-        if "\n" in text or len(text) > MAX_LINE:
-            continue  # a heredoc, a commit message: prose
-        for word in text.split():
-            word = word.strip(_TOKEN_STRIP).rstrip(".")
-            if MIN_VALUE <= len(word) <= MAX_VALUE and _VALUE_SHAPE.search(word.lstrip("-")):
-                out.append(word)
-    return list(dict.fromkeys(out))
-
-
-def used_after_facts(
-    before: Sequence[Message], after: Sequence[Message], *, limit: int | None = None
-) -> tuple[str, ...]:
-    """Facts the agent used after a compaction: values its tool calls in ``after`` pass
-    (:func:`call_values`) that the history ``before`` held in a user message, a tool result
-    or an assistant message (not the system prompt), in the order of first use.
-
-    This is the compaction's side of issue 35's needed facts (a value the agent writes in a
-    later tool call, learned from an earlier message); it lives here until the miner mines them.
-    """
-    seen = TextIndex.of("\n".join(message_search_text(m) for m in before if m.role != "system"))
-    out: list[str] = []
-    for message in after:
-        for call in message.tool_calls:
-            for value in call_values(call.arguments):
-                if value not in out and seen.has(value):
-                    out.append(value)
-    return tuple(out[:limit] if limit is not None else out)
-
-
 def history_before(trace: Trace, index: int) -> tuple[tuple[Message, ...], int]:
     """The history the agent compacted at recorded compaction ``index`` (its summary of the
     previous one as a user message, then the messages since), and where it starts."""
@@ -163,68 +97,28 @@ def history_before(trace: Trace, index: int) -> tuple[tuple[Message, ...], int]:
 
 
 def recorded_request(trace: Trace, index: int, history: Sequence[Message]) -> SummaryRequest:
-    """The request the strategy reproducing the trace's agent makes of ``history``: Claude
-    Code's 9-section prompt, Codex's summarization prompt (its rollouts) or OpenHands' condenser
-    prompt (its event streams), with the strategy's default summary budget and the replay's
-    key (trace, call, layer, seed 0)."""
-    from ctxbench.strategies.layers import split_system, transcript
+    """The request the strategy reproducing the trace's agent (:func:`strategy_for`) makes of
+    ``history``: its :meth:`~ctxbench.engine.strategy.Strategy.recorded_summary_request` (its
+    own prompt, sections and default summary budget, keyed as a replay with seed 0)."""
+    from ctxbench.strategies import RECORDED_DEFAULT, strategy_class
 
-    strategy = strategy_for(trace)
-    _, rest = split_system(history)
-    compaction = trace.recorded_compactions[index]
-    previous: str | None = None
-    if strategy == "openhands_summarizing":
-        from ctxbench.strategies import openhands
-
-        cfg = openhands.OpenHandsSummarizingConfig()
-        # the events after the first: the condenser's keep_first head stays (its kept tail
-        # is not known from the record, so the whole rest counts as forgotten)
-        head = rest[: cfg.keep_first]
-        rest = rest[cfg.keep_first :]
-        summaries = [m.content for m in head if m.role == "user" and index > 0]
-        previous = summaries[0] if summaries else None
-        return SummaryRequest(
-            strategy=strategy,
-            layer="openhands_summarizing",
-            prompt=openhands.summary_prompt(
-                previous or openhands.NO_SUMMARY, list(rest), cfg.max_event_length
-            ),
-            messages=tuple(rest),
-            sections=openhands.SUMMARY_SECTIONS,
-            max_tokens=cfg.summary_max_tokens,
-            previous_summary=previous,
-            key=f"{trace.id}:{compaction.call}:openhands_summarizing:0",
+    call = trace.recorded_compactions[index].call
+    for name in (strategy_for(trace), RECORDED_DEFAULT):  # one that summarises, else the default
+        request = strategy_class(name).recorded_summary_request(
+            tuple(history), trace_id=trace.id, call=call, first=index == 0
         )
-    if strategy == "codex":
-        from ctxbench.strategies import codex
-
-        prompt = codex.SUMMARIZATION_PROMPT
-        sections: tuple[str, ...] = codex.SUMMARY_SECTIONS
-        budget = codex.CodexConfig().summary_max_tokens
-        layer = "auto_compact"
-    else:
-        from ctxbench.strategies import claude_code
-
-        prompt, sections = claude_code.COMPACT_PROMPT, claude_code.SUMMARY_SECTIONS
-        budget = claude_code.ClaudeCodeConfig().summary_max_tokens
-        layer = "autocompact"
-    return SummaryRequest(
-        strategy=strategy,
-        layer=layer,
-        prompt=transcript(rest) + "\n\n[user]: " + prompt,
-        messages=tuple(rest),
-        sections=sections,
-        max_tokens=budget,
-        key=f"{trace.id}:{compaction.call}:{layer}:0",
-    )
+        if request is not None:
+            return request
+    raise ValueError(f"strategy {RECORDED_DEFAULT} makes no summary request")
 
 
 def strategy_for(trace: Trace) -> str:
-    """The strategy that reproduces the agent a trace was imported from (Claude Code by
-    default: its sessions are where recorded summaries come from)."""
-    source = trace.meta.get("imported_from")
-    fmt = source.get("format") if isinstance(source, Mapping) else None
-    return {"codex": "codex", "openhands": "openhands_summarizing"}.get(str(fmt), "claude_code")
+    """The strategy that reproduces the agent a trace was imported from (its
+    :attr:`~ctxbench.engine.strategy.Strategy.reproduces`; Claude Code's by default: its
+    sessions are where recorded summaries come from)."""
+    from ctxbench.strategies import RECORDED_DEFAULT, reproducing
+
+    return reproducing(trace.meta, default=RECORDED_DEFAULT) or RECORDED_DEFAULT
 
 
 def measure(
@@ -268,7 +162,7 @@ def compare(
             history, _ = history_before(trace, index)
             end = compactions[index + 1].message if index + 1 < len(compactions) else None
             after = trace.messages[compaction.message : end]
-            facts = used_after_facts(history, after)
+            facts = used_after(history, after)
             probes = mine_probes(Trace(f"{trace.id}@{compaction.call}", history))
             request = recorded_request(trace, index, history)
             text = summarizer.summarize(request, counter)

@@ -7,8 +7,8 @@ the verbatim ``extractive`` one, and this summarizer follows both:
 
 - **Length.** A model writes about as much whatever the budget: 3.5k-4.2k tokens on 70k-110k
   token histories, where ``claude_code`` allows 20,000. The length comes from
-  :data:`LENGTH_MODELS`, a per-framework model fitted on the recorded summaries (see its
-  data there); the request's ``max_tokens`` stays a cap, never a target, and a summary is at
+  :data:`CLAUDE_CODE_LENGTH`, fitted on the recorded summaries (see its data there; the only
+  framework with recorded summaries to fit, so every strategy's requests use it); the request's ``max_tokens`` stays a cap, never a target, and a summary is at
   most a quarter of the history it replaces.
 - **What it keeps.** Real summaries keep every user message (quoted), the request and its
   constraints, the files the agent edited or created (as the agent refers to them:
@@ -71,7 +71,6 @@ def fit_length(samples: Sequence[tuple[int, int]], source: str) -> LengthModel:
 CLAUDE_CODE_LENGTH = LengthModel(
     3_579, "3 recorded Claude Code 2.1.39 summaries (marot/spotter 8cc42b0)"
 )
-LENGTH_MODELS: dict[str, LengthModel] = {"claude_code": CLAUDE_CODE_LENGTH}
 
 #: Tools whose ``file_path``/``path`` argument is a file the agent wrote.
 EDIT_TOOLS = frozenset(
@@ -438,10 +437,10 @@ class ModelLikeSummarizer(Summarizer):
             out["max_share"] = self.max_share
         return out
 
-    def length_model(self, strategy: str) -> LengthModel:
-        """The strategy's fitted length model, or the one ``length_tokens`` / ``max_share``
-        set (a refit, a leave-one-out fold)."""
-        model = LENGTH_MODELS.get(strategy, CLAUDE_CODE_LENGTH)
+    def length_model(self) -> LengthModel:
+        """The fitted length model (:data:`CLAUDE_CODE_LENGTH`), or the one ``length_tokens``
+        / ``max_share`` set (a refit, a leave-one-out fold)."""
+        model = CLAUDE_CODE_LENGTH
         if self.length_tokens is None and self.max_share is None:
             return model
         return LengthModel(
@@ -451,7 +450,7 @@ class ModelLikeSummarizer(Summarizer):
     def target(self, request: SummaryRequest, counter: TokenCounter) -> int:
         """The summary's length: the framework's length model on this history, times
         ``length_scale``, within the request's cap."""
-        model = self.length_model(request.strategy)
+        model = self.length_model()
         target = round(model.target(counter.count(request.prompt)) * self.length_scale)
         return target if request.max_tokens is None else min(target, request.max_tokens)
 

@@ -24,26 +24,6 @@ if TYPE_CHECKING:
     from ctxbench.trace import Trace
     from ctxbench.windows import ModelWindow
 
-#: The strategies the starter always compares: the baseline, a simple window and two real systems.
-STARTER_STRATEGIES: tuple[tuple[str, str], ...] = (
-    ("none", "the baseline: never compacts, shows where the traces overflow"),
-    ("sliding_window", "system + the last N whole rounds"),
-    ("dbgpt", "DB-GPT's five states and layers 1-4"),
-    ("openhands_summarizing", "OpenHands' head + summary + tail"),
-)
-#: The strategy of the framework that recorded a format, where ctxbench reproduces it.
-FRAMEWORK_STRATEGIES: dict[str, tuple[str, str]] = {
-    "claude_code": (
-        "claude_code",
-        "Claude Code's auto-compact: these are Claude Code sessions; each session's CLI "
-        "version and Claude Code's 32,000 output limit come from the trace (`run` prints them)",
-    ),
-    "codex": ("codex", "Codex CLI's compaction: these are Codex rollouts"),
-    "swe_agent": (
-        "observation_masking",
-        "SWE-agent's default history processor keeps the last observations",
-    ),
-}
 #: Window sizes the starter picks from (k = 1,024).
 GRID_K: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 RESERVED = 4096
@@ -276,21 +256,23 @@ def _counter_lines(facts: Sequence[SourceFacts]) -> list[str]:
 
 
 def _strategy_lines(formats: Sequence[str], facts: Sequence[SourceFacts]) -> list[str]:
+    """The strategies every starter proposes (:attr:`Strategy.starter`), then the strategy
+    reproducing each source's framework (:attr:`Strategy.reproduces`)."""
+    from ctxbench.strategies import registered, starters
+
     lines: list[str] = []
-    names = [name for name, _ in STARTER_STRATEGIES]
-    for name, what in STARTER_STRATEGIES:
-        lines += ["[[strategies]]", f'name = "{name}"  # {what}']
-        if name == "sliding_window":
-            lines.append("params = { keep_rounds = [4, 8] }  # a list is an axis")
-        if name == "dbgpt":
-            lines.append("params = { warning_threshold = [0.6, 0.7] }  # `ctxbench strategies`")
+    names = []
+    for name, starter in starters():
+        names.append(name)
+        lines += ["[[strategies]]", f'name = "{name}"  # {starter.why}']
+        if starter.params:
+            lines.append(f"params = {starter.params}")
         lines.append("")
     for fmt in dict.fromkeys(formats):
-        if fmt not in FRAMEWORK_STRATEGIES:
+        found = [cls for cls in registered() if fmt in cls.reproduces]
+        if not found or found[0].name in names:
             continue
-        name, why = FRAMEWORK_STRATEGIES[fmt]
-        if name in names:
-            continue
+        name, why = found[0].name, found[0].reproduces_why
         names.append(name)
         versions = sorted({v for f in facts if f.format == fmt for v in f.versions})
         seen = f" (recorded versions: {', '.join(versions)})" if versions else ""

@@ -1,5 +1,5 @@
 """The estimators follow the rules of the frameworks they reproduce (see estimators.py and
-REFERENCE.md): each test states one rule and checks it on messages that exercise it."""
+docs/sources.md): each test states one rule and checks it on messages that exercise it."""
 
 from __future__ import annotations
 

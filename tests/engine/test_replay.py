@@ -15,6 +15,7 @@ from ctxbench.counting import get_counter
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext, safe_component, safe_path
 from ctxbench.engine.provider import ERROR_STYLES, SimulatedProvider, is_overflow_error
+from ctxbench.engine.recorder import recorder_of
 from ctxbench.engine.replay import MAX_ATTEMPTS, ReplayOutput, replay
 from ctxbench.engine.result import Identity, Prices, result_from_events
 from ctxbench.errors import ConfigError, ProviderOverflowError
@@ -191,7 +192,7 @@ class Reassembles(Strategy):
             m.with_text(f"{m.content} #{ctx.call}") if m.role == "system" else m for m in view
         ]
         ctx.reassemble(prompt, view)
-        self.kept.append([ctx.trace_index(m) for m in ctx.view.messages])
+        self.kept.append([recorder_of(ctx).trace_index(m) for m in ctx.view.messages])
 
 
 def test_a_reassembled_prompt_is_no_compaction_and_keeps_trace_indices() -> None:

@@ -11,7 +11,13 @@ import pytest
 
 from ctxbench.formats.importing import open_source
 from ctxbench.probes.mining import mine_probes
-from ctxbench.probes.needed import MIN_GAP, action_values, needed_probes, needed_uses
+from ctxbench.probes.needed import (
+    MIN_GAP,
+    action_values,
+    needed_probes,
+    needed_uses,
+    used_after,
+)
 from ctxbench.synth import generate, load_scenario
 from ctxbench.trace import Message, ToolCall, Trace
 
@@ -62,6 +68,26 @@ def test_what_the_agent_did_not_learn_or_used_at_once_is_not_a_use() -> None:
     assert not any(v == "POL-2024-77" for v, _ in values), "the system prompt always holds it"
     assert not any(v == "2024-05-20" for v, _ in values), "the agent wrote it first"
     assert not any(m == 6 for _, m in values), "a free-text description is the agent's prose"
+
+
+def test_the_needed_facts_of_a_compaction_are_later_values_the_history_held() -> None:
+    before = [
+        Message("system", "the repo is /h/p/secret.txt"),
+        Message("user", "work on PROJ-1234"),
+        result(0, "lib/a.ex lib/b.ex"),
+        Message("assistant", "I will edit lib/c.ex"),
+    ]
+    after = [
+        call(1, "Bash", command="bd close PROJ-1234"),
+        call(2, "Read", file_path="lib/b.ex"),
+        call(3, "Read", file_path="/h/p/secret.txt"),  # only the system prompt held it
+        call(4, "Read", file_path="lib/new.ex"),  # never seen before
+        Message("user", "also lib/a.ex"),  # the user's, not the agent's
+        call(5, "Edit", file_path="lib/c.ex", old_string="lib/a.ex", new_string="x"),
+        call(6, "Read", file_path="lib/b.ex"),  # once, in the order of first use
+    ]
+    assert used_after(before, after) == ("PROJ-1234", "lib/b.ex", "lib/c.ex")
+    assert used_after(before, after, limit=1) == ("PROJ-1234",)
 
 
 def test_values_are_read_from_nested_arguments_commands_and_text() -> None:

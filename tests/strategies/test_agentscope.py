@@ -1,4 +1,5 @@
-"""AgentScope v2 context compression: one test per rule of REFERENCE.md A2 and seeds/002."""
+"""AgentScope v2 context compression: one test per rule of its reading and design document
+(docs/sources.md)."""
 
 from __future__ import annotations
 
@@ -568,7 +569,7 @@ def test_runs_on_a_recorded_trace_without_breaking_tool_pairs(shared_traces: Any
     assert out.result.pairing_violations == 0 and out.result.system_kept
 
 
-# -- agentscope==2.0.11 (RELEASES.md) ------------------------------------------------------------------
+# -- agentscope==2.0.11 (docs/sources.md) --------------------------------------------------------------
 
 
 def run_2_0_11(trace: Trace, window: int, **params: Any) -> ReplayOutput:

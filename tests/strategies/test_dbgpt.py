@@ -1,5 +1,5 @@
 """DB-GPT agent context management as designed: the budget and states, Layers 1-4 and their order
-and events, one test per rule of the design document and REFERENCE.md."""
+and events, one test per rule of the design document and the repository reading (docs/sources.md)."""
 
 from __future__ import annotations
 

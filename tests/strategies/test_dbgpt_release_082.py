@@ -1,4 +1,4 @@
-"""dbgpt==0.8.2 as RELEASES.md describes it, Layer 1's snapshot path, and the estimator drift that
+"""dbgpt==0.8.2 as docs/sources.md describes it, Layer 1's snapshot path, and the estimator drift that
 causes real overflows."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_chars4_on_cjk_output_causes_real_overflows_and_layer4_recoveries_that_e
             assert e["estimated_tokens"] <= e["limit"] < e["true_tokens"]
 
 
-# -- dbgpt==0.8.2 (RELEASES.md) and the Layer-1 snapshot path --------------------------------------
+# -- dbgpt==0.8.2 (docs/sources.md) and the Layer-1 snapshot path -----------------------------------
 
 
 def test_0_8_2_layer3_fails_on_model_name_and_the_breaker_stops_all_compaction() -> None:

@@ -1,4 +1,5 @@
-"""Hermes ``ContextCompressor``: one test per rule of REFERENCE.md A4 and seeds/004."""
+"""Hermes ``ContextCompressor``: one test per rule of its reading at the later commit
+and its design document (docs/sources.md)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ from tests.replaying import Recording
 from tests.upstream.helpers import context_with
 
 HERMES = get_counter("hermes")
-#: the tests below describe the rules of the later commit REFERENCE.md A4 was read at
+#: the tests below describe the rules of the later commit docs/sources.md names
 LATER: Literal["0000416b"] = "0000416b"
 
 

@@ -1,4 +1,4 @@
-"""summarize_half: seed 003's build_for_llm / _compact contract, one test per rule."""
+"""summarize_half: the ContextManager article's build_for_llm / _compact contract, one test per rule."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""``ctxbench summaries``: the facts an agent used after a compaction, the request the
-strategy makes, and any summarizer measured beside the recorded summary."""
+"""``ctxbench summaries``: the request the strategy makes, and any summarizer measured beside
+the recorded summary (the facts an agent used after a compaction are the needed facts of
+``tests/probes/test_needed.py``)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,10 @@ from ctxbench.counting import get_counter
 from ctxbench.formats.importing import import_file
 from ctxbench.summarizers import build_summarizer
 from ctxbench.summarizers.comparison import (
-    call_values,
     compare,
     history_before,
     recorded_request,
     render,
-    used_after_facts,
 )
 from ctxbench.trace import Message, ToolCall
 
@@ -28,36 +27,6 @@ TRANSCRIPTS = "marot+spotter/test/fixtures/transcripts"
 
 def call(name: str, arguments: str) -> Message:
     return Message("assistant", "", tool_calls=(ToolCall("c", name, arguments),))
-
-
-def test_call_values_are_paths_ids_and_one_line_arguments_not_prose_or_code() -> None:
-    args = {
-        "command": "bd show spotter-gqc.7 2>&1",
-        "description": "Show the bead spotter-x1.2",
-        "file_path": "/h/p/lib/a.ex",
-        "new_string": "def f(x_1), do: 1",
-    }
-    values = call_values(json.dumps(args))
-    assert "bd show spotter-gqc.7 2>&1" in values and "spotter-gqc.7" in values
-    assert "/h/p/lib/a.ex" in values
-    assert not any("x1.2" in v or "x_1" in v for v in values)
-    assert "show" not in values  # a plain word is not a value
-    assert call_values('{"command": "git commit -m \\"$(cat <<EOF\\nfix a.py\\nEOF\\n)\\""}') == []
-
-
-def test_used_after_facts_are_later_call_values_the_history_held() -> None:
-    before = [
-        Message("system", "the repo is /h/p/secret.txt"),
-        Message("user", "work on spotter-a0y.1"),
-        Message("tool", "lib/a.ex lib/b.ex", tool_call_id="x"),
-    ]
-    after = [
-        call("Bash", '{"command": "bd close spotter-a0y.1"}'),
-        call("Read", '{"file_path": "lib/b.ex"}'),
-        call("Read", '{"file_path": "/h/p/secret.txt"}'),  # only the system prompt held it
-        call("Read", '{"file_path": "lib/new.ex"}'),  # never seen before
-    ]
-    assert used_after_facts(before, after) == ("spotter-a0y.1", "lib/b.ex")
 
 
 def test_the_request_is_the_one_claude_code_makes_at_that_call() -> None:

@@ -10,6 +10,7 @@ import pytest
 from ctxbench.counting import get_counter
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.recorder import recorder_of
 from ctxbench.strategies.base import Strategy
 from ctxbench.summarizers.base import Summarizer
 from ctxbench.trace import Message
@@ -45,7 +46,7 @@ def context_with(
         seed=0,
     )
     for message in messages:
-        ctx.remember_system(message)
-        ctx.append_recorded(message, None)
+        recorder_of(ctx).remember_system(message)
+        recorder_of(ctx).append_recorded(message, None)
     ctx.call = call
     return ctx

@@ -286,7 +286,7 @@ class TestContextBudgetTracker:
         assert strategy.breaker_tripped
 
 
-# -- what the release adds to its own tests (RELEASES.md) -------------------------------------------
+# -- what the release adds to its own tests (docs/sources.md) ---------------------------------------
 
 
 def test_layer3_fails_on_the_model_name_defect_and_trips_the_breaker() -> None:

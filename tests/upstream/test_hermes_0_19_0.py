@@ -168,7 +168,7 @@ class TestCompressWithClient:
                 assert m.tool_call_id in called
 
 
-# -- what RELEASES.md adds for 0.19.0 ----------------------------------------------------------------
+# -- what docs/sources.md adds for 0.19.0 -----------------------------------------------------------
 
 
 def test_0_19_0_reserves_nothing_for_max_tokens_none() -> None:

@@ -140,7 +140,7 @@ logging.getLogger("dbgpt.agent.core.context.manager").addHandler(_LAYER3_LOG)
 
 class SummaryClient:
     """The ``AIWrapper`` Layer 3 calls: answered by ctxbench's summarizer. Like the real
-    client it swallows a failed call and returns "" (RELEASES.md: an empty summary counts as
+    client it swallows a failed call and returns "" (docs/sources.md: an empty summary counts as
     a success)."""
 
     async def generate_text(self, prompt: str, llm_model: str | None = None, **kw: Any) -> str:

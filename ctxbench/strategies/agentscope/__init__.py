@@ -1,7 +1,7 @@
 """``agentscope``: AgentScope v2 context compression (``ContextConfig``).
 
 Two releases (the ``release`` knob, :data:`RELEASES`): ``"2.0.11"`` (default) reproduces the
-``agentscope==2.0.11`` wheel as RELEASES.md reads it: the request counted whole and rounded once
+``agentscope==2.0.11`` wheel as docs/sources.md reads it: the request counted whole and rounded once
 (tools as ``json.dumps(tools, ensure_ascii=False)``), the 2.0.11 ``compression_prompt`` (its
 ``{current_time}`` filled from the ``current_time``/``timezone`` knobs: a replay has no clock),
 the ground-truth ``<system-reminder>`` template, ``<current-time>``/``<timezone>`` injected
@@ -16,7 +16,7 @@ context-length pre-warning) at the run's first call, at recorded user input (a t
 ``Observation:`` too) and after an answer without tool calls; ``ReActConfig.max_iters`` (50):
 the 51st call of a reply gets the release's "maximum of 50 reasoning-acting iterations" hint and
 ends the reply; a boundary assistant turn with tool calls is cut like AgentScope's blocks, after
-its text and between its calls. ``"design"`` is the behaviour below as seeds/002 and the docs
+its text and between its calls. ``"design"`` is the behaviour below as its design document
 give it (before the knob existed).
 
 Parity with ``shipped:agentscope@2.0.11``: over 349 traces (every shared recorded trace and
@@ -49,7 +49,7 @@ Source: agentscope-ai/agentscope ``src/agentscope/agent/_config.py`` (``ContextC
 ``_split_context_for_compression``, ``_split_tool_result_for_compression``,
 ``_limit_context_images``, ``_inject_runtime_state``), ``src/agentscope/model/_base.py``
 (``count_tokens``), ``tests/compress_context_test.py`` and the "Compress Context" page
-(seeds/002). Counting is AgentScope's own estimate by default (``agentscope``: UTF-8 bytes / 4).
+(docs/sources.md). Counting is AgentScope's own estimate by default (``agentscope``: UTF-8 bytes / 4).
 
 Rules reproduced:
 
@@ -102,7 +102,7 @@ Left out: the model-driven self-compaction rubric (``self_compact_enabled``, off
 the agent-callable compression tool (``compression_tool_enabled``, off by default), the Read
 tool's file-cache clearing (no file cache in a replay) and the time and task fields of the
 runtime-state injection (no clock, no task list). Not verified in source, exposed as knobs:
-the ``runtime_state_template`` wrapper (REFERENCE A2: "inside the ``<system-reminder>``
+the ``runtime_state_template`` wrapper (the repository reading: "inside the ``<system-reminder>``
 runtime-state template") and the order of injection after compression. A later revision of
 the compression prompt also asks for absolute dates, verbatim paths and in-flight tools; its
 text was not available, so ``compression_prompt`` defaults to the ``_config.py`` text quoted

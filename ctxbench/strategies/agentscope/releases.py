@@ -1,5 +1,5 @@
 """The ``release`` knob's values: what each AgentScope release does where releases differ
-(RELEASES.md).
+(docs/sources.md).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ctxbench.strategies.agentscope.prompts import (
 
 @dataclass(frozen=True)
 class AgentScopeRelease:
-    """What one AgentScope release does where releases differ (RELEASES.md)."""
+    """What one AgentScope release does where releases differ (docs/sources.md)."""
 
     #: count the whole request once (model/_base.py:379-465) rather than per message
     whole_prompt: bool
@@ -33,7 +33,7 @@ class AgentScopeRelease:
     summary: str
 
 
-#: The ``release`` knob's values. "design" is seeds/002 and REFERENCE.md A2 (today's rules).
+#: The ``release`` knob's values. "design" is the design document and the commit in docs/sources.md.
 RELEASES: dict[str, AgentScopeRelease] = {
     "2.0.11": AgentScopeRelease(
         whole_prompt=True,

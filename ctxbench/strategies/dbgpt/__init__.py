@@ -1,7 +1,7 @@
 """``dbgpt``: DB-GPT's agent context management, the reference strategy.
 
 Two releases of the same rules (the ``release`` knob): ``"0.8.2"`` (default) reproduces the
-``dbgpt==0.8.2`` wheel as RELEASES.md reads it; ``"design"`` is the four layers as ``seeds/000``
+``dbgpt==0.8.2`` wheel as docs/sources.md reads it; ``"design"`` is the four layers as the design document
 and the docs describe them (the behaviour before the knob existed). See :data:`RELEASES`.
 
 What 0.8.2 does differently (line numbers of the wheel): Layer 3 raises ``AttributeError`` on
@@ -56,7 +56,7 @@ the history, ages by the view) goes to the message-list layers it is tested agai
 
 Source: eosphoros-ai/DB-GPT, ``packages/dbgpt-core/src/dbgpt/agent/core/context/`` (``budget.py``,
 ``compact.py``, ``manager.py``, ``storage.py``), ``agent/core/base_agent.py`` (Layer 4 retry) and
-``docs/docs/agents/modules/context-management.md``; the design document is ``seeds/000``.
+``docs/docs/agents/modules/context-management.md`` (docs/sources.md).
 
 Rules reproduced:
 

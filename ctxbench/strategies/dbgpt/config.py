@@ -12,7 +12,7 @@ DEFAULT_MAX_CONTEXT_TOKENS = 120_000
 
 @dataclass(frozen=True)
 class DbgptRelease:
-    """What one DB-GPT release does where releases differ (RELEASES.md, line numbers of the wheel)."""
+    """What one DB-GPT release does where releases differ (docs/sources.md, wheel line numbers)."""
 
     name: str
     #: the manager's result is kept in the prompt (False: the ReAct agent rebuilds its messages
@@ -40,7 +40,7 @@ class DbgptRelease:
     summary: str
 
 
-#: The ``release`` knob's values. "design" is seeds/000 and the docs (today's rules).
+#: The ``release`` knob's values. "design" is the design document (docs/sources.md).
 RELEASES: dict[str, DbgptRelease] = {
     "0.8.2": DbgptRelease(
         name="0.8.2",

@@ -1,5 +1,5 @@
 """Messages as DB-GPT's ReAct agent stores them: rounds, observations, snapshots, persisted
-results and the task-progress block (RELEASES.md; line numbers of the 0.8.2 wheel)."""
+results and the task-progress block (docs/sources.md; line numbers of the 0.8.2 wheel)."""
 
 from __future__ import annotations
 

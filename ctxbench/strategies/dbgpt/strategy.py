@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from ctxbench.engine.context import ReplayContext, json_file, safe_component
 from ctxbench.engine.prompt import PROMPTS
+from ctxbench.engine.strategy import Starter
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.memo import ContentMemo, ObjectMemo, shared_memo
 from ctxbench.strategies.base import ReplyAborted, Strategy
@@ -90,6 +91,12 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     source = "eosphoros-ai/DB-GPT packages/dbgpt-core/src/dbgpt/agent/core/context/"
     Config = DbgptConfig
     default_estimator = "dbgpt"
+    starter = Starter(
+        2,
+        "DB-GPT's five states and layers 1-4",
+        "{ warning_threshold = [0.6, 0.7] }  # `ctxbench strategies`",
+    )
+    native_section = "service.web.agent_context"
     #: the ``release`` knob's values and what each reproduces (``ctxbench strategies``)
     releases: ClassVar[dict[str, str]] = release_summaries(RELEASES)
 

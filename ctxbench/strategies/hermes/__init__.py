@@ -2,8 +2,8 @@
 
 Two versions (the ``release`` knob, :data:`ctxbench.strategies.hermes.limits.RELEASES`):
 ``"0.19.0"`` (default) is the ``hermes-agent==0.19.0`` wheel driven by its agent loop, as
-RELEASES.md reads it; ``"0000416b"`` is ``context_compressor.py`` at commit
-0000416b34a3dad10c39446ab62c6626c609c30f, the later, unreleased state REFERENCE.md A4 and the
+docs/sources.md reads it; ``"0000416b"`` is ``context_compressor.py`` at commit
+0000416b34a3dad10c39446ab62c6626c609c30f, the later, unreleased state docs/sources.md and the
 rules below describe (the behaviour before the knob existed).
 
 0.19.0 differs in: when it compacts (the turn prologue's preflight at each user turn, gated by
@@ -52,7 +52,7 @@ Source: NousResearch/hermes-agent ``agent/context_compressor.py`` (``ContextComp
 ``__init__``, ``_compute_threshold_tokens``, ``_prune_old_tool_results``,
 ``_find_tail_cut_by_tokens``, ``_generate_summary``, ``_build_static_fallback_summary``,
 ``compress``, ``_sanitize_tool_pairs``, ``update_from_response``) and the overflow handling of
-``agent/conversation_loop.py`` as described in REFERENCE.md A4 and seeds/004. Counting is
+``agent/conversation_loop.py`` as the readings in docs/sources.md describe it. Counting is
 Hermes' own estimate by default (``hermes``: ``(len+3)//4 + 10`` per message, the whole
 tool-call envelope, replay keys, 1600 per image).
 

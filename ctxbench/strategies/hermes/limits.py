@@ -26,7 +26,7 @@ SUMMARY_TOKENS_CEILING = 10_000
 
 @dataclass(frozen=True)
 class HermesRelease:
-    """What one Hermes version does where they differ (RELEASES.md, line numbers of the wheel);
+    """What one Hermes version does where they differ (docs/sources.md, line numbers of the wheel);
     the defaults are the later commit's rules."""
 
     name: str
@@ -66,7 +66,7 @@ class HermesRelease:
     later_knobs: bool = True
 
 
-#: The ``release`` knob's values: the wheel, and the later commit REFERENCE.md A4 was read at.
+#: The ``release`` knob's values: the wheel, and the later commit docs/sources.md names.
 RELEASES: dict[str, HermesRelease] = {
     "0.19.0": HermesRelease(
         name="0.19.0",

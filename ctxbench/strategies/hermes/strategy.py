@@ -4,7 +4,7 @@
 At ``release="0.19.0"`` the loop is hermes-agent 0.19.0's (:class:`AgentLoop`): it decides with
 the rough ``len(str(msg))`` estimate before every API call and with the provider's real
 ``prompt_tokens`` after each tool-calling response. At ``"0000416b"`` ``compress()`` runs
-whenever the strategy's estimate reaches the threshold before a call, as REFERENCE.md A4 reads
+whenever the strategy's estimate reaches the threshold before a call, as docs/sources.md reads
 the later commit."""
 
 from __future__ import annotations

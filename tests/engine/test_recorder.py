@@ -1,4 +1,4 @@
-"""The replay context's trace attribution: which recorded message each prompt message stands
+"""The recorder's trace attribution behind the replay context: which recorded message each prompt message stands
 for, by one rule whichever way the strategy changed the prompt (``apply`` with or without
 declared sources, ``reassemble``)."""
 
@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.context import ReplayContext, _change, _rewrites_in_place
+from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.recorder import _rewrites_in_place, change_of, recorder_of
 from ctxbench.trace import Message, ToolCall
 from tests.factories import replay_context
 
@@ -29,12 +30,12 @@ def recorded() -> ReplayContext:
     ctx = replay_context()
     history = [Message("system", "s"), Message("user", "task"), PLAN, TURN, RESULT]
     for index, message in enumerate(history):
-        ctx.append_recorded(message, index)
+        recorder_of(ctx).append_recorded(message, index)
     return ctx
 
 
 def kept(ctx: ReplayContext) -> list[int | None]:
-    return [ctx.trace_index(m) for m in ctx.view.messages]
+    return [recorder_of(ctx).trace_index(m) for m in ctx.view.messages]
 
 
 def test_a_part_a_layer_cut_from_a_recorded_message_keeps_its_index() -> None:
@@ -97,7 +98,7 @@ def _difflib_account(
             rewritten += len(news)
             continue
         dropped, added = dropped + len(olds), added + len(news)
-        gone += [i for i in map(ctx.trace_index, olds) if i is not None]
+        gone += [i for i in map(recorder_of(ctx).trace_index, olds) if i is not None]
     return dropped, rewritten, added, sorted(set(gone))
 
 
@@ -106,8 +107,8 @@ def _account(
 ) -> tuple[int, int, int, list[int]]:
     """A compaction's change, carried out on ``ctx``: (dropped, rewritten, added, the trace
     indices of the dropped messages)."""
-    change = _change(before, after, _keys(before), _keys(after))
-    found = ctx._settle(change)
+    change = change_of(before, after, _keys(before), _keys(after))
+    found = recorder_of(ctx).settle(change)
     gone = sorted({i for indices in found for i in indices if i is not None})
     return change.dropped, change.rewritten, change.added, gone
 
@@ -115,7 +116,7 @@ def _account(
 def recorded_pool(messages: list[Message]) -> ReplayContext:
     ctx = replay_context()
     for index, message in enumerate(messages):
-        ctx.append_recorded(message, index)
+        recorder_of(ctx).append_recorded(message, index)
     return ctx
 
 
@@ -160,7 +161,9 @@ def test_rewrites_in_place_of_a_long_prompt_are_counted_without_the_opcodes() ->
     assert _rewrites_in_place(before, retyped, _keys(before), _keys(retyped)) is None
     ctx = recorded_pool(before)
     assert _account(ctx, before, after) == (0, 150, 0, [])
-    assert [ctx.trace_index(m) for m in after] == list(range(400))  # the cuts keep their index
+    assert [recorder_of(ctx).trace_index(m) for m in after] == list(
+        range(400)
+    )  # the cuts keep their index
 
 
 def _keys(messages: list[Message]) -> list[str]:
