@@ -26,6 +26,7 @@ from ctxbench.sweep.task import Task, run_task
 
 if TYPE_CHECKING:
     from ctxbench.answering.client import AnswererSettings
+    from ctxbench.decisions.outcomes import RunOutcome
 
 SCHEMA = "ctxbench.sweep/1"
 #: Cells per task: small enough to spread a long trace over workers, large enough that a
@@ -141,6 +142,9 @@ class SweepSummary:
     #: how many of their cells were run again for it (their old results were dropped)
     plugins_changed: tuple[str, ...] = ()
     rerun_for_plugins: int = 0
+    #: every cell of the final table reduced to what the recommendation reads (in run-id
+    #: order, as :func:`ctxbench.decisions.outcomes.read_outcomes` reads it back)
+    outcomes: tuple[RunOutcome, ...] = ()
 
 
 def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
@@ -211,8 +215,12 @@ def run_sweep(
     """
     import json
 
+    from ctxbench.decisions.outcomes import outcome_of_record
+    from ctxbench.engine.result import RunResult
+
     executor = executor or InlineExecutor()
     dropped = 0
+    decided: list[RunOutcome] = []
     try:
         # the collector paced for the whole sweep: its caches grow from cell to cell
         with paced(), ResultsWriter(out, resume=resume, retry_failed=retry_failed) as writer:
@@ -278,7 +286,13 @@ def run_sweep(
                             error = json.loads(outcome.record)["row"]["error"]
                             examples.append((outcome.run_id, error))
                 report(Progress(skipped + done, planned.cells, failed, skipped))
-            failed = writer.finalize(wanted, with_csv=with_csv)
+            failed = writer.finalize(
+                wanted,
+                with_csv=with_csv,
+                on_cell=lambda row, events: decided.append(
+                    outcome_of_record(RunResult.from_row(row), events)
+                ),
+            )
     finally:
         executor.close()
     return SweepSummary(
@@ -292,6 +306,7 @@ def run_sweep(
         dropped,
         tuple(changed),
         rerun,
+        tuple(decided),
     )
 
 
