@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ctxbench.caches import Caches, using
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine import faults
@@ -41,7 +42,7 @@ from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
 from ctxbench.errors import CtxbenchError, ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.needed import Use, needed_uses
-from ctxbench.probes.scoring import PromptScorer
+from ctxbench.probes.scoring import PromptScorer, ScoringCache
 from ctxbench.summarizers.base import Summarizer
 from ctxbench.trace import Message, RecordedCompaction, Trace, Usage
 
@@ -91,11 +92,14 @@ def replay(
     prices: Prices | None = None,
     on_call: Callable[[int, int], None] | None = None,
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None = None,
+    caches: Caches | None = None,
 ) -> ReplayOutput:
     """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring.
     ``on_call(done, total)`` hears each model call done (a progress bar at the edge);
     ``on_prompt(call, messages)`` hears the prompt of each call as probes are scored on it
     (and of the end, when probes are asked there): what an answerer is asked about.
+    ``caches`` are what the replay shares with others (a sweep's: :mod:`ctxbench.caches`; the
+    process's when None); they change nothing but time.
 
     An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one
     :class:`~ctxbench.errors.PluginError` naming the hook, the trace and the call, with the
@@ -125,7 +129,9 @@ def replay(
 
     cited: set[str] = set()
     try:
-        _run(ctx, trace, strategy, provider, _Asks(asked, used, on_prompt), cited, on_call)
+        with using(caches) as shared:
+            asks = _Asks(asked, used, on_prompt, shared.scoring)
+            _run(ctx, trace, strategy, provider, asks, cited, on_call)
     except Exception as exc:
         if isinstance(exc, CtxbenchError) or not faults.is_plugin(strategy):
             raise
@@ -150,6 +156,8 @@ class _Asks:
     probes: Mapping[int, list[Probe]]
     uses: Mapping[int, list[tuple[Use, frozenset[str]]]]
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None
+    #: the prompts' texts, shared with the replays of the same caches
+    scoring: ScoringCache
 
 
 def _run(
@@ -181,7 +189,8 @@ def _run(
             task.fail()
         if on_prompt is not None and not task.failed:
             on_prompt(k, ctx.view.messages)
-        _ask(ctx, asked.get(k, ()), () if task.failed else used.get(k, ()), cited, task.failed)
+        uses = () if task.failed else used.get(k, ())
+        _ask(ctx, asked.get(k, ()), uses, cited, task.failed, asks.scoring)
         ctx.append_recorded(messages[index], index)
         position = index + 1
         if on_call is not None:
@@ -197,7 +206,7 @@ def _run(
             strategy.before_call(ctx)
         if on_prompt is not None and not task.failed:
             on_prompt(n_calls, ctx.view.messages)
-        _ask(ctx, asked[n_calls], (), cited, task.failed)
+        _ask(ctx, asked[n_calls], (), cited, task.failed, asks.scoring)
 
 
 class _Task:
@@ -368,6 +377,7 @@ def _ask(
     uses: Sequence[tuple[Use, frozenset[str]]],
     cited: set[str],
     failed: bool,
+    scoring: ScoringCache,
 ) -> None:
     """Score the probes asked now (lost, ``after_failure``, once the task failed) and look for
     the values this call's recorded message uses (``(use, fingerprints of the recorded
@@ -379,7 +389,7 @@ def _ask(
 
     def scorer() -> PromptScorer:  # the prompt's text index, built once when first needed
         if not made:
-            made.append(PromptScorer(ctx.view.messages, ctx.files))
+            made.append(PromptScorer(ctx.view.messages, ctx.files, scoring))
         return made[0]
 
     for probe in probes:
