@@ -9,6 +9,7 @@ two workers finish together instead of one waiting on the longest trace at the e
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from ctxbench.sweep.executors import Executor, InlineExecutor
 from ctxbench.sweep.sources import TraceEntry, catalogue
 from ctxbench.sweep.spec import SweepSpec
 from ctxbench.sweep.store import ResultsWriter
-from ctxbench.sweep.task import Task, run_task
+from ctxbench.sweep.task import Task, forget_trace_caches, run_task
 
 if TYPE_CHECKING:
     from ctxbench.answering.client import AnswererSettings
@@ -262,6 +263,7 @@ def run_sweep(
                 if rid not in writer.finished
                 and any(i.rpartition("@")[0] in changed_paths for i in config.plugin.split())
             )
+            executor.prepare(functools.partial(load_counters, sweep_counters(planned)))
             done = failed = 0
             examples: list[tuple[str, str]] = []
             report = on_progress or (lambda _: None)
@@ -295,6 +297,7 @@ def run_sweep(
             )
     finally:
         executor.close()
+        forget_trace_caches()  # the tasks an inline executor ran left theirs in this process
     return SweepSummary(
         planned.cells,
         done,
@@ -308,6 +311,35 @@ def run_sweep(
         rerun,
         tuple(decided),
     )
+
+
+def sweep_counters(planned: Plan) -> tuple[str, ...]:
+    """The counters the cells of ``planned`` count with (true counters, ``auto`` resolved per
+    recorded model, and estimators), sorted."""
+    from ctxbench.counting.auto import AUTO, choose
+    from ctxbench.strategies import strategy_class
+
+    names: set[str] = set()
+    for config in planned.configs:
+        if config.counter == AUTO:
+            names.update(choose(model).counter for model in {e.model for e in planned.entries})
+        else:
+            names.add(config.counter)
+        names.add(config.estimator or strategy_class(config.strategy).default_estimator)
+    return tuple(sorted(names))
+
+
+def load_counters(names: tuple[str, ...]) -> None:
+    """Load the tokenizers of the counters ``names`` (each counts a word), where the workers
+    get them (:meth:`~ctxbench.sweep.executors.Executor.prepare`). A counter that cannot load
+    is left to the cells naming it: their rows say why."""
+    from ctxbench.counting import get_counter
+
+    for name in names:
+        try:
+            get_counter(name).count("ctxbench")
+        except Exception:  # the cell reports it, with its own context
+            continue
 
 
 def _within_budget(answerer: AnswererSettings | None, spent: float) -> None:
