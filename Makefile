@@ -42,7 +42,8 @@ typecheck: $(VENV)/.all-installed
 test: lint typecheck
 	$(BIN)/pytest -q tests
 
-# prints one JSON object on stdout (progress on stderr); BENCH="replay sweep" runs a subset
+# issue 43's table, cold, each figure with its goal: one JSON object on stdout (progress on
+# stderr); BENCH="sweep_vs_replay workers_cpu_2_vs_1" runs some rows, BENCH=--modules the older ones
 bench: $(VENV)/.all-installed
 	@$(BIN)/python -m benchmarks $(BENCH)
 

@@ -1,6 +1,7 @@
 """``ObjectMemo``: a value computed once per object, looked up for a whole list in C;
-``ContentMemo``: a value computed once per content, for the process; ``shared_memo``: an
-``ObjectMemo`` of the process, shared by the replays that ask the same question.
+``ContentMemo``: a value computed once per content, within a limit; ``shared_memo``: an
+``ObjectMemo`` of the current caches (:mod:`ctxbench.caches`), shared by the replays that ask
+the same question.
 
 A replay puts the same message objects through the same questions at every call (its
 counts, its pairing signature, its stored form): a strategy that rebuilds its whole prompt at
@@ -127,26 +128,18 @@ class ContentMemo(Generic[K, V]):
         self._held = 0
 
 
-#: the process's shared memos (:func:`shared_memo`), by what they compute; past
-#: ``_SHARED_LIMIT`` keys (a program building counters by the hundred) it starts again
-_SHARED: dict[Hashable, ObjectMemo[Any, Any]] = {}
-_SHARED_LIMIT = 256
-
-
 def shared_memo(key: Hashable, compute: Callable[[K], V]) -> ObjectMemo[K, V]:
-    """The process's :class:`ObjectMemo` of ``compute`` under ``key``, made at the first call.
+    """The :class:`ObjectMemo` of ``compute`` under ``key`` in the current caches (a sweep's,
+    else the process's: :func:`ctxbench.caches.current`), made at the first call.
 
     A sweep's replays of one trace put the same message objects (the trace's, and those a
-    shared memo made of them) through the same questions; a memo of the process answers each
-    once, not once per replay. ``key`` must name everything ``compute`` reads besides the
-    object (the rules, a limit, a counter), and ``compute`` must hold nothing of one replay
-    (a bound method of a strategy would keep the first one alive)."""
-    memo = _SHARED.get(key)
-    if memo is None:
-        if len(_SHARED) >= _SHARED_LIMIT:
-            _SHARED.clear()  # the memos in use live on with their users
-        memo = _SHARED[key] = ObjectMemo(compute)
-    return memo
+    shared memo made of them) through the same questions; a shared memo answers each once,
+    not once per replay. ``key`` must name everything ``compute`` reads besides the object
+    (the rules, a limit, a counter), and ``compute`` must hold nothing of one replay (a bound
+    method of a strategy would keep the first one alive)."""
+    from ctxbench.caches import current
+
+    return current().memo(key, compute)
 
 
 def _positions(values: list[object], target: object) -> Iterable[int]:

@@ -1,6 +1,6 @@
 """``ObjectMemo``: one computation per object, by identity, for a single object or a list;
-``ContentMemo``: one per content, for the process, within a limit; ``shared_memo``: one
-``ObjectMemo`` per question for the process."""
+``ContentMemo``: one per content, within a limit; ``shared_memo``: one ``ObjectMemo`` per
+question in the current caches."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import gc
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbench import memo as memo_module
+from ctxbench.caches import Caches, using
 from ctxbench.memo import ContentMemo, ObjectMemo, shared_memo
 
 
@@ -125,7 +125,7 @@ def test_a_content_memo_computes_once_per_content_and_holds_at_most_its_limit() 
     assert memo.get("k29", lambda: "not computed again", size=10) == "K29"
 
 
-def test_a_shared_memo_is_one_per_key_for_the_process() -> None:
+def test_a_shared_memo_is_one_per_key_of_the_current_caches() -> None:
     first: ObjectMemo[Box, int] = shared_memo(("test.shared", 1), lambda box: box.value)
     again: ObjectMemo[Box, int] = shared_memo(("test.shared", 1), lambda box: -1)
     other: ObjectMemo[Box, int] = shared_memo(("test.shared", 2), lambda box: -1)
@@ -141,9 +141,10 @@ def test_the_shared_memos_start_again_past_their_limit_and_those_in_use_still_an
     def seven(box: Box) -> int:
         return 7
 
-    held = shared_memo(("test.limit", -1), value)
-    for i in range(memo_module._SHARED_LIMIT):
-        shared_memo(("test.limit", i), seven)
-    assert len(memo_module._SHARED) < memo_module._SHARED_LIMIT
-    assert held(Box(5)) == 5
-    assert shared_memo(("test.limit", -1), seven)(Box(5)) == 7  # made anew
+    with using(Caches()) as caches:
+        held = shared_memo(("test.limit", -1), value)
+        for i in range(caches.memo_limit):
+            shared_memo(("test.limit", i), seven)
+        assert caches.memos < caches.memo_limit
+        assert held(Box(5)) == 5
+        assert shared_memo(("test.limit", -1), seven)(Box(5)) == 7  # made anew

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxbench import config as configuration
+from ctxbench.caches import Caches, using
 from ctxbench.cell.spec import RunSpec, canonical_json
 from ctxbench.collector import paced
 from ctxbench.counting import counter_under
@@ -132,6 +133,7 @@ def run_spec(
     on_call: Callable[[int, int], None] | None = None,
     answerer: Answerer | None = None,
     on_ask: Callable[[int, int], None] | None = None,
+    caches: Caches | None = None,
 ) -> ReplayOutput:
     """Replay one resolved cell; the row's ``replay_seconds`` is the only clock reading, and
     the row is computed once, after it. A trace reusing a tool call id is refused. ``mined``
@@ -139,17 +141,20 @@ def run_spec(
     for all its cells: mining a 300-round trace takes seconds). ``on_call(done, total)`` hears
     each model call (the CLI's progress bar). A spec naming an ``answerer`` model asks
     ``answerer`` (the client serving it) about the prompts the replay scored, after the replay
-    (:mod:`ctxbench.answering`); ``on_ask(done, total)`` hears each answer."""
+    (:mod:`ctxbench.answering`); ``on_ask(done, total)`` hears each answer. ``caches`` are
+    what the cell shares with the other cells of a sweep (:mod:`ctxbench.caches`): the cell is
+    built and replayed under them."""
     refuse_duplicate_call_ids(trace, source=spec.trace_source)
     if spec.answerer:
         _check_answerer(spec, answerer)
-    parts = build_parts(spec, trace)
+    with using(caches):
+        parts = build_parts(spec, trace)
     probes = None
     if spec.mine_probes and not trace.probes:
         probes = (mined or (lambda: mined_probes(trace)))()
     prompts: dict[int, tuple[Message, ...]] = {}
     started = time.perf_counter()
-    with paced():
+    with paced(), using(caches):
         output = replay(
             trace,
             parts.strategy,
@@ -163,6 +168,7 @@ def run_spec(
             prices=prices,
             on_call=on_call,
             on_prompt=prompts.__setitem__ if spec.answerer else None,
+            caches=caches,
         )
     seconds = round(time.perf_counter() - started, 6)
     if spec.answerer and answerer is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -232,7 +233,7 @@ def execute(
         rate = summary.ran / elapsed if elapsed > 0 else 0.0
         click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)
     warn_split_pairs(out_dir)
-    print_recommendation(out_dir)
+    print_recommendation(out_dir, summary.outcomes)
     return summary
 
 
@@ -269,9 +270,10 @@ def warn_split_pairs(out_dir: str) -> None:
             )
 
 
-def print_recommendation(out_dir: str) -> None:
+def print_recommendation(out_dir: str, outcomes: Sequence[Any] = ()) -> None:
     """The closing verdict: which config to deploy per window and counter (default
-    constraints, the sweep file's kind weights)."""
+    constraints, the sweep file's kind weights), from ``outcomes`` (the sweep's
+    :attr:`~ctxbench.sweep.SweepSummary.outcomes`) or else read from ``out_dir``."""
     from ctxbench.decisions.outcomes import read_outcomes
     from ctxbench.decisions.recommend import recommend
     from ctxbench.decisions.text import closing_text
@@ -279,7 +281,8 @@ def print_recommendation(out_dir: str) -> None:
     from ctxbench.results import ResultsDir
 
     weights = sweep_weights(ResultsDir(out_dir).spec(), source=out_dir)
-    click.echo(closing_text(recommend(read_outcomes(out_dir), weights=weights), out_dir))
+    runs = list(outcomes) if outcomes else read_outcomes(out_dir)
+    click.echo(closing_text(recommend(runs, weights=weights), out_dir))
 
 
 def say_auto(spec: Any, entries: Any) -> None:

@@ -9,9 +9,11 @@ they are unknown and counted as 0, which the recommendation says.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.result import RunResult
@@ -180,3 +182,35 @@ def kind_retention(runs: Iterable[RunOutcome]) -> dict[str, tuple[float, int]]:
             if kind:
                 kept.setdefault(kind, []).append(outcome == KEPT)
     return {k: (sum(v) / len(v), len(v)) for k, v in sorted(kept.items())}
+
+
+def outcome_of_record(row: RunResult, events: Iterable[str | Mapping[str, Any]]) -> RunOutcome:
+    """The outcome :func:`read_outcomes` gives a run, from its row and its events as the sweep
+    writes them (JSON texts, each starting with its type, or dicts): a sweep decides from what
+    it holds, without reading back the events file it just wrote. Only ``probe`` and failed
+    ``provider.call`` events are decoded."""
+    seen: _Seen | None = None
+    for event in events:
+        if isinstance(event, str) and event.startswith(_TYPE_START):
+            kind = event[len(_TYPE_START) : event.find('"', len(_TYPE_START))]
+            if kind in _SKIP:
+                continue
+            if kind != ev.PROBE and (kind != ev.PROVIDER_CALL or _NOT_OK not in event):
+                seen = seen or _Seen()
+                continue
+        if isinstance(event, str):
+            event = json.loads(event)
+        if event["type"] in _SKIP:
+            continue
+        seen = seen or _Seen()
+        if event["type"] == ev.PROBE:
+            seen.probes.append((str(event["probe_id"]), str(event["kind"]), str(event["outcome"])))
+        elif event["type"] == ev.PROVIDER_CALL and not event["ok"]:
+            seen.rejected += int(event["true_tokens"])
+    return outcome_of(row, seen)
+
+
+#: how an event's JSON text starts when its type comes first (as the engine writes it)
+_TYPE_START = '{"type":"'
+#: in the text of every rejected ``provider.call`` event (and in no string value: quotes escape)
+_NOT_OK = '"ok":false'

@@ -8,7 +8,8 @@ thresholds. What the engine works out from a list (its messages' counts and keys
 violations, whether it keeps the system prompt) and from a change between two lists (the
 compaction's alignment: what was dropped, rewritten, added) costs passes over the whole list,
 paid again by every configuration. A strategy that can name a list by a key (everything the
-list is made of) builds it once as a :class:`Prompt` through :data:`PROMPTS`; the engine keeps
+list is made of) builds it once as a :class:`Prompt` through :data:`PROMPTS` (the table of the sweep's
+:class:`~ctxbench.caches.Caches`); the engine keeps
 those answers on the prompt, so each is worked out by the first replay that asks.
 
 Every answer kept is a pure function of the messages (and of the counters, for counts): a
@@ -149,9 +150,28 @@ class PromptTable:
         self._held = 0
 
 
-#: the process's prompts: at most about four million message references (with what the engine
-#: keeps of them, a few hundred MB), several sweeps' worth of a 300-round trace
-PROMPTS = PromptTable(limit=4_000_000)
+class CurrentPrompts:
+    """The prompts of the caches the cell runs under (:func:`ctxbench.caches.current`):
+    what a strategy names its prompts through (:data:`PROMPTS`)."""
+
+    def get(self, key: Hashable, build: Callable[[], Sequence[Message]]) -> Prompt:
+        from ctxbench.caches import current
+
+        return current().prompts.get(key, build)
+
+    def __len__(self) -> int:
+        from ctxbench.caches import current
+
+        return len(current().prompts)
+
+    def clear(self) -> None:
+        from ctxbench.caches import current
+
+        current().prompts.clear()
 
 
-__all__ = ["PROMPTS", "Change", "Prompt", "PromptTable", "Step", "index_runs"]
+#: the prompts of the current caches (a sweep's, else the process's: :mod:`ctxbench.caches`)
+PROMPTS = CurrentPrompts()
+
+
+__all__ = ["PROMPTS", "Change", "CurrentPrompts", "Prompt", "PromptTable", "Step", "index_runs"]

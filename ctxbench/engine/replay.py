@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ctxbench.caches import Caches, using
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine import faults
@@ -43,7 +44,7 @@ from ctxbench.engine.view import ContextView
 from ctxbench.errors import CtxbenchError, ProviderOverflowError
 from ctxbench.probes.model import Probe
 from ctxbench.probes.needed import Use, needed_uses
-from ctxbench.probes.scoring import PromptScorer
+from ctxbench.probes.scoring import PromptScorer, ScoringCache
 from ctxbench.summarizers.base import Summarizer
 from ctxbench.trace import Message, RecordedCompaction, Trace, Usage
 
@@ -94,6 +95,7 @@ def replay(
     on_call: Callable[[int, int], None] | None = None,
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None = None,
     on_view: Callable[[int, ContextView], None] | None = None,
+    caches: Caches | None = None,
 ) -> ReplayOutput:
     """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring.
     ``on_call(done, total)`` hears each model call done (a progress bar at the edge);
@@ -103,6 +105,8 @@ def replay(
     be), whatever the call's outcome (accepted, over the window, refused for its pairing,
     aborted, after a failure), and at the end (after its ``before_call`` when probes are asked
     there): the one source of the prompts the viewer shows.
+    ``caches`` are what the replay shares with others (a sweep's: :mod:`ctxbench.caches`; the
+    process's when None); they change nothing but time.
 
     An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one
     :class:`~ctxbench.errors.PluginError` naming the hook, the trace and the call, with the
@@ -132,8 +136,9 @@ def replay(
 
     cited: set[str] = set()
     try:
-        asks = _Asks(asked, used, on_prompt, on_view)
-        _run(ctx, trace, strategy, provider, asks, cited, on_call)
+        with using(caches) as shared:
+            asks = _Asks(asked, used, on_prompt, shared.scoring, on_view)
+            _run(ctx, trace, strategy, provider, asks, cited, on_call)
     except Exception as exc:
         if isinstance(exc, CtxbenchError) or not faults.is_plugin(strategy):
             raise
@@ -158,6 +163,8 @@ class _Asks:
     probes: Mapping[int, list[Probe]]
     uses: Mapping[int, list[tuple[Use, frozenset[str]]]]
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None
+    #: the prompts' texts, shared with the replays of the same caches
+    scoring: ScoringCache
     on_view: Callable[[int, ContextView], None] | None = None
 
 
@@ -192,7 +199,8 @@ def _run(
             asks.on_view(k, ctx.view)
         if on_prompt is not None and not task.failed:
             on_prompt(k, ctx.view.messages)
-        _ask(ctx, asked.get(k, ()), () if task.failed else used.get(k, ()), cited, task.failed)
+        uses = () if task.failed else used.get(k, ())
+        _ask(ctx, asked.get(k, ()), uses, cited, task.failed, asks.scoring)
         recorder_of(ctx).append_recorded(messages[index], index)
         position = index + 1
         if on_call is not None:
@@ -211,7 +219,7 @@ def _run(
     if asked.get(n_calls):
         if on_prompt is not None and not task.failed:
             on_prompt(n_calls, ctx.view.messages)
-        _ask(ctx, asked[n_calls], (), cited, task.failed)
+        _ask(ctx, asked[n_calls], (), cited, task.failed, asks.scoring)
 
 
 class _Task:
@@ -383,6 +391,7 @@ def _ask(
     uses: Sequence[tuple[Use, frozenset[str]]],
     cited: set[str],
     failed: bool,
+    scoring: ScoringCache,
 ) -> None:
     """Score the probes asked now (lost, ``after_failure``, once the task failed) and look for
     the values this call's recorded message uses (``(use, fingerprints of the recorded
@@ -394,7 +403,7 @@ def _ask(
 
     def scorer() -> PromptScorer:  # the prompt's text index, built once when first needed
         if not made:
-            made.append(PromptScorer(ctx.view.messages, ctx.files))
+            made.append(PromptScorer(ctx.view.messages, ctx.files, scoring))
         return made[0]
 
     for probe in probes:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxbench.counting.base import replay_text
+from ctxbench.memo import ObjectMemo
 from ctxbench.probes.model import Probe
 from ctxbench.trace import Message, message_search_text
 
@@ -107,18 +108,16 @@ class TextIndex:
 
     @classmethod
     def of_lines(cls, lines: Sequence[str]) -> TextIndex:
-        """``of("\\n".join(lines))``, the same index, each line normalised once per process
-        (a sweep scores the same long history under every configuration)."""
-        kept = " ".join(
-            filter(
-                None,
-                (
-                    _kept(line) if len(line) <= _CACHED_LINE else normalise(line, keep_case=True)
-                    for line in lines
-                ),
-            )
-        )
-        return cls(kept.lower(), kept)
+        """``of("\\n".join(lines))``, the same index built line by line (whitespace only splits
+        tokens, so a joined text normalises to its lines' normal forms joined by one space,
+        the empty ones left out; and lower-casing never looks past a space)."""
+        kept = [normalise(line, keep_case=True) for line in lines]
+        return cls.joined(kept, [k.lower() for k in kept])
+
+    @classmethod
+    def joined(cls, kept: Sequence[str], folded: Sequence[str]) -> TextIndex:
+        """The index of lines from each line's normal form (case kept) and its lower case."""
+        return cls(" ".join(filter(None, folded)), " ".join(filter(None, kept)))
 
     def has(self, answer: str) -> bool:
         """Whether the text holds ``answer`` in any of its :func:`answer_forms`."""
@@ -197,18 +196,6 @@ def _bare_line(line: str, forms: Sequence[str]) -> bool:
     return not _NOT_WORDS.sub("", rest).strip()
 
 
-#: Longer lines are normalised each time, so the cache holds at most 2,048 x 16 K characters
-#: (a prompt of one trace fits; a sweep moves on to the next trace).
-_CACHED_LINE = 16_384
-
-
-@functools.lru_cache(maxsize=2048)
-def _kept(line: str) -> str:
-    """A line normalised with its case kept: whitespace only splits tokens, so a joined text
-    normalises to its lines' normal forms joined by one space (the empty ones left out)."""
-    return normalise(line, keep_case=True)
-
-
 def prompt_text(messages: Sequence[Message]) -> str:
     """Everything the model reads in a prompt: content, tool calls, replay fields."""
     return "\n".join(prompt_lines(messages))
@@ -272,13 +259,87 @@ def _common_start(texts: Sequence[str]) -> str:
     return first[: min(size, len(last))]
 
 
-class PromptScorer:
-    """Scores probes against one prompt (and the files the run wrote so far)."""
+class PromptText:
+    """The searchable text of one prompt: its lines joined (``raw``, and lower-cased when
+    :meth:`PromptScorer.is_bare` first needs it) and its :class:`TextIndex`. Built once per
+    distinct prompt by a :class:`ScoringCache` and shared by every scorer of that prompt."""
 
-    def __init__(self, messages: Sequence[Message], files: Mapping[str, bytes]) -> None:
+    def __init__(self, raw: str, index: TextIndex) -> None:
+        self.raw = raw
+        self.index = index
+
+    @classmethod
+    def of(cls, messages: Sequence[Message]) -> PromptText:
+        """The text of ``messages``, built from nothing (no cache)."""
         lines = prompt_lines(messages)
-        self._raw = "\n".join(lines)
-        self._index = TextIndex.of_lines(lines)
+        return cls("\n".join(lines), TextIndex.of_lines(lines))
+
+    @functools.cached_property
+    def raw_folded(self) -> str:
+        return self.raw.lower()
+
+
+#: one message's searchable line: as the model reads it, normalised with its case kept, and that
+#: lower-cased
+_Line = tuple[str, str, str]
+
+
+def _line(message: Message) -> _Line:
+    raw = message_search_text(message) + replay_text(message)
+    kept = normalise(raw, keep_case=True)
+    return raw, kept, kept.lower()
+
+
+class ScoringCache:
+    """What probe scoring keeps between prompts: each message's line in its three forms (once
+    per message object, forgotten with it) and each distinct prompt's :class:`PromptText` (once
+    per list of message objects: the ask points of one replay share their messages' lines, and
+    the configurations of a sweep that show the same prompt share its text). Scores do not
+    depend on it; it holds at most ``limit`` characters of prompt texts, then starts again."""
+
+    def __init__(self, limit: int = 32_000_000) -> None:
+        self.limit = limit
+        self._lines: ObjectMemo[Message, _Line] = ObjectMemo(_line)
+        #: the ids of a prompt's messages -> (the messages, kept so the ids stay theirs; text)
+        self._texts: dict[tuple[int, ...], tuple[tuple[Message, ...], PromptText]] = {}
+        self._held = 0
+
+    def text(self, messages: Sequence[Message]) -> PromptText:
+        """The :class:`PromptText` of ``messages`` (:meth:`PromptText.of`, the same text)."""
+        key = tuple(map(id, messages))
+        found = self._texts.get(key)
+        if found is not None:
+            return found[1]
+        lines = self._lines.many(messages)
+        raw = "\n".join([line[0] for line in lines])
+        text = PromptText(
+            raw, TextIndex.joined([line[1] for line in lines], [line[2] for line in lines])
+        )
+        size = 3 * len(raw) + len(key)
+        if self._held + size > self.limit:
+            self._texts.clear()
+            self._held = 0
+        self._texts[key] = (tuple(messages), text)
+        self._held += size
+        return text
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+
+class PromptScorer:
+    """Scores probes against one prompt (and the files the run wrote so far); ``cache`` shares
+    the prompt's text with other scorers (a sweep's, :class:`ScoringCache`)."""
+
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        files: Mapping[str, bytes],
+        cache: ScoringCache | None = None,
+    ) -> None:
+        self._text = PromptText.of(messages) if cache is None else cache.text(messages)
+        self._raw = self._text.raw
+        self._index = self._text.index
         self._files = files
         self._cited: list[tuple[str, TextIndex]] | None = None
 
@@ -319,9 +380,9 @@ class PromptScorer:
                     at = haystack.find(needle, at + len(needle))
         return found
 
-    @functools.cached_property
+    @property
     def _raw_folded(self) -> str:
-        return self._raw.lower()
+        return self._text.raw_folded
 
     def verdict(self, probe: Probe) -> tuple[str, str | None]:
         """The outcome, and for ``via_reference`` the cited file holding the answer (the first

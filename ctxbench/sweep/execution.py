@@ -9,6 +9,7 @@ two workers finish together instead of one waiting on the longest trace at the e
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,11 @@ from ctxbench.sweep.executors import Executor, InlineExecutor
 from ctxbench.sweep.sources import TraceEntry, catalogue
 from ctxbench.sweep.spec import SweepSpec
 from ctxbench.sweep.store import ResultsWriter
-from ctxbench.sweep.task import Task, run_task
+from ctxbench.sweep.task import Task, forget_trace_caches, run_task
 
 if TYPE_CHECKING:
     from ctxbench.answering.client import AnswererSettings
+    from ctxbench.decisions.outcomes import RunOutcome
 
 SCHEMA = "ctxbench.sweep/1"
 #: Cells per task: small enough to spread a long trace over workers, large enough that a
@@ -142,6 +144,9 @@ class SweepSummary:
     #: how many of their cells were run again for it (their old results were dropped)
     plugins_changed: tuple[str, ...] = ()
     rerun_for_plugins: int = 0
+    #: every cell of the final table reduced to what the recommendation reads (in run-id
+    #: order, as :func:`ctxbench.decisions.outcomes.read_outcomes` reads it back)
+    outcomes: tuple[RunOutcome, ...] = ()
 
 
 def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
@@ -214,8 +219,12 @@ def run_sweep(
 
     # the final table is parquet: a core install learns which extra before any cell runs
     require("pyarrow.parquet", what="a sweep's results.parquet")
+    from ctxbench.decisions.outcomes import outcome_of_record
+    from ctxbench.engine.result import RunResult
+
     executor = executor or InlineExecutor()
     dropped = 0
+    decided: list[RunOutcome] = []
     try:
         # the collector paced for the whole sweep: its caches grow from cell to cell
         with paced(), ResultsWriter(out, resume=resume, retry_failed=retry_failed) as writer:
@@ -257,6 +266,7 @@ def run_sweep(
                 if rid not in writer.finished
                 and any(i.rpartition("@")[0] in changed_paths for i in config.plugin.split())
             )
+            executor.prepare(functools.partial(load_counters, sweep_counters(planned)))
             done = failed = 0
             examples: list[tuple[str, str]] = []
             report = on_progress or (lambda _: None)
@@ -281,9 +291,16 @@ def run_sweep(
                             error = json.loads(outcome.record)["row"]["error"]
                             examples.append((outcome.run_id, error))
                 report(Progress(skipped + done, planned.cells, failed, skipped))
-            failed = writer.finalize(wanted, with_csv=with_csv)
+            failed = writer.finalize(
+                wanted,
+                with_csv=with_csv,
+                on_cell=lambda row, events: decided.append(
+                    outcome_of_record(RunResult.from_row(row), events)
+                ),
+            )
     finally:
         executor.close()
+        forget_trace_caches()  # the tasks an inline executor ran left theirs in this process
     return SweepSummary(
         planned.cells,
         done,
@@ -295,7 +312,37 @@ def run_sweep(
         dropped,
         tuple(changed),
         rerun,
+        tuple(decided),
     )
+
+
+def sweep_counters(planned: Plan) -> tuple[str, ...]:
+    """The counters the cells of ``planned`` count with (true counters, ``auto`` resolved per
+    recorded model, and estimators), sorted."""
+    from ctxbench.counting.auto import AUTO, choose
+    from ctxbench.strategies import strategy_class
+
+    names: set[str] = set()
+    for config in planned.configs:
+        if config.counter == AUTO:
+            names.update(choose(model).counter for model in {e.model for e in planned.entries})
+        else:
+            names.add(config.counter)
+        names.add(config.estimator or strategy_class(config.strategy).default_estimator)
+    return tuple(sorted(names))
+
+
+def load_counters(names: tuple[str, ...]) -> None:
+    """Load the tokenizers of the counters ``names`` (each counts a word), where the workers
+    get them (:meth:`~ctxbench.sweep.executors.Executor.prepare`). A counter that cannot load
+    is left to the cells naming it: their rows say why."""
+    from ctxbench.counting import get_counter
+
+    for name in names:
+        try:
+            get_counter(name).count("ctxbench")
+        except Exception:  # the cell reports it, with its own context
+            continue
 
 
 def _within_budget(answerer: AnswererSettings | None, spent: float) -> None:

@@ -1,8 +1,10 @@
 """Executors run tasks and hand back their results as they finish (in any order).
 
 - :class:`InlineExecutor`: this process, one task at a time (``--workers 1``).
-- :class:`ProcessExecutor`: local worker processes (``--workers N``), started with ``spawn``
-  so the same entry points work on every platform.
+- :class:`ProcessExecutor`: local worker processes (``--workers N``), forked from the driver
+  on Linux once it has loaded what every task needs (:meth:`~Executor.prepare`: the sweep's
+  tokenizers), so no worker loads them again; started with ``spawn`` elsewhere (each worker
+  then loads them once, when it starts).
 - :class:`DaskExecutor`: a ``dask.distributed`` cluster, existing (``--scheduler ADDRESS``)
   or a LocalCluster of worker processes (``--dask-local N``). Needs the ``dask`` extra, and
   ctxbench installed on the workers; file sources must be readable there under the same
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -37,6 +40,11 @@ class Executor(Protocol):
 
     workers: int
 
+    def prepare(self, load: Callable[[], object]) -> None:
+        """Have ``load()`` (a picklable top-level callable: what every task needs, such as
+        tokenizers) done once where the workers will have it, before any task."""
+        ...
+
     def imap_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]: ...
 
     def close(self) -> None: ...
@@ -47,6 +55,9 @@ class InlineExecutor:
 
     workers = 1
 
+    def prepare(self, load: Callable[[], object]) -> None:
+        load()
+
     def imap_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         for item in items:
             yield fn(item)
@@ -55,9 +66,23 @@ class InlineExecutor:
         pass
 
 
+#: how local workers start: ``fork`` where forking a loaded driver is safe (Linux: the
+#: workers share its tokenizers' memory, copy-on-write), ``spawn`` elsewhere (macOS forbids
+#: fork after some system frameworks load; Windows has no fork)
+START_METHOD = "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+def _start_worker(parent: int, load: Callable[[], object] | None) -> None:
+    """Worker initializer: exit with the driver; a spawned worker then loads what the
+    driver would have handed a forked one."""
+    _exit_with_parent(parent)
+    if load is not None:
+        load()
+
+
 def _exit_with_parent(parent: int) -> None:
-    """Worker initializer: exit when the driver dies (even by SIGKILL), so no worker is left
-    waiting on a queue nobody will ever fill."""
+    """Exit when the driver dies (even by SIGKILL), so no worker is left waiting on a queue
+    nobody will ever fill."""
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -68,24 +93,56 @@ def _exit_with_parent(parent: int) -> None:
 
 
 class ProcessExecutor:
-    """A pool of local worker processes."""
+    """A pool of local worker processes, started (``start_method``: :data:`START_METHOD`
+    unless given) when the first task is sent, after :meth:`prepare`."""
 
-    def __init__(self, workers: int) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
+    def __init__(self, workers: int, *, start_method: str | None = None) -> None:
         self.workers = workers
-        self._pool = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_exit_with_parent,
-            initargs=(os.getpid(),),
-        )
+        self.start_method = start_method or START_METHOD
+        self._load: Callable[[], object] | None = None
+        self._pool: Any = None
+
+    def prepare(self, load: Callable[[], object]) -> None:
+        """Forked workers: ``load()`` now, in the driver (the workers start with it);
+        spawned ones: in each worker as it starts."""
+        if self.start_method == "fork":
+            load()
+        else:
+            self._load = load
+
+    def _fork_quietly(self, start: Callable[[], None]) -> None:
+        """Start forked workers with the driver's objects frozen for the collector
+        (``gc.freeze``): a collection in a worker then never writes to the pages it shares
+        with the driver (copy-on-write keeps them shared); unfrozen once they started."""
+        import gc
+
+        if self.start_method != "fork":
+            start()
+            return
+        gc.freeze()
+        try:
+            start()
+        finally:
+            gc.unfreeze()
+
+    def _started(self) -> Any:
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context(self.start_method),
+                initializer=_start_worker,
+                initargs=(os.getpid(), self._load),
+            )
+        return self._pool
 
     def imap_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         from concurrent.futures import FIRST_COMPLETED, Future, wait
         from concurrent.futures.process import BrokenProcessPool
 
+        pool = self._started()
         source = iter(items)
         pending: set[Future[R]] = set()
 
@@ -94,9 +151,9 @@ class ProcessExecutor:
                 item = next(source, _END)
                 if item is _END:
                     return
-                pending.add(self._pool.submit(fn, item))
+                pending.add(pool.submit(fn, item))
 
-        refill()
+        self._fork_quietly(refill)  # a forking pool starts every worker at its first task
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -109,7 +166,8 @@ class ProcessExecutor:
             refill()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 class DaskExecutor:
@@ -144,6 +202,10 @@ class DaskExecutor:
             )
             self._client = Client(self._cluster)
         self.workers = max(1, sum(self._client.nthreads().values()))
+
+    def prepare(self, load: Callable[[], object]) -> None:
+        """Nothing: a Dask worker loads what a task needs when its first task does (and
+        keeps it for the next ones)."""
 
     def imap_unordered(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         from distributed import as_completed

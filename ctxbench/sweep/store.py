@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -192,9 +192,17 @@ class ResultsWriter:
         for (run_id, _, _), line in zip(cells, lines):
             self._written[run_id] = line_digest(line)
 
-    def finalize(self, run_ids: Iterable[str], *, with_csv: bool = False) -> int:
+    def finalize(
+        self,
+        run_ids: Iterable[str],
+        *,
+        with_csv: bool = False,
+        on_cell: Callable[[dict[str, Any], Sequence[str | Mapping[str, Any]]], None] | None = None,
+    ) -> int:
         """Write the final table and events for ``run_ids`` (the sweep's cells), sorted by run
-        id, from the journal. Returns the number of error rows."""
+        id, from the journal. Returns the number of error rows. ``on_cell(row, events)`` sees
+        each cell as it is written (its events as JSON texts or dicts), so what the sweep
+        reports is worked out without reading the files back."""
         journal = self.path / JOURNAL
         index = journal_index(journal)
         wanted = sorted(set(run_ids))
@@ -213,15 +221,17 @@ class ResultsWriter:
             ) as table,
         ):
             for rid in wanted:
-                row = self._copy_events(journal, rid, index[rid], events_out)
+                row, events = self._copy_events(journal, rid, index[rid], events_out)
                 table.add(row)
+                if on_cell is not None:
+                    on_cell(row, events)
                 failed += row["error"] is not None
         return failed
 
     def _copy_events(
         self, journal: Path, run_id: str, where: tuple[int, int], out: AtomicFile
-    ) -> dict[str, Any]:
-        """Write a cell's events to the events file and return its row. A line this process
+    ) -> tuple[dict[str, Any], Sequence[str | Mapping[str, Any]]]:
+        """Write a cell's events to the events file and return its row and events. A line this process
         wrote is split where its events start (the events copied as text, with the run id put
         first); any other is read and checked whole."""
         written = self._written.get(run_id)
@@ -231,10 +241,10 @@ class ResultsWriter:
             prefix = '{"run_id":' + _ENCODE(run_id) + ","
             row, events = parts
             out.write("".join([prefix + event[1:] + "\n" for event in events]))
-            return row
+            return row, events
         record = read_record(journal, where, written=written)
         out.write("".join(_event_lines(run_id, record["events"])))
-        return dict(record["row"])
+        return dict(record["row"]), record["events"]
 
     def close(self) -> None:
         if self._fd is not None:

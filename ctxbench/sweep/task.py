@@ -1,7 +1,8 @@
 """A task: the cells of one trace that a worker runs together, and what it sends back.
 
 Cells are batched per trace so a worker loads each trace once and its counter caches serve
-every configuration of it. ``run_task`` is a plain top-level function (picklable, so it runs
+every configuration of it; the cells of one trace share one :class:`~ctxbench.caches.Caches`
+in each worker (:func:`trace_caches`). ``run_task`` is a plain top-level function (picklable, so it runs
 under ``spawn`` and on Dask workers) that never raises for a cell: a cell that fails becomes
 an error row, and the rest of the sweep goes on. The worker also renders each cell's journal
 record, so the driver only appends bytes.
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ctxbench.caches import Caches
 from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.result import Prices, RunResult
@@ -65,6 +67,7 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
     except Exception as exc:  # the source changed or vanished: every cell records why
         return tuple(_failed(error_result(spec, exc)) for spec in task.cells)
     mined = functools.cache(lambda: mined_probes(trace))  # once per trace, if asked
+    caches = trace_caches(f"{first.trace_source}#{first.trace_id}#{first.trace_hash}")
     client = None
     if task.answerer is not None:
         from ctxbench.answering.client import answerer_for
@@ -75,7 +78,12 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
         spent = client.meter.cost_usd if client is not None else 0.0
         try:
             output = run_spec(
-                spec, trace, prices=task.prices.get(spec.counter), mined=mined, answerer=client
+                spec,
+                trace,
+                prices=task.prices.get(spec.counter),
+                mined=mined,
+                answerer=client,
+                caches=caches,
             )
         except Exception as exc:  # a strategy or plug-in raised: the row carries the error,
             # its folder the traceback and the command that re-runs the cell alone
@@ -92,6 +100,25 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
             )
         )
     return tuple(out)
+
+
+#: the caches of the trace this process replays last: (its key, the caches)
+_TRACE_CACHES: list[tuple[str, Caches]] = []
+
+
+def trace_caches(key: str) -> Caches:
+    """The caches the cells of the trace ``key`` share in this process: the same object for
+    every task of that trace, a new one (the old ones dropped) when a task of another trace
+    comes. A worker's memory then holds one trace's caches, however many it ran; a sweep's
+    tasks come trace by trace (:meth:`ctxbench.sweep.execution.Plan.tasks`)."""
+    if not _TRACE_CACHES or _TRACE_CACHES[0][0] != key:
+        _TRACE_CACHES[:] = [(key, Caches())]
+    return _TRACE_CACHES[0][1]
+
+
+def forget_trace_caches() -> None:
+    """Drop the caches :func:`trace_caches` holds (a sweep run in this process has ended)."""
+    _TRACE_CACHES.clear()
 
 
 def _failed(result: RunResult, files: Mapping[str, bytes] | None = None) -> CellOutcome:

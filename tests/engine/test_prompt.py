@@ -8,7 +8,7 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbench import memo
+from ctxbench.caches import Caches, using
 from ctxbench.counting import get_counter
 from ctxbench.engine.prompt import PROMPTS, Change, Prompt, PromptTable, index_runs
 from ctxbench.engine.provider import SimulatedProvider
@@ -40,11 +40,11 @@ def test_a_replay_of_shared_prompts_records_what_it_records_alone() -> None:
         _replay(warning_threshold=warning, min_keep_recent_rounds=1)
     assert len(PROMPTS) > 0, "DB-GPT names its prompts"
     shared = _events(_replay(warning_threshold=0.55, min_keep_recent_rounds=2))
-    PROMPTS.clear()
-    memo._SHARED.clear()
     ledger._CHAINS.clear()
     ledger._HISTORIES.clear()
-    alone = _events(_replay(warning_threshold=0.55, min_keep_recent_rounds=2))
+    with using(Caches()) as fresh:  # no prompt, no shared memo
+        alone = _events(_replay(warning_threshold=0.55, min_keep_recent_rounds=2))
+        assert len(PROMPTS) == len(fresh.prompts) > 0
     assert any('"type":"compaction"' in e for e in alone)
     assert shared == alone
 

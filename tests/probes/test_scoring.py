@@ -12,6 +12,8 @@ from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import (
     OUTCOMES,
     PromptScorer,
+    PromptText,
+    ScoringCache,
     TextIndex,
     answer_forms,
     held_paths,
@@ -190,6 +192,58 @@ def test_normalise_folds_quotes_and_whitespace() -> None:
 @given(st.lists(st.text(st.sampled_from(list("ab Σσ\n\t\"'“xİ.\u2028\x1c\u00a01")), max_size=8)))
 def test_an_index_of_lines_is_the_index_of_their_joined_text(lines: list[str]) -> None:
     assert TextIndex.of_lines(lines) == TextIndex.of("\n".join(lines))
+
+
+TEXTS = st.text(st.sampled_from(list("ab Σσ\n\t\"'“xİ.\u2028\x1c\u00a01")), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(TEXTS, st.booleans()), max_size=6), st.integers(0, 6))
+def test_a_cached_prompt_text_is_the_text_built_from_nothing(
+    texts: list[tuple[str, bool]], cut: int
+) -> None:
+    """The cache's text of a prompt (each message's line normalised once, shared by the
+    prompts holding it) is :meth:`PromptText.of` of it, for a prompt and any prefix of it."""
+    messages = [
+        Message("assistant", t, tool_calls=(ToolCall("c", "run", t),))
+        if call
+        else Message("user", t)
+        for t, call in texts
+    ]
+    cache = ScoringCache()
+    for prompt in (messages[:cut], messages, messages[:cut]):
+        cached, built = cache.text(prompt), PromptText.of(prompt)
+        assert (cached.raw, cached.index, cached.raw_folded) == (
+            built.raw,
+            built.index,
+            built.raw_folded,
+        )
+
+
+def test_a_prompt_s_text_is_built_once_and_long_lines_are_normalised_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No line is too long to keep: a 100 KB tool output is normalised once for every prompt
+    that shows it, and the same list of messages is the same text."""
+    from ctxbench.probes import scoring
+
+    calls: list[int] = []
+
+    def counted(text: str, *, keep_case: bool = False) -> str:
+        calls.append(len(text))
+        return normalise(text, keep_case=keep_case)
+
+    monkeypatch.setattr(scoring, "normalise", counted)
+    long = Message("tool", "ORD-4821 " * 12_000, tool_call_id="c")
+    system = Message("system", "be brief")
+    cache = ScoringCache()
+    first = cache.text([system, long])
+    assert cache.text([system, long]) is first
+    grown = cache.text([system, long, Message("user", "next")])
+    assert sorted(calls) == [4, 8, 108_000]  # three messages, each normalised once
+    assert PromptScorer([system, long], {}, cache).score(probe("ORD-4821")) == "in_context"
+    assert grown.index.has("next") and not first.index.has("next")
+    assert sum(n > 100_000 for n in calls) == 1  # answers are normalised, never the line again
 
 
 PATHS = st.lists(

@@ -1,12 +1,12 @@
 """A sweep's replays of one trace share what DB-GPT derives from its messages (the results
-citing their snapshot, Layer 1's cuts, their counts) through the process's memos; what a
+citing their snapshot, Layer 1's cuts, their counts) through the sweep's memos (:mod:`ctxbench.caches`); what a
 replay records does not depend on which replays ran before it."""
 
 from __future__ import annotations
 
 import json
 
-from ctxbench import memo
+from ctxbench.caches import Caches, using
 from ctxbench.counting import get_counter
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
@@ -44,8 +44,8 @@ def test_a_second_configuration_holds_the_first_ones_derived_messages() -> None:
 def test_what_a_replay_records_does_not_depend_on_the_replays_before_it() -> None:
     _replay(min_keep_recent_rounds=1, warning_threshold=0.5)
     after_another = _events(_replay(min_keep_recent_rounds=3))
-    memo._SHARED.clear()
-    alone = _events(_replay(min_keep_recent_rounds=3))
+    with using(Caches()):  # no shared memo
+        alone = _events(_replay(min_keep_recent_rounds=3))
     assert after_another == alone
 
 

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxbench.cli import cli
+from ctxbench.decisions.outcomes import read_outcomes
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.result import TIMING_COLUMNS, RunResult
 from ctxbench.errors import ConfigError, OutputError
@@ -184,6 +185,45 @@ def test_resume_cuts_a_torn_last_line_and_completes_the_table(
     assert (out / "events.jsonl").read_bytes() == (reference / "events.jsonl").read_bytes()
     journal = (out / JOURNAL).read_text("utf-8").splitlines()
     assert len(journal) == len({json.loads(line)["run_id"] for line in journal}) == 120
+
+
+PROBED_SWEEP = """
+windows = [4096, 8192]
+reserved = [1024]
+counters = ["chars4"]
+
+[[traces]]
+scenario = "support_agent"
+seeds = [0, 1]
+
+[[strategies]]
+name = "sliding_window"
+params = { keep_rounds = [2, 6] }
+
+[[strategies]]
+name = "dbgpt"
+params = { warning_threshold = [0.6] }
+"""
+
+
+def test_the_sweep_decides_from_what_it_wrote_as_a_reader_of_its_directory_would(
+    tmp_path: Path,
+) -> None:
+    """Cells this run wrote (events split from the line) and cells an earlier run wrote (read
+    back whole) give the outcomes ``read_outcomes`` reads from the finished directory."""
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(PROBED_SWEEP, encoding="utf-8")
+    first = run_sweep(load_sweep(sweep), tmp_path / "first")
+    out = tmp_path / "out"
+    out.mkdir()
+    lines = (tmp_path / "first" / JOURNAL).read_bytes().splitlines(keepends=True)
+    (out / JOURNAL).write_bytes(b"".join(lines[:5]))
+    summary = run_sweep(load_sweep(sweep), out, resume=True)
+    assert (summary.skipped, summary.ran) == (5, 7)
+    read = read_outcomes(out)
+    assert list(summary.outcomes) == list(first.outcomes) == read
+    assert all(o.from_events for o in read)
+    assert {o for p in read for _, _, o in p.probes} >= {"in_context", "lost"}
 
 
 def test_resuming_an_edited_sweep_runs_only_the_new_cells_and_drops_the_removed(

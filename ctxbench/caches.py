@@ -1,0 +1,105 @@
+"""``Caches``: what the replays of a sweep share, in one object the sweep owns.
+
+A sweep replays one trace under many configurations, and the configurations make the same
+things again: DB-GPT 0.8.2 rebuilds the same prompts (:class:`~ctxbench.engine.prompt.PromptTable`),
+the engine and the strategies ask the same questions of the same message objects (the
+:class:`~ctxbench.memo.ObjectMemo` of each question, :meth:`Caches.memo`), a snapshot renders
+to the same file (:meth:`Caches.content`), and probes are scored against the same prompts
+(:class:`~ctxbench.probes.scoring.ScoringCache`). Each value is a pure function of its key, so a
+cache changes nothing but time, and each is bounded (past its limit it starts again).
+
+Who owns one: a sweep's worker keeps one per trace it replays (:mod:`ctxbench.sweep.task`; the
+next trace starts a new one, so a worker's memory does not grow with the traces it ran); a
+replay is given one (``run_spec(caches=...)``, ``replay(caches=...)``) and makes it
+:func:`current` while it builds and runs the cell (:func:`using`), so the code a strategy calls
+(:data:`~ctxbench.engine.prompt.PROMPTS`, :func:`~ctxbench.memo.shared_memo`) reads the cell's
+caches. Code given no caches reads the process's own (one ``ctxbench run``, a test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+from ctxbench.engine.prompt import PromptTable
+from ctxbench.memo import ContentMemo, ObjectMemo
+from ctxbench.probes.scoring import ScoringCache
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+#: message references the prompts may hold (with what the engine keeps of them, a few hundred
+#: MB): several sweeps' worth of a 300-round trace
+PROMPT_LIMIT = 4_000_000
+#: shared memos, by what they compute: past this many keys (a program building counters by
+#: the hundred) they start again
+MEMO_LIMIT = 256
+#: characters of prompt text probe scoring keeps (:class:`ScoringCache`)
+SCORING_LIMIT = 32_000_000
+
+
+class Caches:
+    """The caches of one sweep (or one trace of it): prompts, shared memos, content memos by
+    name, probe scoring. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        prompt_limit: int = PROMPT_LIMIT,
+        memo_limit: int = MEMO_LIMIT,
+        scoring_limit: int = SCORING_LIMIT,
+    ) -> None:
+        self.prompts = PromptTable(limit=prompt_limit)
+        self.scoring = ScoringCache(limit=scoring_limit)
+        self.memo_limit = memo_limit
+        self._memos: dict[Hashable, ObjectMemo[Any, Any]] = {}
+        self._contents: dict[str, ContentMemo[Any, Any]] = {}
+
+    def memo(self, key: Hashable, compute: Callable[[K], V]) -> ObjectMemo[K, V]:
+        """The :class:`ObjectMemo` of ``compute`` under ``key``, made at the first call (see
+        :func:`ctxbench.memo.shared_memo` for what ``key`` must name)."""
+        memo = self._memos.get(key)
+        if memo is None:
+            if len(self._memos) >= self.memo_limit:
+                self._memos.clear()  # the memos in use live on with their users
+            memo = self._memos[key] = ObjectMemo(compute)
+        return memo
+
+    def content(self, name: str, limit: int) -> ContentMemo[Any, Any]:
+        """The :class:`ContentMemo` named ``name`` (holding at most ``limit`` bytes)."""
+        memo = self._contents.get(name)
+        if memo is None:
+            memo = self._contents[name] = ContentMemo(limit)
+        return memo
+
+    @property
+    def memos(self) -> int:
+        """How many shared memos the caches hold."""
+        return len(self._memos)
+
+
+_PROCESS = Caches()
+_CURRENT: ContextVar[Caches] = ContextVar("ctxbench_caches", default=_PROCESS)
+
+
+def current() -> Caches:
+    """The caches of the cell being built or replayed (:func:`using`), else the process's."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def using(caches: Caches | None) -> Iterator[Caches]:
+    """Make ``caches`` :func:`current` for the block (None: keep the current ones)."""
+    if caches is None:
+        yield current()
+        return
+    token = _CURRENT.set(caches)
+    try:
+        yield caches
+    finally:
+        _CURRENT.reset(token)
+
+
+__all__ = ["Caches", "current", "using"]
