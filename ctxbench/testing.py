@@ -208,6 +208,7 @@ def replay_retention(
     from ctxbench.engine.provider import SimulatedProvider
     from ctxbench.engine.replay import replay
     from ctxbench.gate.loss_table import run_losses
+    from ctxbench.probes.losses import inferred, tracking_probes
 
     if isinstance(probes, (str, Path)):
         from ctxbench.probes.probe_file import load_probes
@@ -218,17 +219,25 @@ def replay_retention(
     for trace in _traces(traces, scenarios, seeds):
         if probes and trace.id in probes:
             trace = dataclasses.replace(trace, probes=tuple(probes[trace.id]))
-        instance = _strategy(strategy, params or {})
-        estimator = get_counter(instance.default_estimator or counter)
-        output = replay(
-            trace,
-            instance,
-            SimulatedProvider(window, reserved),
-            true_counter=true_counter,
-            estimator=estimator,
-        )
-        label = f"{instance.name} w={window}"
-        runs.append(run_losses(output.events, trace, run_id="", trace_id=trace.id, label=label))
+        watched: tuple[Probe, ...] = ()
+        for _ in range(2):  # again, watching call by call, when a loss's call was inferred
+            instance = _strategy(strategy, params or {})
+            output = replay(
+                trace,
+                instance,
+                SimulatedProvider(window, reserved),
+                true_counter=true_counter,
+                estimator=get_counter(instance.default_estimator or counter),
+                probes=(*trace.probes, *watched),
+            )
+            label = f"{instance.name} w={window}"
+            run = run_losses(output.events, trace, run_id="", trace_id=trace.id, label=label)
+            vague = inferred(output.events, run.losses)
+            if watched or not vague:
+                break
+            probes_of = [p for p in trace.probes if p.id in vague]
+            watched = tracking_probes(probes_of, trace.call_indices)
+        runs.append(run)
     if not runs:
         raise ValueError("give traces or scenarios to replay the strategy on")
     return Retention(tuple(runs))

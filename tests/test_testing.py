@@ -131,3 +131,27 @@ def test_a_regression_names_the_probes_the_baseline_kept_and_real_diff_paths(
     assert "lost at call" in message
     assert "BASELINE_RESULTS" not in message and " RESULTS " not in message
     assert f"ctxbench diff {tmp_path / 'baseline.events.jsonl.gz'} {tmp_path / 'after'}" in message
+
+
+def first_lines(
+    messages: list[dict[str, Any]], budget: int, *, keep: int = 8, every: int = 10
+) -> list[dict[str, Any]]:
+    """Every ``every`` messages, the old ones "summarised" to their first lines (the summary
+    too, the next time): the kit's second compactor."""
+    system = [m for m in messages if m["role"] == "system"]
+    rest = [m for m in messages if m["role"] != "system"]
+    if len(rest) <= keep + every:
+        return messages
+    cut = len(rest) - keep
+    while cut < len(rest) and rest[cut]["role"] == "tool":
+        cut += 1
+    lines = [(m.get("content") or "").split("\n")[0][:300] for m in rest[:cut]]
+    summary = {"role": "user", "content": "Summary:\n" + "\n".join(lines)}
+    return [*system, summary, *rest[cut:]]
+
+
+def test_a_fact_kept_by_a_summary_is_lost_where_the_summary_was_summarised() -> None:
+    retention = replay_retention(first_lines, [TRACE], window=1_000_000)
+    (task,) = retention.lost("task")
+    assert task.how == "seen"  # watched call by call: the replay ran again for it
+    assert task.compaction == 2, "the task line survived the first summary, not the second"
