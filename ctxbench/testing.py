@@ -58,12 +58,20 @@ def run_sweep(
 
 
 def write_baseline(results_dir: str | Path, path: str | Path) -> Path:
-    """Record ``results_dir`` as a baseline file (what ``ctxbench baseline`` writes)."""
+    """Record ``results_dir`` as a baseline file, its events stored beside it (what
+    ``ctxbench baseline`` writes), so a failure's ``ctxbench diff`` commands and lost probes
+    work where the results are gone."""
     import json
 
+    from ctxbench.gate.baseline import events_path, write_events
     from ctxbench.results import ResultsDir
 
-    doc = make_baseline(ResultsDir(results_dir).results())
+    store = ResultsDir(results_dir)
+    results = store.results()
+    events = events_path(path)
+    wanted = {r.run_id for r in results}
+    write_events((e for e in store.events() if e.get("run_id") in wanted), events)
+    doc = make_baseline(results, str(results_dir), events.name)
     Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return Path(path)
 
@@ -82,7 +90,8 @@ def assert_no_regression(
     """Raise AssertionError (with the regression table) when ``results_dir`` regressed; with
     ``min_kind`` / ``max_kind_drop`` (``{"safety": 1.0}``) per probe kind too, the message then
     naming each probe lost and the call."""
-    from ctxbench.gate.loss_table import ResultsLosses
+    from ctxbench.gate.baseline import events_path
+    from ctxbench.gate.loss_table import EventsLosses, ResultsLosses
     from ctxbench.results import ResultsDir
 
     tol = Tolerances(
@@ -93,7 +102,12 @@ def assert_no_regression(
         _limits(min_kind, max_kind_drop),
     )
     rows = ResultsDir(results_dir).results()
-    report = check(rows, load_baseline(baseline), tol, losses=ResultsLosses(results_dir, rows))
+    doc = load_baseline(baseline)
+    stored = events_path(baseline)
+    before = EventsLosses(stored) if doc.get("events") and stored.is_file() else None
+    report = check(rows, doc, tol, losses=ResultsLosses(results_dir, rows), baseline_losses=before)
+    report.results_dir = str(results_dir)  # the printed `ctxbench diff` commands name both
+    report.baseline_results = str(stored) if before else str(doc.get("results_dir") or "")
     if report.failed:
         raise AssertionError("ctxbench regression\n" + text_report(report))
     return report
@@ -194,6 +208,7 @@ def replay_retention(
     from ctxbench.engine.provider import SimulatedProvider
     from ctxbench.engine.replay import replay
     from ctxbench.gate.loss_table import run_losses
+    from ctxbench.probes.losses import inferred, tracking_probes
 
     if isinstance(probes, (str, Path)):
         from ctxbench.probes.probe_file import load_probes
@@ -204,17 +219,25 @@ def replay_retention(
     for trace in _traces(traces, scenarios, seeds):
         if probes and trace.id in probes:
             trace = dataclasses.replace(trace, probes=tuple(probes[trace.id]))
-        instance = _strategy(strategy, params or {})
-        estimator = get_counter(instance.default_estimator or counter)
-        output = replay(
-            trace,
-            instance,
-            SimulatedProvider(window, reserved),
-            true_counter=true_counter,
-            estimator=estimator,
-        )
-        label = f"{instance.name} w={window}"
-        runs.append(run_losses(output.events, trace, run_id="", trace_id=trace.id, label=label))
+        watched: tuple[Probe, ...] = ()
+        for _ in range(2):  # again, watching call by call, when a loss's call was inferred
+            instance = _strategy(strategy, params or {})
+            output = replay(
+                trace,
+                instance,
+                SimulatedProvider(window, reserved),
+                true_counter=true_counter,
+                estimator=get_counter(instance.default_estimator or counter),
+                probes=(*trace.probes, *watched),
+            )
+            label = f"{instance.name} w={window}"
+            run = run_losses(output.events, trace, run_id="", trace_id=trace.id, label=label)
+            vague = inferred(output.events, run.losses)
+            if watched or not vague:
+                break
+            probes_of = [p for p in trace.probes if p.id in vague]
+            watched = tracking_probes(probes_of, trace.call_indices)
+        runs.append(run)
     if not runs:
         raise ValueError("give traces or scenarios to replay the strategy on")
     return Retention(tuple(runs))

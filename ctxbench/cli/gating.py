@@ -172,7 +172,7 @@ def check(
       ctxbench check results --baseline baseline.json --min-kind safety=1.0 --max-kind-drop constraint=0
     """
     from ctxbench.decisions.matching import parse_match_by, parse_renames
-    from ctxbench.gate.loss_table import ResultsLosses
+    from ctxbench.gate.loss_table import EventsLosses, ResultsLosses
     from ctxbench.probes.kind_limits import from_options
 
     fields = parse_match_by(match_by)
@@ -183,17 +183,17 @@ def check(
     )
     doc = load_baseline(baseline_file)
     rows = _results(results_dir)
-    losses = ResultsLosses(results_dir, rows) if kinds else None
-    report = gate.check(rows, doc, tol, fields, mapping, losses)
+    from ctxbench.gate.baseline import events_path
+
+    stored = events_path(baseline_file)
+    before = EventsLosses(stored) if doc.get("events") and stored.is_file() else None
+    lost = ResultsLosses(results_dir, rows)
+    report = gate.check(rows, doc, tol, fields, mapping, lost, before)
     report.results_dir = results_dir
     if baseline_results:
         report.baseline_results = baseline_results
-    else:
-        from ctxbench.gate.baseline import events_path
-
-        stored = events_path(baseline_file)
-        if doc.get("events") and stored.is_file():
-            report.baseline_results = str(stored)
+    elif before is not None:
+        report.baseline_results = str(stored)
     click.echo(check_report.text_report(report))
     if junit:
         _write(junit, check_report.junit_report(report))

@@ -315,10 +315,12 @@ def check(
     match_by: Sequence[str] = (),
     renames: Mapping[str, str] | None = None,
     losses: LossLookup | None = None,
+    baseline_losses: LossLookup | None = None,
 ) -> CheckReport:
     """Compare result rows with a baseline document (``match_by``: see the module docstring;
     ``renames``: baseline strategy -> the strategy that replaces it; ``losses``: a run id's
-    lost probes, named in its per-kind findings)."""
+    lost probes, named in its per-kind and retention findings; ``baseline_losses``: a baseline
+    run id's, so a retention finding names only the probes the baseline kept)."""
     from ctxbench.decisions.changes import baseline_warnings, paired_intervals
     from ctxbench.decisions.matching import cell_names, match_leftovers, renamed
 
@@ -388,12 +390,7 @@ def check(
             cells[-1].name = names[run_id]
     if losses is not None:
         for c in cells:
-            if any(f.kind for f in c.findings):
-                lost = losses(c.run_id)
-                c.findings = [
-                    replace(f, lost=tuple(x for x in lost if x.kind == f.kind)) if f.kind else f
-                    for f in c.findings
-                ]
+            _name_losses(c, losses, baseline_losses)
     return CheckReport(
         cells,
         _aggregate(pairs, tol),
@@ -403,6 +400,25 @@ def check(
         baseline_results=str(baseline.get("results_dir") or ""),
         kinds=kind_summaries(cells, tol.kinds),
     )
+
+
+def _name_losses(c: CellCheck, losses: LossLookup, baseline_losses: LossLookup | None) -> None:
+    """Name the probes behind a cell's retention and per-kind findings: each kind's losses;
+    for retention, those the baseline run kept (all the cell's when its losses are unknown)."""
+    if not any(f.kind or f.metric == "retention" for f in c.findings):
+        return
+    lost = losses(c.run_id)
+    before: set[str] = set()
+    if baseline_losses is not None and c.baseline_run_id:
+        before = {x.probe_id for x in baseline_losses(c.baseline_run_id)}
+    named = []
+    for f in c.findings:
+        if f.kind:
+            f = replace(f, lost=tuple(x for x in lost if x.kind == f.kind))
+        elif f.metric == "retention":
+            f = replace(f, lost=tuple(x for x in lost if x.probe_id not in before))
+        named.append(f)
+    c.findings = named
 
 
 def _mean(values: Sequence[float]) -> float | None:

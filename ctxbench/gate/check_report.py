@@ -74,17 +74,26 @@ def kind_rows(report: CheckReport) -> list[tuple[str, ...]]:
 
 
 def lost_lines(report: CheckReport, kind: str = "") -> list[str]:
-    """Per failed kind of a cell (or of one ``kind``), the probes it lost: id, kind, the
-    missing answer, the call where it was lost."""
+    """Per failed kind (or of one ``kind``) and retention drop of a cell, the probes it lost:
+    id, kind, the missing answer, the call where it was lost."""
     out = []
-    for c, f in report.kind_failures:
-        if kind and f.kind != kind:
-            continue
-        out.append(f"{c.name or c.key} (run {c.run_id}): {f.metric} {_fmt(f.current)}, {f.detail}")
-        if not f.lost:
-            out.append("  (its events or trace were not at hand: run `ctxbench losses`)")
-        out += [f"  {loss.line()}" for loss in f.lost]
+    for c in report.regressed:
+        for f in c.findings:
+            if (kind and f.kind != kind) or not (f.kind or (f.lost and not kind)):
+                continue
+            out.append(
+                f"{c.name or c.key} (run {c.run_id}): {f.metric} {_fmt(f.current)}, {f.detail}"
+            )
+            if f.kind and not f.lost:
+                out.append("  (its events or trace were not at hand: run `ctxbench losses`)")
+            out += [f"  {loss.line()}" for loss in f.lost[:MAX_LOST_LINES]]
+            if len(f.lost) > MAX_LOST_LINES:
+                out.append(f"  ... {len(f.lost) - MAX_LOST_LINES} more: `ctxbench losses`")
     return out
+
+
+#: Lost probes listed per finding at most (the rest are counted).
+MAX_LOST_LINES = 20
 
 
 def _diffable(report: CheckReport) -> list[CellCheck]:
@@ -182,7 +191,7 @@ def text_report(report: CheckReport) -> str:
             lines += ["", f"{title}:", *_table(FINDING_HEADER, rows)]
     if report.kinds:
         lines += ["", "retention by probe kind:", *_table(KIND_HEADER, kind_rows(report))]
-    if report.kind_failures:
+    if lost_lines(report):
         lines += ["", "probes lost:", *lost_lines(report)]
     if report.intervals:
         lines += ["", *report.intervals]
@@ -232,7 +241,7 @@ def markdown_report(report: CheckReport) -> str:
             "| " + " | ".join(markdown_text(v) for v in row) + " |" for row in kind_rows(report)
         ]
         out.append("")
-    if report.kind_failures:
+    if lost_lines(report):
         out += ["### Probes lost", ""]
         out += [
             f"- {markdown_text(line.strip())}"
@@ -276,7 +285,7 @@ def junit_report(report: CheckReport) -> str:
             failures += 1
             text = "\n".join(
                 f"{f.metric}: {_fmt(f.baseline)} -> {_fmt(f.current)} ({f.detail})"
-                + "".join(f"\n  {loss.line()}" for loss in f.lost)
+                + "".join(f"\n  {loss.line()}" for loss in f.lost[:MAX_LOST_LINES])
                 for f in c.findings
             )
             if c.baseline_run_id:

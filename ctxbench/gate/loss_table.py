@@ -112,6 +112,24 @@ class ResultsLosses:
         return self.table(run_id).losses if run_id in self.rows else ()
 
 
+class EventsLosses:
+    """The losses (probe ids and calls; no trace) of the runs of an events file, such as the
+    one stored beside a baseline: which probes the baseline run had already lost."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __call__(self, run_id: str) -> Sequence[Loss]:
+        from ctxbench.divergence import run_events
+        from ctxbench.errors import CtxbenchError
+
+        try:
+            events = run_events(self.path, run_id)[1]
+        except CtxbenchError:  # a run the file does not hold
+            return ()
+        return losses(events, run_id=run_id)
+
+
 def rows_losses(path: str | Path, events_file: str | Path | None = None) -> list[RunLosses]:
     """The loss tables of a file of rows: from ``events_file`` when given, else each row
     replayed from its ``spec`` (the row is data: a plug-in it names is not imported)."""

@@ -11,6 +11,9 @@ recorded message holding the fact (``dropped_messages``: ``how = "dropped"``); w
 compaction removed them all (the fact sat in a message rewritten in place, or in a summary
 summarised again), the last compaction before the ask point (``how = "rewritten"``); a probe
 scored lost because the task had already failed (``after_failure``) names the failed call.
+A replay given :func:`tracking_probes` as well (the same probes asked at every call from the
+one that first sent them) shows the exact call: the last one where the answer left the prompt
+(``how = "seen"``), a summary summarised again included; those events are read only here.
 
 The cliff of a kind: the probes of that kind asked after exactly ``k`` compactions (calls that
 compacted, counted from 1) form bucket ``k``; the cliff is the first ``k`` whose bucket keeps
@@ -22,15 +25,18 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ctxbench.probes.model import Probe
 
 #: the outcome that counts as kept (the row's ``retention``)
 KEPT = "in_context"
-#: ``how`` a probe left the prompt
+#: ``how`` a probe left the prompt (``seen``: watched call by call, :func:`tracking_probes`)
 DROPPED, REWRITTEN, AFTER_FAILURE, NEVER_SEEN = "dropped", "rewritten", "after_failure", "never"
+SEEN = "seen"
+#: the id of a probe asked again at a call to watch where it left the prompt: ``ID@@CALL``
+TRACK = "@@"
 #: a kind's bucket keeps less than this share of its probes: the cliff
 CLIFF_BELOW = 0.5
 
@@ -48,7 +54,8 @@ class Loss:
     #: the call whose prompt no longer held it, and which compaction (1-based) that was
     lost_at: int | None = None
     compaction: int | None = None
-    #: dropped / rewritten / after_failure / never (no compaction before it was asked)
+    #: dropped / rewritten / seen (watched call by call) / after_failure / never (no
+    #: compaction before it was asked)
     how: str = ""
     #: the trace messages that state the fact, and the first call whose prompt held them
     stated: tuple[int, ...] = ()
@@ -66,6 +73,8 @@ class Loss:
             return "never left (no compaction before its ask point)"
         if self.how == AFTER_FAILURE:
             return f"call {self.lost_at} (the task failed there)"
+        if self.compaction is None:
+            return f"call {self.lost_at}"
         return f"call {self.lost_at} (after compaction {self.compaction})"
 
     def line(self) -> str:
@@ -117,6 +126,10 @@ class _Run:
     #: per call that compacted (ascending): the trace messages removed by then
     compactions: tuple[tuple[int, frozenset[int]], ...]
     failed: tuple[int, ...]
+    #: per probe id, (call, kept) of its tracking probes (:func:`tracking_probes`)
+    tracks: Mapping[str, tuple[tuple[int, bool], ...]] = field(default_factory=dict)
+    #: a compaction added messages (a summary, a note) that may have carried a fact on
+    added: bool = False
 
 
 def _read(events: Iterable[Any]) -> _Run:
@@ -124,16 +137,55 @@ def _read(events: Iterable[Any]) -> _Run:
     dropped: set[int] = set()
     compactions: dict[int, frozenset[int]] = {}
     failed: list[int] = []
+    tracks: dict[str, list[tuple[int, bool]]] = {}
+    added = False
     for raw in events:
         kind, call, data = _fields(raw)
-        if kind == "probe":
+        if kind == "probe" and TRACK in str(data["probe_id"]):
+            probe_id = str(data["probe_id"]).partition(TRACK)[0]
+            tracks.setdefault(probe_id, []).append((call, data["outcome"] == KEPT))
+        elif kind == "probe":
             probes.append((call, data))
         elif kind == "compaction":
             dropped.update(_ranges(data.get("dropped_messages")))
             compactions[call] = frozenset(dropped)
+            added = added or bool(data.get("added"))
         elif kind == "call.failed":
             failed.append(call)
-    return _Run(tuple(probes), tuple(sorted(compactions.items())), tuple(failed))
+    return _Run(
+        tuple(probes),
+        tuple(sorted(compactions.items())),
+        tuple(failed),
+        {k: tuple(sorted(v)) for k, v in tracks.items()},
+        added,
+    )
+
+
+def inferred(events: Iterable[Any], found: Iterable[Loss]) -> set[str]:
+    """The losses whose call is inferred rather than seen: rewritten away, or dropped in a run
+    whose compactions added messages (a summary may have carried the fact past that call).
+    Replaying with their :func:`tracking_probes` names the exact call."""
+    added = _read(events).added
+    return {x.probe_id for x in found if x.how == REWRITTEN or (x.how == DROPPED and added)}
+
+
+def tracking_probes(probes: Sequence[Probe], call_indices: Sequence[int]) -> tuple[Probe, ...]:
+    """Each probe asked again at every call from the first that sent its evidence to its ask
+    point (ids ``ID@@CALL``): given to a replay beside the probes, they let :func:`losses`
+    name the exact call a fact left the prompt. They are not the run's probes: a row computed
+    from such events counts them, so only the loss table should read them."""
+    n_calls = len(call_indices)
+    out = []
+    for probe in probes:
+        if not probe.evidence:
+            continue
+        first = bisect.bisect_right(call_indices, min(probe.evidence))
+        last = n_calls if probe.ask_at is None else min(max(probe.ask_at, 0), n_calls)
+        out += [
+            replace(probe, id=f"{probe.id}{TRACK}{call}", ask_at=call)
+            for call in range(first, last + 1)
+        ]
+    return tuple(out)
 
 
 def compaction_calls(events: Iterable[Any]) -> list[int]:
@@ -167,9 +219,12 @@ def losses(
             bisect.bisect_right(call_indices, first) if call_indices and first is not None else None
         )
         lost_at, how = _lost_at(run, asked, stated, stated_call, data.get("reason"))
+        seen = _left_at(run.tracks.get(str(data["probe_id"]), ()), asked)
+        if seen is not None and how != AFTER_FAILURE:
+            lost_at, how = seen, SEEN
         compaction = None
         if lost_at is not None and how != AFTER_FAILURE:
-            compaction = 1 + [c for c, _ in run.compactions].index(lost_at)
+            compaction = bisect.bisect_right([c for c, _ in run.compactions], lost_at) or None
         out.append(
             Loss(
                 probe_id=str(data["probe_id"]),
@@ -207,6 +262,19 @@ def _lost_at(
     if window:
         return window[-1][0], REWRITTEN
     return None, NEVER_SEEN
+
+
+def _left_at(track: Sequence[tuple[int, bool]], asked: int) -> int | None:
+    """The last call up to ``asked`` where a watched answer left the prompt (None: it never
+    was in it, or never left)."""
+    left, before = None, False
+    for call, kept in track:
+        if call > asked:
+            break
+        if before and not kept:
+            left = call
+        before = kept
+    return left
 
 
 def cliffs(events: Iterable[Any]) -> dict[str, int]:

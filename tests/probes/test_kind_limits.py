@@ -3,10 +3,13 @@ a sweep file; a bad value is an error naming it, the option or key, and the know
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ctxbench.errors import ConfigError
 from ctxbench.probes.kind_limits import KindLimits, from_options, limits_table, parse_option
+from ctxbench.sweep.spec import load_sweep
 
 
 def test_options_parse_to_typed_tables() -> None:
@@ -53,3 +56,16 @@ def test_the_command_line_wins_over_the_sweep_file_per_kind() -> None:
     assert both.min_retention == {"safety": 1.0, "task": 0.8}
     assert both.max_drop == {"constraint": 0.1}
     assert both.describe() == "safety >= 1, task >= 0.8, constraint drop <= 0.1"
+
+
+def test_a_sweep_file_with_a_bad_kind_limit_fails_when_loaded(tmp_path: Path) -> None:
+    path = tmp_path / "gate.toml"
+    text = 'windows = [32768]\n{}\n[[traces]]\nscenario = "coding_agent"\n[[strategies]]\nname = "none"\n'
+    path.write_text(text.format("max_kind_drop = { constraint = 0 }"), "utf-8")
+    assert load_sweep(path).to_dict()["max_kind_drop"] == {"constraint": 0}
+    path.write_text(text.format("min_kind_retention = { safty = 1.0 }"), "utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_sweep(path)
+    assert str(caught.value).startswith(f"{path}: min_kind_retention.safty: unknown probe kind")
+    path.write_text(text.format(""), "utf-8")
+    assert "min_kind_retention" not in load_sweep(path).to_dict()  # sweep.json as before

@@ -12,11 +12,14 @@ from ctxbench.probes.losses import (
     DROPPED,
     NEVER_SEEN,
     REWRITTEN,
+    SEEN,
     cliff_table,
     cliffs,
     compaction_calls,
+    inferred,
     kind_retention,
     losses,
+    tracking_probes,
 )
 from ctxbench.probes.model import Probe
 from ctxbench.synth import generate, load_scenario
@@ -160,3 +163,30 @@ def test_the_row_holds_the_cliffs_the_events_give() -> None:
     assert {x.probe_id for x in lost} == {
         e["probe_id"] for e in events if e["type"] == "probe" and e["outcome"] != "in_context"
     }
+
+
+def test_watched_probes_name_the_call_a_fact_left_a_summary() -> None:
+    # the fact's message was dropped at call 3 into a summary; the summary was summarised at 5
+    track = [probe_event(c, f"safety-1@@{c}", "safety", "in_context") for c in (1, 2, 3, 4)]
+    track.append(probe_event(5, "safety-1@@5", "safety", "lost"))
+    events = [
+        compaction(3, (4, 4)) | {"added": 1},
+        compaction(5) | {"added": 1},
+        *track,
+        probe_event(5, "safety-1", "safety", "lost"),
+    ]
+    (inferred_loss,) = losses(events[:2] + events[-1:], [SAFETY], CALLS)
+    assert (inferred_loss.lost_at, inferred_loss.how) == (3, DROPPED)
+    assert inferred(events, [inferred_loss]) == {"safety-1"}  # a summary may have carried it
+    (loss,) = losses(events, [SAFETY], CALLS)  # the watched probes are not losses themselves
+    assert (loss.lost_at, loss.compaction, loss.how) == (5, 2, SEEN)
+    assert kind_retention(events) == {"safety": (0, 1)}
+
+
+def test_tracking_probes_ask_each_probe_at_every_call_from_its_statement_to_its_ask() -> None:
+    watched = tracking_probes([SAFETY, PREF], CALLS)
+    assert [p.id for p in watched if p.id.startswith("safety-1")] == [
+        f"safety-1@@{c}"
+        for c in range(1, 7)  # message 4 is first sent at call 1; asked at end
+    ]
+    assert {p.answers for p in watched} == {SAFETY.answers, PREF.answers}
