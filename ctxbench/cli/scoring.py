@@ -82,7 +82,13 @@ def score(
 
         probe_sets = load_probes(probes_file)
         if trace is None and trace_id is not None:
-            probe_sets = {k: v for k, v in probe_sets.items() if k == trace_id} or probe_sets
+            if trace_id not in probe_sets:
+                raise TraceFormatError(
+                    f"has no probes for trace {trace_id!r}",
+                    path=probes_file,
+                    hint=f"its traces: {', '.join(sorted(probe_sets)) or 'none'}",
+                )
+            probe_sets = {trace_id: probe_sets[trace_id]}
     compacted = read_compacted(compacted_file)
     probes = probes_for(trace, probe_sets, source=probes_file or str(trace_file))
     cut = None

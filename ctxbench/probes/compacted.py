@@ -226,7 +226,7 @@ def probes_for(
             raise TraceFormatError(
                 f"holds the probes of {len(probe_sets)} traces",
                 path=source,
-                hint="give --trace TRACE too, to say which trace the compaction replaced",
+                hint="say which trace the compaction replaced: --trace TRACE or --trace-id ID",
             )
         return next(iter(probe_sets.values()))
     assert trace is not None

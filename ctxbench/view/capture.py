@@ -6,9 +6,9 @@ records the view the engine hands to ``replay(on_view=...)`` at every call: the 
 probes are scored on (the last attempt's, whether the call was accepted, over the window,
 refused for its tool pairing or aborted), and the end's. Watching the provider instead missed
 the calls that never reach it (a pairing rejection, an abort), so every later call showed a
-later call's prompt. Each distinct message gets one id (by fingerprint, in order of first appearance), and a
-call's prompt is stored as runs of consecutive ids, so a prompt that only grew costs one pair
-and the whole capture stays linear in the trace length.
+later call's prompt. Each distinct message gets one id (by fingerprint, in order of first
+appearance), and a call's prompt is stored as runs of consecutive ids, so a prompt that only
+grew costs one pair and the whole capture stays linear in the trace length.
 
 For every probe it follows where the answer was at each call: ``in_context`` (a message of the
 prompt holds an accepted answer, matched as the scorer matches), ``via_reference`` (a message

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxbench.cli import cli
+from ctxbench.errors import TraceFormatError
 from ctxbench.formats.importing import open_source
 from ctxbench.probes.probe_file import write_probes
 from ctxbench.trace import Trace
@@ -92,3 +93,25 @@ def test_a_cut_past_the_end_is_refused(saved: tuple[Path, Path]) -> None:
     args = ["score", "--compacted", str(summary), "--trace", str(session), "--at", "9999"]
     out = CliRunner().invoke(cli, args)
     assert out.exit_code == 2 and "the trace has 152 model calls" in out.output
+
+
+def test_trace_id_picks_the_probes_of_one_trace(tmp_path: Path) -> None:
+    from ctxbench.probes.model import Probe
+    from ctxbench.trace import Message
+
+    probes = tmp_path / "probes.jsonl"
+    traces = [
+        Trace(t, (Message("user", "x"),), probes=(Probe(f"{t}-p", "recall", "?", (answer,)),))
+        for t, answer in (("a", "alpha"), ("b", "beta"))
+    ]
+    write_probes(probes, traces)
+    (tmp_path / "s.txt").write_text("We chose beta.", "utf-8")
+    base = ["score", "--compacted", str(tmp_path / "s.txt"), "--probes", str(probes)]
+    out = CliRunner().invoke(cli, base)
+    assert isinstance(out.exception, TraceFormatError)
+    assert "holds the probes of 2 traces" in str(out.exception)
+    doc = json.loads(CliRunner().invoke(cli, [*base, "--trace-id", "b", "--json"]).output)
+    assert [(p["id"], p["outcome"]) for p in doc["probes"]] == [("b-p", "in_context")]
+    out = CliRunner().invoke(cli, [*base, "--trace-id", "c"])
+    assert isinstance(out.exception, TraceFormatError)
+    assert "has no probes for trace 'c'" in str(out.exception)
