@@ -88,7 +88,12 @@ from ctxbench.engine.provider import is_overflow_error
 from ctxbench.engine.strategy import TraceDefault
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.strategies.base import ProviderCall, Strategy
-from ctxbench.strategies.layers import split_system, transcript, with_placeholder
+from ctxbench.strategies.layers import (
+    split_system,
+    transcript,
+    transcript_request,
+    with_placeholder,
+)
 from ctxbench.summarizers.base import SummaryRequest, summary_source
 from ctxbench.trace import Message
 
@@ -240,15 +245,10 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
     ) -> SummaryRequest:
         """The 9-section compact prompt over the transcript, with the default summary budget
         (layer ``autocompact``)."""
-        _, rest = split_system(history)
-        return SummaryRequest(
-            strategy=cls.name,
-            layer="autocompact",
-            prompt=transcript(rest) + "\n\n[user]: " + COMPACT_PROMPT,
-            messages=tuple(rest),
-            sections=SUMMARY_SECTIONS,
-            max_tokens=ClaudeCodeConfig().summary_max_tokens,
-            key=f"{trace_id}:{call}:autocompact:0",
+        budget = ClaudeCodeConfig().summary_max_tokens
+        key = f"{trace_id}:{call}:autocompact:0"
+        return transcript_request(
+            cls.name, "autocompact", history, COMPACT_PROMPT, SUMMARY_SECTIONS, budget, key
         )
 
     @classmethod

@@ -45,7 +45,12 @@ from ctxbench.config import require_non_negative, require_positive
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import SummarizerError
 from ctxbench.strategies.base import Strategy
-from ctxbench.strategies.layers import drop_unpaired, split_system, transcript
+from ctxbench.strategies.layers import (
+    drop_unpaired,
+    split_system,
+    transcript,
+    transcript_request,
+)
 from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import Message
 
@@ -214,15 +219,9 @@ class Codex(Strategy[CodexConfig]):
     ) -> SummaryRequest:
         """The summarization prompt over the transcript, with the default summary budget
         (layer ``auto_compact``, as the rollouts name it)."""
-        _, rest = split_system(history)
-        return SummaryRequest(
-            strategy=cls.name,
-            layer="auto_compact",
-            prompt=transcript(rest) + "\n\n[user]: " + SUMMARIZATION_PROMPT,
-            messages=tuple(rest),
-            sections=SUMMARY_SECTIONS,
-            max_tokens=CodexConfig().summary_max_tokens,
-            key=f"{trace_id}:{call}:auto_compact:0",
+        budget, key = CodexConfig().summary_max_tokens, f"{trace_id}:{call}:auto_compact:0"
+        return transcript_request(
+            cls.name, "auto_compact", history, SUMMARIZATION_PROMPT, SUMMARY_SECTIONS, budget, key
         )
 
     def limit(self, ctx: ReplayContext) -> int:

@@ -22,6 +22,7 @@ from typing import ClassVar, TypeVar
 
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.strategy import Strategy
+from ctxbench.summarizers.base import SummaryRequest
 from ctxbench.trace import OBSERVATION_PREFIX, Message
 
 C = TypeVar("C")
@@ -201,3 +202,26 @@ __all__ = [
     "transcript",
     "with_placeholder",
 ]
+
+
+def transcript_request(
+    strategy: str,
+    layer: str,
+    history: Sequence[Message],
+    prompt: str,
+    sections: tuple[str, ...],
+    max_tokens: int | None,
+    key: str,
+) -> SummaryRequest:
+    """A request to summarise ``history`` past its system messages as a transcript followed by
+    ``prompt`` as the user's turn (Claude Code's and Codex's compaction calls)."""
+    _, rest = split_system(history)
+    return SummaryRequest(
+        strategy=strategy,
+        layer=layer,
+        prompt=transcript(rest) + "\n\n[user]: " + prompt,
+        messages=tuple(rest),
+        sections=sections,
+        max_tokens=max_tokens,
+        key=key,
+    )
