@@ -267,6 +267,17 @@ class PromptText:
     def __init__(self, raw: str, index: TextIndex) -> None:
         self.raw = raw
         self.index = index
+        #: answers -> whether the text holds one (the configurations of a sweep that show
+        #: this prompt ask the same probes of it)
+        self._holds: dict[tuple[str, ...], bool] = {}
+
+    def holds(self, answers: Sequence[str]) -> bool:
+        """``index.has_any(answers)``, worked out once per list of answers."""
+        key = tuple(answers)
+        found = self._holds.get(key)
+        if found is None:
+            found = self._holds[key] = self.index.has_any(key)
+        return found
 
     @classmethod
     def of(cls, messages: Sequence[Message]) -> PromptText:
@@ -339,7 +350,6 @@ class PromptScorer:
     ) -> None:
         self._text = PromptText.of(messages) if cache is None else cache.text(messages)
         self._raw = self._text.raw
-        self._index = self._text.index
         self._files = files
         self._cited: list[tuple[str, TextIndex]] | None = None
 
@@ -388,14 +398,14 @@ class PromptScorer:
         """The outcome, and for ``via_reference`` the cited file holding the answer (the first
         by path): the file a sweep keeps with ``keep_files = "cited"``."""
         outcome, cited = self.find(probe.answers)
-        if outcome == "lost" and probe.stale_answers and self._index.has_any(probe.stale_answers):
+        if outcome == "lost" and probe.stale_answers and self._text.holds(probe.stale_answers):
             return "stale", None
         return outcome, cited
 
     def find(self, answers: Sequence[str]) -> tuple[str, str | None]:
         """Where any of ``answers`` is: ``in_context``, ``via_reference`` (with the cited file)
         or ``lost``."""
-        if self._index.has_any(answers):
+        if self._text.holds(answers):
             return "in_context", None
         cited = next((path for path, f in self.cited if f.has_any(answers)), None)
         if cited is not None:
