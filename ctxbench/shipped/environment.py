@@ -47,6 +47,8 @@ class NodeMissingError(CtxbenchError):
     """An npm release needs ``node`` (and ``npm`` to install) on the PATH."""
 
 
+#: the name of the package.json ctxbench writes in a Node environment's folder
+NODE_PACKAGE_NAME = "ctxbench-env"
 #: how to get Node when it is missing (the npm releases need node >= 20)
 NODE_HINT = (
     "install Node.js 20 or newer with npm (Debian/Ubuntu: `apt-get install nodejs npm`; "
@@ -263,7 +265,7 @@ def _install_node(release: Release, root: Path, npm: str, node: str) -> Environm
     try:
         root.mkdir(parents=True, exist_ok=True)
         (root / "package.json").write_text(
-            json.dumps({"name": "ctxbench-env", "private": True}) + "\n", encoding="utf-8"
+            json.dumps({"name": NODE_PACKAGE_NAME, "private": True}) + "\n", encoding="utf-8"
         )
     except OSError as exc:
         raise _cannot(exc, root, "install") from None
@@ -314,7 +316,8 @@ def remove(release: Release) -> bool:
 
 
 def _clear(root: Path) -> None:
-    """Remove an environment folder ctxbench built (it holds its manifest or ``pyvenv.cfg``);
+    """Remove an environment folder ctxbench built (it holds its manifest, ``pyvenv.cfg`` or the
+    ``package.json`` ctxbench writes for npm);
     a link, a plain file or a folder it did not build is refused, never deleted, and a
     removal the OS refuses is one clear error."""
     fix = f"remove it yourself, or set {CACHE_ENV_VAR} to another folder"
@@ -328,11 +331,11 @@ def _clear(root: Path) -> None:
         return
     if not root.is_dir():
         raise InstallError("is not a folder: refusing to replace it", path=root, hint=fix)
-    if not any(
-        (root / name).is_file() for name in (MANIFEST_NAME, "pyvenv.cfg", "package-lock.json")
-    ):
+    built = any((root / name).is_file() for name in (MANIFEST_NAME, "pyvenv.cfg"))
+    if not built and not _ours(root / "package.json"):
         raise InstallError(
-            f"was not built by ctxbench (no {MANIFEST_NAME}, no pyvenv.cfg): refusing to delete it",
+            f"was not built by ctxbench (no {MANIFEST_NAME}, no pyvenv.cfg, no package.json of "
+            f"{NODE_PACKAGE_NAME!r}): refusing to delete it",
             path=root,
             hint=fix,
         )
@@ -340,6 +343,16 @@ def _clear(root: Path) -> None:
         shutil.rmtree(root)
     except OSError as exc:
         raise _cannot(exc, root, "remove") from None
+
+
+def _ours(package_json: Path) -> bool:
+    """A Node environment's ``package.json`` ctxbench wrote (an npm install that stopped half way
+    leaves it without a manifest)."""
+    try:
+        data = json.loads(package_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("name") == NODE_PACKAGE_NAME
 
 
 def _cannot(exc: OSError, path: Path, what: str) -> InstallError:

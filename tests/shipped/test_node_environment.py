@@ -80,3 +80,20 @@ def test_a_replay_without_node_is_one_clear_error(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(NodeMissingError, match="needs `node` on PATH"):
         env.command(Path("driver.mjs"))
+
+
+def test_a_half_installed_node_folder_is_removed_and_a_foreign_one_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXBENCH_CACHE", str(tmp_path))
+    root = environment.environment_dir(PI)
+    root.mkdir(parents=True)
+    # npm stopped half way: ctxbench's package.json, no manifest, no lockfile
+    (root / "package.json").write_text('{"name": "ctxbench-env", "private": true}\n')
+    assert environment.installed(PI) is None
+    assert environment.remove(PI) and not root.exists()
+    root.mkdir(parents=True)
+    (root / "package.json").write_text('{"name": "my-app"}\n')
+    with pytest.raises(environment.InstallError, match="not built by ctxbench"):
+        environment.remove(PI)
+    assert (root / "package.json").exists()
