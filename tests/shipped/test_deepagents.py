@@ -7,8 +7,11 @@ the overflow fallback that summarizes and retries once."""
 
 from __future__ import annotations
 
+import json
+
 from ctxbench.shipped.deepagents import ShippedDeepAgents
 from ctxbench.shipped.releases import DEEPAGENTS
+from ctxbench.trace import Message, ToolCall, Trace
 from tests.factories import tool_trace
 from tests.shipped_cases import needs, prompts, replay_events
 
@@ -52,3 +55,28 @@ def test_without_a_profile_170k_tokens_never_trigger_in_16k_so_the_overflow_summ
     assert {c["call"] for c in compactions} <= overflowed  # each after a rejection
     retried = [e for e in events if e["type"] == "provider.call" and e["attempt"] == 1]
     assert retried and all(e["ok"] for e in retried)
+
+
+def test_older_write_file_arguments_are_truncated_before_any_summary() -> None:
+    # test_summarization_middleware.py (argument truncation): without a profile the arguments
+    # of write_file/edit_file calls older than the last 20 messages are cut to 20 characters and
+    # "...(argument truncated)" once there are 20 messages; other tools' arguments stay
+    msgs = [Message("system", "You write files."), Message("user", "Write the modules.")]
+    for i in range(14):
+        name = "write_file" if i % 2 == 0 else "bash"
+        args = json.dumps(
+            {"file_path": f"/src/m{i}.py", "content": f"# module {i}\n" + "x" * 3_000}
+        )
+        call = ToolCall(f"c{i}", name, args)
+        msgs += [Message("assistant", "", tool_calls=(call,)),
+                 Message("tool", f"ok {i}", tool_call_id=f"c{i}", name=name)]  # fmt: skip
+    trace = Trace("writes", tuple(msgs))
+    events = replay_events(trace, NAME, 131_072, model_profile=False)
+    assert {e["layer"] for e in events if e["type"] == "compaction"} == {"truncate_args"}
+    assert not [e for e in events if e["type"] == "summary"]
+    last = prompts(ShippedDeepAgents, trace, 131_072, model_profile=False)[-1]
+    calls = [c for m in last for c in m.tool_calls]
+    old = [json.loads(c.arguments) for c in calls[:4]]
+    assert old[0]["content"] == "# module 0\n" + "x" * 9 + "...(argument truncated)"
+    assert len(old[1]["content"]) == 3_011  # bash: not a file tool
+    assert json.loads(calls[-1].arguments)["content"].endswith("x" * 3_000)  # recent: kept

@@ -143,13 +143,15 @@ class Replay:
     def _answer(self, base: list, overflowing: bool) -> dict:
         steps: list[dict] = []
         exception = None
+        summaries = self.summaries
         try:
             self.sent = self._run(overflowing)
         except Exception as exc:  # the middleware raised: the model call never happens
             exception, self.sent = wire.exception_text(exc), list(self.state["messages"])
         after = self.prompt(self.sent)
-        if after != base:
-            steps.append({"layer": "summarization", "messages": after,
+        if after != base:  # a new summary, else only older tool arguments truncated
+            layer = "summarization" if self.summaries > summaries else "truncate_args"
+            steps.append({"layer": layer, "messages": after,
                           "note": f"{len(self.state['messages'])} message(s) in the state"})  # fmt: skip
         info = {"deepagents_tokens": int(self.middleware._count_tokens(self.sent, None, self.tools))
                 if self.sent else 0, "summaries": self.summaries,
