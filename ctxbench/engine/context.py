@@ -93,9 +93,18 @@ class ReplayContext:
         self._settled: tuple[str, ...] = ()
 
     # -- events ---------------------------------------------------------------------------------
-    def emit(self, type_: str, **data: Any) -> ev.Event:
-        """Record an event at the current call (strategies may emit ``strategy.*`` events)."""
-        event = ev.Event(type_, len(self.events), self.call, data)
+    def emit(self, event: ev.Event | str, /, **data: Any) -> ev.Event:
+        """Record ``event`` at the current call, as the next step; returns it as recorded.
+
+        Strategies may record events of their own (``strategy.*``): a subclass of
+        :class:`~ctxbench.engine.events.Event`, or ``emit("strategy.NAME", **fields)``, which
+        records an event of that type (its class when one knows the type, else an
+        :class:`~ctxbench.engine.events.UnknownEvent`); that string form is also how code
+        written before the event classes keeps working (transitional)."""
+        if isinstance(event, str):
+            event = ev.event_of(event, data, step=len(self.events), call=self.call)
+        else:
+            event = event.stamped(len(self.events), self.call)
         self.events.append(event)
         return event
 
@@ -105,12 +114,13 @@ class ReplayContext:
         budget = self.strategy.budget(self)
         ratio = used / budget if budget > 0 else float("inf")
         return self.emit(
-            ev.CONTEXT_STATUS,
-            used=used,
-            budget=budget,
-            ratio=round(ratio, 4) if budget > 0 else None,
-            state=self.strategy.state_of(ratio, budget),
-            compact_layer=layer,
+            ev.ContextStatus(
+                used=used,
+                budget=budget,
+                ratio=round(ratio, 4) if budget > 0 else None,
+                state=self.strategy.state_of(ratio, budget),
+                compact_layer=layer,
+            )
         )
 
     # -- the one way to change the prompt ---------------------------------------------------------
@@ -148,21 +158,22 @@ class ReplayContext:
                 change = _change(before, messages, keys_before, view.keys)
             runs = change.runs_of(self._settle(change))
             self.emit(
-                ev.COMPACTION,
-                layer=layer,
-                est_before=est_before,
-                est_after=view.estimated_tokens,
-                true_before=true_before,
-                true_after=view.true_tokens,
-                messages_before=len(before),
-                messages_after=len(messages),
-                dropped=change.dropped,
-                changed=change.rewritten,
-                added=change.added,
-                dropped_messages=runs,
-                pairing_violations=self._violations(messages, after),
-                system_kept=self._system_kept(after),
-                note=note,
+                ev.Compaction(
+                    layer=layer,
+                    est_before=est_before,
+                    est_after=view.estimated_tokens,
+                    true_before=true_before,
+                    true_after=view.true_tokens,
+                    messages_before=len(before),
+                    messages_after=len(messages),
+                    dropped=change.dropped,
+                    changed=change.rewritten,
+                    added=change.added,
+                    dropped_messages=runs,
+                    pairing_violations=self._violations(messages, after),
+                    system_kept=self._system_kept(after),
+                    note=note,
+                )
             )
         if known is None and known_before is not None and after is not None:
             known_before.remember(after, changed_flag, change)
@@ -244,21 +255,22 @@ class ReplayContext:
         )
         n = len(self.view)
         self.emit(
-            ev.COMPACTION,
-            layer=layer,
-            est_before=self.view.estimated_tokens + est_o,
-            est_after=self.view.estimated_tokens + est_k,
-            true_before=self.view.true_tokens + true_o,
-            true_after=self.view.true_tokens + true_k,
-            messages_before=n + 1,
-            messages_after=n + 1,
-            dropped=0,
-            changed=1,
-            added=0,
-            dropped_messages=[],
-            pairing_violations=0,
-            system_kept=True,
-            note=note,
+            ev.Compaction(
+                layer=layer,
+                est_before=self.view.estimated_tokens + est_o,
+                est_after=self.view.estimated_tokens + est_k,
+                true_before=self.view.true_tokens + true_o,
+                true_after=self.view.true_tokens + true_k,
+                messages_before=n + 1,
+                messages_after=n + 1,
+                dropped=0,
+                changed=1,
+                added=0,
+                dropped_messages=[],
+                pairing_violations=0,
+                system_kept=True,
+                note=note,
+            )
         )
 
     def system_kept(self) -> bool:
@@ -386,24 +398,27 @@ class ReplayContext:
             raise SummarizerError("the summarizer returned an empty summary", kind="empty")
         said = summary_source(text)
         self.emit(
-            ev.SUMMARY,
-            layer=request.layer,
-            ok=True,
-            input_tokens=input_tokens,
-            output_tokens=self._true_counter.count(text),
-            error=None,
-            **said,
+            ev.Summary(
+                layer=request.layer,
+                ok=True,
+                input_tokens=input_tokens,
+                output_tokens=self._true_counter.count(text),
+                error=None,
+                source=said.get("source", ""),
+                why=said.get("why", ""),
+            )
         )
         return text
 
     def _summary_failed(self, request: SummaryRequest, input_tokens: int, error: str) -> None:
         self.emit(
-            ev.SUMMARY,
-            layer=request.layer,
-            ok=False,
-            input_tokens=input_tokens,
-            output_tokens=0,
-            error=error,
+            ev.Summary(
+                layer=request.layer,
+                ok=False,
+                input_tokens=input_tokens,
+                output_tokens=0,
+                error=error,
+            )
         )
 
     def summary_request(
@@ -451,7 +466,7 @@ class ReplayContext:
     def _record(self, relative_path: str, content: bytes, sha256: str) -> str:
         path = _unused(safe_path(relative_path), content, self.files)
         self.files[path] = content
-        self.emit(ev.SNAPSHOT, path=path, bytes=len(content), sha256=sha256)
+        self.emit(ev.Snapshot(path=path, bytes=len(content), sha256=sha256))
         return path
 
 

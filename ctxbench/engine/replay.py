@@ -225,11 +225,12 @@ def _recorded_event(ctx: ReplayContext, compaction: RecordedCompaction) -> None:
     """Where the recorded agent compacted; the replay keeps the uncompacted history."""
 
     ctx.emit(
-        ev.RECORDED,
-        trigger=compaction.trigger,
-        pre_tokens=compaction.pre_tokens,
-        source=compaction.source,
-        note=ev.UNCOMPACTED_NOTE,
+        ev.RecordedCompaction(
+            trigger=compaction.trigger,
+            pre_tokens=compaction.pre_tokens,
+            source=compaction.source,
+            note=ev.UNCOMPACTED_NOTE,
+        )
     )
 
 
@@ -308,15 +309,14 @@ def _call_failed(
     true_tokens: int | None = None,
 ) -> None:
     """One ``call.failed`` event: its kind, and the system's own text when it raised."""
-    fields: dict[str, object] = {"kind": kind}
-    if error is not None:
-        fields["error"] = error
     ctx.emit(
-        ev.CALL_FAILED,
-        true_tokens=ctx.view.true_tokens if true_tokens is None else true_tokens,
-        limit=provider.limit,
-        attempts=attempts,
-        **fields,
+        ev.CallFailed(
+            true_tokens=ctx.view.true_tokens if true_tokens is None else true_tokens,
+            limit=provider.limit,
+            attempts=attempts,
+            kind=kind,
+            error=error,
+        )
     )
 
 
@@ -348,16 +348,19 @@ def _provider_call(
         recorded_usage=usage,
     )
     ctx.emit(
-        ev.PROVIDER_CALL,
-        attempt=attempt,
-        estimated_tokens=call.estimated_tokens,
-        true_tokens=call.true_tokens,
-        limit=call.limit,
-        ok=call.accepted,
-        error=rejected if rejected is not None else (None if error is None else str(error)),
-        error_kind=None if call.accepted else (ev.PAIRING_REJECTED if rejected else ev.OVERFLOW),
-        cached_tokens=call.cached_tokens,
-        messages=len(ctx.view),
+        ev.ProviderCall(
+            attempt=attempt,
+            estimated_tokens=call.estimated_tokens,
+            true_tokens=call.true_tokens,
+            limit=call.limit,
+            ok=call.accepted,
+            error=rejected if rejected is not None else (None if error is None else str(error)),
+            error_kind=None
+            if call.accepted
+            else (ev.PAIRING_REJECTED if rejected else ev.OVERFLOW),
+            cached_tokens=call.cached_tokens,
+            messages=len(ctx.view),
+        )
     )
     return call
 
@@ -385,28 +388,23 @@ def _ask(
     for probe in probes:
         if failed:
             ctx.emit(
-                ev.PROBE,
-                probe_id=probe.id,
-                kind=probe.kind,
-                outcome="lost",
-                reason=ev.AFTER_FAILURE,
+                ev.ProbeScored(
+                    probe_id=probe.id, kind=probe.kind, outcome="lost", reason=ev.AFTER_FAILURE
+                )
             )
             continue
         outcome, evidence = scorer().verdict(probe)
         if evidence is not None:
             cited.add(evidence)
         if outcome == "in_context" and scorer().is_bare(probe):
-            ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome, bare=True)
+            ctx.emit(ev.ProbeScored(probe_id=probe.id, kind=probe.kind, outcome=outcome, bare=True))
         else:
-            ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome)
+            ctx.emit(ev.ProbeScored(probe_id=probe.id, kind=probe.kind, outcome=outcome))
     shown = set(ctx.view.keys) if uses else set()
     for use, holders in uses:
         if not holders.isdisjoint(shown):
             continue
         if scorer().find((use.value,))[0] == "lost":
             ctx.emit(
-                ev.OPEN_LOOP_BREAK,
-                value=use.value,
-                source_message=use.source,
-                message=use.message,
+                ev.OpenLoopBreak(value=use.value, source_message=use.source, message=use.message)
             )
