@@ -92,7 +92,7 @@ def _by_call(events: Iterable[Event]) -> dict[int, list[Event]]:
 
 
 def probe_outcomes(events: Iterable[Event]) -> dict[str, str]:
-    return {str(e["probe_id"]): str(e["outcome"]) for e in events if e.type == ev.PROBE}
+    return {e.probe_id: e.outcome for e in events if isinstance(e, ev.ProbeScored)}
 
 
 @dataclass(frozen=True)
@@ -131,34 +131,37 @@ def first_divergence(a: Sequence[Event], b: Sequence[Event]) -> Divergence:
 
 
 def _describe(event: Event) -> str:
-    kind = event.type
-    if kind == ev.CONTEXT_STATUS:
-        layer = f" after {event['compact_layer']}" if event.data.get("compact_layer") else ""
-        return f"status{layer}: {event['used']} / {event['budget']} estimated ({event.data.get('ratio')}) -> {event['state']}"
-    if kind == ev.COMPACTION:
+    if isinstance(event, ev.ContextStatus):
+        layer = f" after {event.compact_layer}" if event.compact_layer else ""
+        return (
+            f"status{layer}: {event.used} / {event.budget} estimated ({event.ratio}) "
+            f"-> {event.state}"
+        )
+    if isinstance(event, ev.Compaction):
         ranges = ", ".join(
-            f"{a}" if a == b else f"{a}-{b}" for a, b in event.data.get("dropped_messages") or []
+            f"{a}" if a == b else f"{a}-{b}" for a, b in event.dropped_messages or []
         )
         dropped = f"; trace messages dropped: {ranges}" if ranges else ""
         return (
-            f"compaction {event['layer']}: {event['messages_before']} -> {event['messages_after']} messages "
-            f"(dropped {event['dropped']}, rewritten {event['changed']}, added {event.data.get('added', 0)}), est {event['est_before']} -> "
-            f"{event['est_after']}, true {event['true_before']} -> {event['true_after']}{dropped}"
+            f"compaction {event.layer}: {event.messages_before} -> {event.messages_after} "
+            f"messages (dropped {event.dropped}, rewritten {event.changed}, added "
+            f"{event.added}), est {event.est_before} -> {event.est_after}, true "
+            f"{event.true_before} -> {event.true_after}{dropped}"
         )
-    if kind == ev.PROVIDER_CALL:
-        verdict = "ok" if event["ok"] else "REJECTED (overflow)"
+    if isinstance(event, ev.ProviderCall):
+        verdict = "ok" if event.ok else "REJECTED (overflow)"
         return (
-            f"provider attempt {event['attempt']}: {event['true_tokens']} true / {event['limit']} limit "
-            f"(estimated {event['estimated_tokens']}) {verdict}"
+            f"provider attempt {event.attempt}: {event.true_tokens} true / {event.limit} limit "
+            f"(estimated {event.estimated_tokens}) {verdict}"
         )
-    if kind == ev.CALL_FAILED:
-        return f"call FAILED after {event['attempts']} attempt(s): {event['true_tokens']} > {event['limit']}"
-    if kind == ev.SUMMARY:
-        return f"summary for {event['layer']}: {'ok' if event['ok'] else 'failed: ' + str(event['error'])}"
-    if kind == ev.PROBE:
-        return f"probe {event['probe_id']} ({event['kind']}): {event['outcome']}"
-    if kind == ev.SNAPSHOT:
-        return f"file {event['path']} ({event['bytes']} bytes)"
+    if isinstance(event, ev.CallFailed):
+        return f"call FAILED after {event.attempts} attempt(s): {event.true_tokens} > {event.limit}"
+    if isinstance(event, ev.Summary):
+        return f"summary for {event.layer}: {'ok' if event.ok else 'failed: ' + str(event.error)}"
+    if isinstance(event, ev.ProbeScored):
+        return f"probe {event.probe_id} ({event.kind}): {event.outcome}"
+    if isinstance(event, ev.Snapshot):
+        return f"file {event.path} ({event.bytes} bytes)"
     return json.dumps(_normal(event), ensure_ascii=False)
 
 

@@ -195,31 +195,27 @@ def answer_events(
             bodies.append(action_body(answerer, trace.messages[: calls[k]], tools))
             bodies.append(action_body(answerer, prompts[k], tools))
     replies = _ask_all(answerer, bodies, on_ask)
-    step = (events[-1].step + 1) if events else 0
     out: list[ev.Event] = []
     for (e, probe), reply in zip(asked_probes, replies):
         out.append(
             ev.ProbeAnswer(
-                step=step,
                 call=e.call,
                 probe_id=probe.id,
                 kind=probe.kind,
-                question=probe.question,
                 answer=reply.content[:ANSWER_CHARS],
-                verdict=verdict(probe, reply.content),
+                question=probe.question,
                 outcome=e.outcome,
+                verdict=verdict(probe, reply.content),
                 prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens,
             )
         )
-        step += 1
     rest = replies[len(asked_probes) :]
     for i, (k, trigger) in enumerate(action_calls):
         full, short = rest[2 * i], rest[2 * i + 1]
         a, b = action_of(full), action_of(short)
         out.append(
             ev.NextAction(
-                step=step,
                 call=k,
                 trigger=trigger,
                 agree=a == b,
@@ -231,8 +227,8 @@ def answer_events(
                 completion_tokens=full.completion_tokens + short.completion_tokens,
             )
         )
-        step += 1
-    return out
+    step = (events[-1].step + 1) if events else 0  # after the replay's own events
+    return [e.stamped(step + i, e.call) for i, e in enumerate(out)]
 
 
 def _shown(reply: Reply) -> str:

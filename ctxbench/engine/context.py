@@ -61,7 +61,7 @@ class ReplayContext:
         self,
         *,
         trace_id: str,
-        strategy: Strategy,
+        strategy: Strategy[Any],
         estimator: TokenCounter,
         true_counter: TokenCounter,
         window: int,

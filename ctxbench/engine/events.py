@@ -1,5 +1,11 @@
 """What a replay emits: frozen, JSON-serialisable events, ordered by ``step``, no wall clock.
 
+Each event type is a frozen, slotted class (:class:`ContextStatus`, :class:`Compaction`, ...,
+:data:`EVENT_CLASSES` by type name) whose fields are read as attributes; ``emit`` takes its
+objects and :func:`decode` turns a line of an events file back into its class (a type no
+class knows into an :class:`UnknownEvent`, so older and newer files still read). A line
+written, decoded and written again is the same bytes (``tests/test_events_golden.py``).
+
 Event types and their fields (besides ``type``, ``call`` and ``step``):
 
 - ``context.status``: exactly DB-GPT's fields ``used``, ``budget``, ``ratio`` (4 places),
@@ -38,6 +44,10 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
 - ``next_action`` (with ``--next-action``): the model's next step after the ``uncompacted``
   history and after the ``compacted`` prompt (``{tool, args}``: the naming arguments), whether
   they ``agree``, the ``trigger`` (compaction or sample) and both replies as text.
+- ``shipped`` / ``shipped.call``: a released framework ran the replay (its release, version,
+  environment hash, driver, notes) / its own account of one call (layers, info, exception).
+- ``strategy.decision``, ``strategy.error``, ``strategy.skipped``: a strategy's count and
+  threshold before a call, a failure of its own code, a compaction it skipped.
 """
 
 from __future__ import annotations
@@ -197,8 +207,8 @@ class Event:
         return decode(data)
 
     def __getitem__(self, key: str) -> Any:
-        """Transitional: ``event["key"]`` reads ``event.data["key"]``."""
-        return self.data[key]
+        """Transitional: ``event["key"]`` reads ``event.to_dict()["key"]``."""
+        return self.to_dict()[key]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -476,18 +486,44 @@ def _data_fields(cls: type[Event]) -> tuple[tuple[str, Any], ...]:
 
 
 def event_of(type_name: str, data: Mapping[str, Any], *, step: int = -1, call: int = -1) -> Event:
-    """The event of type ``type_name`` with fields ``data``: its class when one knows the
-    type and ``data`` fits it (every field it needs, none it does not know), else an
-    :class:`UnknownEvent` holding ``data`` as given."""
+    """The event of type ``type_name`` with fields ``data``: its class when one knows the type
+    and every key of ``data`` is one of its fields (a field ``data`` lacks, as in a file
+    written before the field existed, reads as its default, else as the zero of its type:
+    0, "", false, null), else an :class:`UnknownEvent` holding ``data`` as given."""
     cls = EVENT_CLASSES.get(type_name)
-    if cls is not None:
-        names = _data_fields(cls)
-        if data.keys() <= {n for n, _ in names}:
-            try:
-                return cls(step=step, call=call, **data)
-            except TypeError:  # a field it needs is missing
-                pass
+    if cls is not None and data.keys() <= _names(cls):
+        missing = {name: zero for name, zero in _zeros(cls) if name not in data}
+        return cls(step=step, call=call, **data, **missing)
     return UnknownEvent(step=step, call=call, name=type_name, payload=dict(data))
+
+
+def _names(cls: type[Event]) -> frozenset[str]:
+    known = _NAMES.get(cls)
+    if known is None:
+        known = _NAMES[cls] = frozenset(name for name, _ in _data_fields(cls))
+    return known
+
+
+def _zeros(cls: type[Event]) -> tuple[tuple[str, Any], ...]:
+    """(name, zero value) of each field of ``cls`` without a default, by its annotation."""
+    known = _ZEROS.get(cls)
+    if known is None:
+        known = _ZEROS[cls] = tuple(
+            (f.name, _zero(str(f.type)))
+            for f in fields(cls)
+            if f.default is MISSING and f.default_factory is MISSING
+        )
+    return known
+
+
+def _zero(annotation: str) -> Any:
+    if "None" in annotation:
+        return None
+    return {"int": 0, "str": "", "bool": False, "float": 0.0}.get(annotation.split("[")[0], ())
+
+
+_NAMES: dict[type[Event], frozenset[str]] = {}
+_ZEROS: dict[type[Event], tuple[tuple[str, Any], ...]] = {}
 
 
 def decode(line: str | bytes | Mapping[str, Any]) -> Event:

@@ -30,6 +30,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
@@ -79,7 +80,7 @@ def _is_tool_result(message: Message) -> bool:
 
 def replay(
     trace: Trace,
-    strategy: Strategy,
+    strategy: Strategy[Any],
     provider: SimulatedProvider,
     *,
     true_counter: TokenCounter,
@@ -155,7 +156,7 @@ class _Asks:
 def _run(
     ctx: ReplayContext,
     trace: Trace,
-    strategy: Strategy,
+    strategy: Strategy[Any],
     provider: SimulatedProvider,
     asks: _Asks,
     cited: set[str],
@@ -234,7 +235,9 @@ def _recorded_event(ctx: ReplayContext, compaction: RecordedCompaction) -> None:
     )
 
 
-def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], start: int) -> None:
+def _ingest(
+    ctx: ReplayContext, strategy: Strategy[Any], new: Sequence[Message], start: int
+) -> None:
     """Append recorded messages (trace indices from ``start``); consecutive tool results go to
     the strategy as one batch."""
     batch: list[tuple[int, Message]] = []
@@ -248,7 +251,7 @@ def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], star
     _flush(ctx, strategy, batch)
 
 
-def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Message]]) -> None:
+def _flush(ctx: ReplayContext, strategy: Strategy[Any], batch: list[tuple[int, Message]]) -> None:
     if not batch:
         return
     kept = strategy.on_tool_results([m for _, m in batch], ctx)
@@ -260,7 +263,7 @@ def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Messag
 
 def _model_call(
     ctx: ReplayContext,
-    strategy: Strategy,
+    strategy: Strategy[Any],
     provider: SimulatedProvider,
     pairing: PairingCheck,
     usage: Usage | None,

@@ -186,7 +186,7 @@ def result_from_events(
 ) -> RunResult:
     """Compute the row from a replay's events (Event objects, or their dicts as read back)."""
     calls: set[int] = set()
-    failed = overflow = retries = 0
+    overflow = retries = 0
     layers: Counter[str] = Counter()
     summary_calls = summary_in = summary_out = recorded_summaries = 0
     input_total = cached_total = 0
@@ -196,9 +196,10 @@ def result_from_events(
     release = env_hash = driver_notes = ""
     outcomes: Counter[str] = Counter()
     by_kind: dict[str, Counter[str]] = {}
-    first_failed: int | None = None
-    first_break: int | None = None
-    after_failure = bare = breaks = 0
+    #: the calls that failed, and those whose recorded action broke the open loop, in order
+    failed_at: list[int] = []
+    breaks_at: list[int] = []
+    after_failure = bare = 0
     failed_kinds: Counter[str] = Counter()
     answers: dict[str, Counter[str]] = {}
     actions = agreed = answer_tokens = 0
@@ -223,9 +224,7 @@ def result_from_events(
             elif (e.error_kind or ev.OVERFLOW) == ev.OVERFLOW:
                 overflow += 1
         elif isinstance(e, ev.CallFailed):
-            failed += 1
-            if first_failed is None:
-                first_failed = at
+            failed_at.append(at)
         elif isinstance(e, ev.Compaction):
             layers[e.layer] += 1
             removed[at] = removed.get(at, 0) + e.true_before - e.true_after
@@ -250,9 +249,7 @@ def result_from_events(
             if e.bare:
                 bare += 1
         elif isinstance(e, ev.OpenLoopBreak):
-            breaks += 1
-            if first_break is None:
-                first_break = at
+            breaks_at.append(at)
         elif isinstance(e, ev.ProbeAnswer):
             answers.setdefault(e.kind, Counter())[e.verdict] += 1
             answer_tokens += e.prompt_tokens + e.completion_tokens
@@ -280,7 +277,7 @@ def result_from_events(
     return RunResult(
         **asdict(identity),  # the identity columns, as the spec gave them
         calls=len(calls),
-        failed_calls=failed,
+        failed_calls=len(failed_at),
         overflow_errors=overflow,
         reactive_retries=retries,
         compactions=json.dumps(dict(sorted(layers.items())), separators=(",", ":")),
@@ -307,11 +304,11 @@ def result_from_events(
         release=release,
         env_hash=env_hash,
         driver_notes=driver_notes,
-        first_failed_call=first_failed,
+        first_failed_call=failed_at[0] if failed_at else None,
         after_failure=after_failure,
         bare=bare,
-        open_loop_breaks=breaks,
-        first_open_loop_break=first_break,
+        open_loop_breaks=len(breaks_at),
+        first_open_loop_break=breaks_at[0] if breaks_at else None,
         answered=n_answered,
         answered_retention=round(n_answered / n_answers, 4) if n_answers else None,
         answered_by_kind=json.dumps(

@@ -10,6 +10,7 @@ import pytest
 
 from ctxbench.engine import events as ev
 from ctxbench.jsontext import compact_json
+from tests.factories import replay_context
 
 #: one line of each type, as the replay and the answerer write them
 LINES = (
@@ -92,13 +93,24 @@ def test_an_unknown_type_is_kept_as_read() -> None:
     assert event.to_json() == line
 
 
-def test_a_known_type_that_does_not_fit_its_class_is_kept_as_read() -> None:
-    missing = ev.decode('{"type":"probe","probe_id":"p","call":1,"step":0}')
-    extra = ev.decode(
-        '{"type":"probe","probe_id":"p","kind":"k","outcome":"lost","x":1,"call":1,"step":0}'
+def test_a_field_missing_from_an_older_line_reads_as_its_default_or_zero() -> None:
+    event = ev.decode('{"type":"provider.call","attempt":1,"ok":false,"call":1,"step":0}')
+    assert isinstance(event, ev.ProviderCall)
+    assert (event.attempt, event.true_tokens, event.error_kind, event.cached_tokens) == (
+        1,
+        0,
+        None,
+        0,
     )
-    assert isinstance(missing, ev.UnknownEvent) and isinstance(extra, ev.UnknownEvent)
-    assert extra.data["x"] == 1
+    probe = ev.decode('{"type":"probe","probe_id":"p","call":1,"step":0}')
+    assert isinstance(probe, ev.ProbeScored) and (probe.kind, probe.outcome) == ("", "")
+
+
+def test_a_known_type_with_a_field_its_class_lacks_is_kept_as_read() -> None:
+    line = '{"type":"probe","probe_id":"p","kind":"k","outcome":"lost","x":1,"call":1,"step":0}'
+    extra = ev.decode(line)
+    assert isinstance(extra, ev.UnknownEvent)
+    assert extra.data["x"] == 1 and extra.to_json() == line
 
 
 def test_a_run_id_before_the_event_is_not_part_of_it() -> None:
@@ -121,3 +133,22 @@ def test_optional_fields_are_written_only_when_set() -> None:
     assert "error" not in plain.data
     assert ev.CallFailed(true_tokens=1, limit=2, attempts=1, error="").data["error"] == ""
     assert "source" not in ev.Summary(layer="l", ok=True, input_tokens=1, output_tokens=1).data
+
+
+def test_emit_stamps_an_event_object_with_the_call_and_the_next_step() -> None:
+    ctx = replay_context()
+    first = ctx.emit(ev.StrategyDecision(tokens=5, threshold=9))
+    ctx.call = 3
+    second = ctx.emit(ev.OpenLoopBreak(value="v", source_message=0, message=1))
+    assert (first.step, first.call, second.step, second.call) == (0, 0, 1, 3)
+    assert ctx.events == [first, second]
+
+
+def test_emit_by_type_name_records_the_types_class_else_an_unknown_event() -> None:
+    """How a plug-in's own ``strategy.*`` events (and code written before the classes) emit."""
+    ctx = replay_context()
+    known = ctx.emit(ev.STRATEGY_ERROR, strategy="mine", error="boom")
+    own = ctx.emit("strategy.note", text="kept")
+    assert isinstance(known, ev.StrategyError) and known.error == "boom"
+    assert isinstance(own, ev.UnknownEvent)
+    assert own.to_json() == '{"type":"strategy.note","text":"kept","call":0,"step":1}'
