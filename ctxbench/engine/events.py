@@ -53,7 +53,8 @@ Event types and their fields (besides ``type``, ``call`` and ``step``):
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
@@ -171,17 +172,22 @@ class Event:
     def data(self) -> dict[str, Any]:
         """The event's fields besides ``type``, ``call`` and ``step``, as its JSON line holds
         them, in that order."""
-        out: dict[str, Any] = {}
-        optional = self.OPTIONAL
-        for name, default in _data_fields(type(self)):
-            value = getattr(self, name)
-            if name not in optional or value != default:
-                out[name] = value
+        names, values, optional = _encoding(type(self))
+        out = dict(zip(names, values(self)))
+        for name, default in optional:
+            if out[name] == default:
+                del out[name]
         return out
 
     def stamped(self: _E, step: int, call: int) -> _E:
-        """The event at ``step`` of call ``call`` (how the replay records it)."""
-        return replace(self, step=step, call=call)
+        """The event at ``step`` of call ``call`` (how the replay records it). An event not
+        stamped yet (``step`` -1: just built by its emitter, who hands it over) is stamped in
+        place; a recorded one is copied."""
+        if self.step != -1:
+            return replace(self, step=step, call=call)
+        object.__setattr__(self, "step", step)
+        object.__setattr__(self, "call", call)
+        return self
 
     def to_json(self) -> str:
         """``to_dict()`` as compact JSON (what the journal and the events file hold)."""
@@ -469,6 +475,29 @@ EVENT_CLASSES: dict[str, type[Event]] = {
     )
 }
 _ENVELOPE = frozenset({"type", "step", "call"})
+#: class -> (its data field names in JSON order, a getter of their values, the optional
+#: fields with their defaults)
+_ENCODINGS: dict[
+    type[Event], tuple[tuple[str, ...], Callable[[Event], tuple[Any, ...]], tuple[Any, ...]]
+] = {}
+
+
+def _encoding(
+    cls: type[Event],
+) -> tuple[tuple[str, ...], Callable[[Event], tuple[Any, ...]], tuple[Any, ...]]:
+    known = _ENCODINGS.get(cls)
+    if known is None:
+        pairs = _data_fields(cls)
+        names = tuple(name for name, _ in pairs)
+        getter = operator.attrgetter(*names) if len(names) > 1 else None
+        values: Callable[[Event], tuple[Any, ...]] = (
+            getter if getter is not None else (lambda e: tuple(getattr(e, n) for n in names))
+        )
+        optional = tuple((n, d) for n, d in pairs if n in cls.OPTIONAL)
+        known = _ENCODINGS[cls] = (names, values, optional)
+    return known
+
+
 #: class -> (name, default) of its data fields, in JSON order
 _FIELDS: dict[type[Event], tuple[tuple[str, Any], ...]] = {}
 
