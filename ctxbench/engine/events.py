@@ -216,6 +216,10 @@ class Event:
         """Transitional: ``event["key"]`` reads ``event.to_dict()["key"]``."""
         return self.to_dict()[key]
 
+    def __contains__(self, key: object) -> bool:
+        """Transitional: ``"key" in event`` as for its dict."""
+        return key in self.to_dict()
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownEvent(Event):

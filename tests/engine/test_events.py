@@ -152,3 +152,9 @@ def test_emit_by_type_name_records_the_types_class_else_an_unknown_event() -> No
     assert isinstance(known, ev.StrategyError) and known.error == "boom"
     assert isinstance(own, ev.UnknownEvent)
     assert own.to_json() == '{"type":"strategy.note","text":"kept","call":0,"step":1}'
+
+
+def test_an_event_still_reads_as_its_dict_for_readers_written_before_the_classes() -> None:
+    event = ev.decode(LINES[4])
+    assert (event["type"], event["call"], event["error"]) == ("call.failed", 3, "RuntimeError: x")
+    assert "error" in event and "layer" not in event
