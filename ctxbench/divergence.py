@@ -92,7 +92,7 @@ def _by_call(events: Iterable[Event]) -> dict[int, list[Event]]:
 
 
 def probe_outcomes(events: Iterable[Event]) -> dict[str, str]:
-    return {str(e["probe_id"]): str(e["outcome"]) for e in events if e.type == ev.PROBE}
+    return {e.probe_id: e.outcome for e in events if isinstance(e, ev.ProbeScored)}
 
 
 @dataclass(frozen=True)
@@ -131,53 +131,55 @@ def first_divergence(a: Sequence[Event], b: Sequence[Event]) -> Divergence:
 
 
 def _describe(event: Event) -> str:
-    kind = event.type
-    if kind == ev.CONTEXT_STATUS:
-        layer = f" after {event['compact_layer']}" if event.data.get("compact_layer") else ""
-        return f"status{layer}: {event['used']} / {event['budget']} estimated ({event.data.get('ratio')}) -> {event['state']}"
-    if kind == ev.COMPACTION:
+    if isinstance(event, ev.ContextStatus):
+        layer = f" after {event.compact_layer}" if event.compact_layer else ""
+        return (
+            f"status{layer}: {event.used} / {event.budget} estimated ({event.ratio}) "
+            f"-> {event.state}"
+        )
+    if isinstance(event, ev.Compaction):
         ranges = ", ".join(
-            f"{a}" if a == b else f"{a}-{b}" for a, b in event.data.get("dropped_messages") or []
+            f"{a}" if a == b else f"{a}-{b}" for a, b in event.dropped_messages or []
         )
         dropped = f"; trace messages dropped: {ranges}" if ranges else ""
         return (
-            f"compaction {event['layer']}: {event['messages_before']} -> {event['messages_after']} messages "
-            f"(dropped {event['dropped']}, rewritten {event['changed']}, added {event.data.get('added', 0)}), est {event['est_before']} -> "
-            f"{event['est_after']}, true {event['true_before']} -> {event['true_after']}{dropped}"
+            f"compaction {event.layer}: {event.messages_before} -> {event.messages_after} "
+            f"messages (dropped {event.dropped}, rewritten {event.changed}, added "
+            f"{event.added}), est {event.est_before} -> {event.est_after}, true "
+            f"{event.true_before} -> {event.true_after}{dropped}"
         )
-    if kind == ev.PROVIDER_CALL:
+    if isinstance(event, ev.ProviderCall):
         # labelled by the kind the event records (events written before it had one: overflow)
-        error_kind = event.data.get("error_kind") or ev.OVERFLOW
-        verdict = "ok" if event["ok"] else f"REJECTED ({error_kind})"
+        verdict = "ok" if event.ok else f"REJECTED ({event.error_kind or ev.OVERFLOW})"
         return (
-            f"provider attempt {event['attempt']}: {event['true_tokens']} true / {event['limit']} limit "
-            f"(estimated {event['estimated_tokens']}) {verdict}"
+            f"provider attempt {event.attempt}: {event.true_tokens} true / {event.limit} limit "
+            f"(estimated {event.estimated_tokens}) {verdict}"
         )
-    if kind == ev.CALL_FAILED:
-        return f"call FAILED after {event['attempts']} attempt(s): {_failure(event)}"
-    if kind == ev.SUMMARY:
-        return f"summary for {event['layer']}: {'ok' if event['ok'] else 'failed: ' + str(event['error'])}"
-    if kind == ev.PROBE:
-        return f"probe {event['probe_id']} ({event['kind']}): {event['outcome']}"
-    if kind == ev.SNAPSHOT:
-        return f"file {event['path']} ({event['bytes']} bytes)"
+    if isinstance(event, ev.CallFailed):
+        return f"call FAILED after {event.attempts} attempt(s): {_failure(event)}"
+    if isinstance(event, ev.Summary):
+        return f"summary for {event.layer}: {'ok' if event.ok else 'failed: ' + str(event.error)}"
+    if isinstance(event, ev.ProbeScored):
+        return f"probe {event.probe_id} ({event.kind}): {event.outcome}"
+    if isinstance(event, ev.Snapshot):
+        return f"file {event.path} ({event.bytes} bytes)"
     return json.dumps(_normal(event), ensure_ascii=False)
 
 
-def _failure(event: Event) -> str:
+def _failure(event: ev.CallFailed) -> str:
     """Why a call failed, by the kind its ``call.failed`` records: only an overflow is a count
     over the limit."""
-    kind = event.data.get("kind") or ev.OVERFLOW
-    tokens = f"{event['true_tokens']} true / {event['limit']} limit"
+    kind = event.kind or ev.OVERFLOW
+    tokens = f"{event.true_tokens} true / {event.limit} limit"
     if kind == ev.OVERFLOW:
-        because = f"{event['true_tokens']} > {event['limit']}"
+        because = f"{event.true_tokens} > {event.limit}"
     elif kind == ev.PAIRING_REJECTED:
         because = f"refused for its tool pairing ({tokens})"
     elif kind == ev.ABORTED:
         because = f"aborted by the framework ({tokens})"
     else:
         because = f"{kind} ({tokens})"
-    error = event.data.get("error")
+    error = event.error
     return f"{because}: {error}" if error and kind != ev.PAIRING_REJECTED else because
 
 

@@ -143,21 +143,17 @@ def side_of(strategy: str, events: Sequence[ev.Event], kept: Mapping[int, tuple[
             {"layers": [], "true": None, "failed": False, "state": "", "used": 0, "budget": 0,
              "reduced": False},
         )  # fmt: skip
-        if event.type == ev.COMPACTION:
-            slot["layers"].append(str(event["layer"]))
-            slot["reduced"] |= bool(event.data.get("dropped") or event.data.get("changed"))
-        elif event.type == ev.PROVIDER_CALL:
-            slot["true"] = int(event["true_tokens"])
-        elif event.type == ev.CALL_FAILED:
+        if isinstance(event, ev.Compaction):
+            slot["layers"].append(event.layer)
+            slot["reduced"] |= bool(event.dropped or event.changed)
+        elif isinstance(event, ev.ProviderCall):
+            slot["true"] = event.true_tokens
+        elif isinstance(event, ev.CallFailed):
             slot["failed"] = True
             if slot["true"] is None:  # failed before the provider was asked
-                slot["true"] = int(event.data.get("true_tokens") or 0)
-        elif event.type == ev.CONTEXT_STATUS:
-            slot["state"], slot["used"], slot["budget"] = (
-                str(event["state"]),
-                int(event["used"]),
-                int(event["budget"]),
-            )
+                slot["true"] = event.true_tokens or 0
+        elif isinstance(event, ev.ContextStatus):
+            slot["state"], slot["used"], slot["budget"] = event.state, event.used, event.budget
     calls = tuple(
         CallState(
             call=k,

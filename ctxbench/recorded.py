@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.events import DECISION, UNCOMPACTED_NOTE
+from ctxbench.engine.events import UNCOMPACTED_NOTE
 from ctxbench.strategies import RECORDED_DEFAULT
 from ctxbench.trace import RecordedCompaction, Trace
 
@@ -126,10 +126,10 @@ def decided_counts(events: Iterable[ev.Event]) -> dict[int, int]:
     decisions: dict[int, int] = {}
     status: dict[int, int] = {}
     for event in events:
-        if event.type == DECISION and isinstance(event.data.get("tokens"), int):
-            decisions.setdefault(event.call, event.data["tokens"])
-        elif event.type == ev.CONTEXT_STATUS and isinstance(event.data.get("used"), int):
-            status.setdefault(event.call, event.data["used"])
+        if isinstance(event, ev.StrategyDecision):
+            decisions.setdefault(event.call, event.tokens)
+        elif isinstance(event, ev.ContextStatus):
+            status.setdefault(event.call, event.used)
     return {**status, **decisions}
 
 
@@ -137,9 +137,9 @@ def compaction_calls(events: Iterable[ev.Event]) -> list[int]:
     """Calls at which the replay compacted its history (once per call, in order)."""
     calls: list[int] = []
     for event in events:
-        if event.type != ev.COMPACTION or event.data.get("layer") in NOT_HISTORY:
+        if not isinstance(event, ev.Compaction) or event.layer in NOT_HISTORY:
             continue
-        if not event.data.get("dropped") and not event.data.get("added"):
+        if not event.dropped and not event.added:
             continue  # a result shrunk in place, not a compaction of the history
         if not calls or calls[-1] != event.call:
             calls.append(event.call)

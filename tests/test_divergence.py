@@ -88,8 +88,8 @@ def test_a_models_answers_about_a_run_are_not_part_of_what_it_did() -> None:
     step = plain[-1].step + 1
     answered = [
         *plain,
-        Event(ev.NEXT_ACTION, step, 3, {"trigger": "sample", "agree": True}),
-        Event(ev.PROBE_ANSWER, step + 1, 9, {"probe_id": "p", "verdict": "missed"}),
+        ev.NextAction(step=step, call=3, trigger="sample", agree=True),
+        ev.event_of(ev.PROBE_ANSWER, {"probe_id": "p", "verdict": "missed"}, step=step + 1, call=9),
     ]
     assert first_divergence(plain, answered).identical
 

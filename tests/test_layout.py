@@ -31,6 +31,7 @@ HELPERS = frozenset(
 WHOLE_PACKAGE = frozenset(
     {
         "test_citations.py",
+        "test_events_golden.py",
         "test_layers.py",
         "test_layout.py",
         "test_onboarding.py",

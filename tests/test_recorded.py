@@ -28,7 +28,7 @@ TRANSCRIPTS = "marot+spotter/test/fixtures/transcripts"
 
 
 def event(type_: str, call: int, step: int, **data: object) -> ev.Event:
-    return ev.Event(type_, step, call, data)
+    return ev.event_of(type_, data, step=step, call=call)
 
 
 def with_records(*calls: int, pre: int = 1000, trigger: str = "auto") -> Trace:

@@ -18,6 +18,7 @@ from typing import Any
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
 from ctxbench.engine.events import Event, event_line
+from ctxbench.engine.result import RunResult
 from ctxbench.engine.view import ContextView
 from ctxbench.formats.canonical import write_traces
 from ctxbench.synth import generate, load_scenario
@@ -58,6 +59,11 @@ class Runs:
     @property
     def rows_file(self) -> Path:
         return self.root / "rows.jsonl"
+
+    @property
+    def results(self) -> list[RunResult]:
+        """The rows as the results reader gives them."""
+        return [RunResult.from_row(r) for r in self.rows]
 
 
 def spec_for(trace: Trace, source: Path, threshold: float) -> RunSpec:

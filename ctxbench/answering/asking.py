@@ -156,7 +156,7 @@ def action_of(reply: Reply) -> Action:
 
 def next_action_calls(events: Sequence[ev.Event], n_calls: int, every: int) -> list[int]:
     """The calls asked for a next step: where the strategy compacted, and every ``every``-th."""
-    calls = {e.call for e in events if e.type == ev.COMPACTION and e.call < n_calls}
+    calls = {e.call for e in events if isinstance(e, ev.Compaction) and e.call < n_calls}
     if every > 0:
         calls.update(range(0, n_calls, every))
     return sorted(calls)
@@ -177,16 +177,16 @@ def answer_events(
     docstring); ``prompts`` maps a call to the prompt the replay scored there."""
     by_id = {p.id: p for p in probes}
     bodies: list[dict[str, Any]] = []
-    asked_probes: list[tuple[ev.Event, Probe]] = []
+    asked_probes: list[tuple[ev.ProbeScored, Probe]] = []
     for e in events:
-        if e.type == ev.PROBE and e.call in prompts and e["probe_id"] in by_id:
-            probe = by_id[e["probe_id"]]
+        if isinstance(e, ev.ProbeScored) and e.call in prompts and e.probe_id in by_id:
+            probe = by_id[e.probe_id]
             asked_probes.append((e, probe))
             bodies.append(question_body(answerer, prompts[e.call], probe))
     action_calls: list[tuple[int, str]] = []
     if next_action:
         calls = trace.call_indices
-        compacted = {e.call for e in events if e.type == ev.COMPACTION}
+        compacted = {e.call for e in events if isinstance(e, ev.Compaction)}
         tools = tool_schemas(trace.tools)
         for k in next_action_calls(events, len(calls), every):
             if k not in prompts:
@@ -195,50 +195,40 @@ def answer_events(
             bodies.append(action_body(answerer, trace.messages[: calls[k]], tools))
             bodies.append(action_body(answerer, prompts[k], tools))
     replies = _ask_all(answerer, bodies, on_ask)
-    step = (events[-1].step + 1) if events else 0
     out: list[ev.Event] = []
     for (e, probe), reply in zip(asked_probes, replies):
         out.append(
-            ev.Event(
-                ev.PROBE_ANSWER,
-                step,
-                e.call,
-                {
-                    "probe_id": probe.id,
-                    "kind": probe.kind,
-                    "question": probe.question,
-                    "answer": reply.content[:ANSWER_CHARS],
-                    "verdict": verdict(probe, reply.content),
-                    "outcome": e["outcome"],
-                    "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens,
-                },
+            ev.ProbeAnswer(
+                call=e.call,
+                probe_id=probe.id,
+                kind=probe.kind,
+                answer=reply.content[:ANSWER_CHARS],
+                question=probe.question,
+                outcome=e.outcome,
+                verdict=verdict(probe, reply.content),
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
             )
         )
-        step += 1
     rest = replies[len(asked_probes) :]
     for i, (k, trigger) in enumerate(action_calls):
         full, short = rest[2 * i], rest[2 * i + 1]
         a, b = action_of(full), action_of(short)
         out.append(
-            ev.Event(
-                ev.NEXT_ACTION,
-                step,
-                k,
-                {
-                    "trigger": trigger,
-                    "agree": a == b,
-                    "uncompacted": a.to_json(),
-                    "compacted": b.to_json(),
-                    "uncompacted_answer": _shown(full),
-                    "compacted_answer": _shown(short),
-                    "prompt_tokens": full.prompt_tokens + short.prompt_tokens,
-                    "completion_tokens": full.completion_tokens + short.completion_tokens,
-                },
+            ev.NextAction(
+                call=k,
+                trigger=trigger,
+                agree=a == b,
+                uncompacted=a.to_json(),
+                compacted=b.to_json(),
+                uncompacted_answer=_shown(full),
+                compacted_answer=_shown(short),
+                prompt_tokens=full.prompt_tokens + short.prompt_tokens,
+                completion_tokens=full.completion_tokens + short.completion_tokens,
             )
         )
-        step += 1
-    return out
+    step = (events[-1].step + 1) if events else 0  # after the replay's own events
+    return [e.stamped(step + i, e.call) for i, e in enumerate(out)]
 
 
 def _shown(reply: Reply) -> str:

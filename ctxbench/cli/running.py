@@ -449,10 +449,10 @@ def rerun_row(
     Exits 1 when a metric differs from the recorded row (timing columns aside)."""
     from ctxbench.cell.traces import load_trace
     from ctxbench.engine.result import TIMING_COLUMNS
-    from ctxbench.results import read_row, spec_of_row
+    from ctxbench.results import read_result, spec_of_row
     from ctxbench.summarizers.openai_compat import ENDPOINT_KEYS, cached_only
 
-    row = read_row(source, run_id)
+    row = read_result(source, run_id)
     spec = spec_of_row(row)
     given = dict(summarizer_params or {})
     live = set(ENDPOINT_KEYS) <= given.keys()
@@ -492,7 +492,8 @@ def rerun_row(
                 f"-> {now}): a difference may come from that",
                 err=True,
             )
-    differ = [k for k in new if k not in TIMING_COLUMNS and k in row and row[k] != new[k]]
+    recorded = row.to_row()
+    differ = [k for k in new if k not in TIMING_COLUMNS and recorded[k] != new[k]]
     if differ:
         click.echo(
             f"run {spec.run_id} differs from the recorded row in: {', '.join(differ)}", err=True

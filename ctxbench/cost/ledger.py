@@ -54,18 +54,15 @@ def run_tokens(events: Iterable[ev.Event | Mapping[str, Any]]) -> RunTokens:
     removed: dict[int, int] = {}
     summaries: dict[int, tuple[int, int]] = {}
     for raw in events:
-        if isinstance(raw, ev.Event):
-            kind, call, e = raw.type, raw.call, raw.data
-        else:
-            kind, call, e = raw["type"], int(raw["call"]), raw
-        if kind == ev.PROVIDER_CALL and e["ok"]:
-            calls.append((call, int(e["true_tokens"]), int(e.get("cached_tokens") or 0)))
-        elif kind == ev.COMPACTION:
-            cut = int(e["true_before"]) - int(e["true_after"])
-            removed[call] = removed.get(call, 0) + cut
-        elif kind == ev.SUMMARY:
+        e = raw if isinstance(raw, ev.Event) else ev.decode(raw)
+        call = e.call
+        if isinstance(e, ev.ProviderCall) and e.ok:
+            calls.append((call, e.true_tokens, e.cached_tokens or 0))
+        elif isinstance(e, ev.Compaction):
+            removed[call] = removed.get(call, 0) + e.true_before - e.true_after
+        elif isinstance(e, ev.Summary):
             s_in, s_out = summaries.get(call, (0, 0))
-            summaries[call] = (s_in + int(e["input_tokens"]), s_out + int(e["output_tokens"]))
+            summaries[call] = (s_in + e.input_tokens, s_out + e.output_tokens)
     return RunTokens(tuple(calls), removed, summaries)
 
 

@@ -22,9 +22,9 @@ def run_costs(directory: str | Path, provider: str | None = None) -> dict[str, f
 
     store = ResultsDir(directory)
     counters = {row.run_id: row.counter for row in store.results()}
-    by_run: dict[str, list[dict[str, object]]] = {}
-    for e in store.events(skip=_SKIP):
-        by_run.setdefault(str(e.get("run_id", "")), []).append(e)
+    by_run: dict[str, list[ev.Event]] = {}
+    for raw in store.events(skip=_SKIP):
+        by_run.setdefault(str(raw.get("run_id", "")), []).append(ev.decode(raw))
     out: dict[str, float] = {}
     for run_id, counter in counters.items():
         rules = cache_rules(provider or provider_for(counter))

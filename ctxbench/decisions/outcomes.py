@@ -150,12 +150,13 @@ def read_outcomes(directory: str | Path) -> list[RunOutcome]:
     store = ResultsDir(directory)
     seen: dict[str, _Seen] = {}
     if store.has_events:
-        for e in store.events(skip=_SKIP):
-            run = seen.setdefault(str(e.get("run_id", "")), _Seen())
-            if e["type"] == ev.PROBE:
-                run.probes.append((str(e["probe_id"]), str(e["kind"]), str(e["outcome"])))
-            elif e["type"] == ev.PROVIDER_CALL and not e["ok"]:
-                run.rejected += int(e["true_tokens"])
+        for raw in store.events(skip=_SKIP):
+            run = seen.setdefault(str(raw.get("run_id", "")), _Seen())
+            e = ev.decode(raw)
+            if isinstance(e, ev.ProbeScored):
+                run.probes.append((e.probe_id, e.kind, e.outcome))
+            elif isinstance(e, ev.ProviderCall) and not e.ok:
+                run.rejected += e.true_tokens
     return [outcome_of(row, seen.get(row.run_id)) for row in store.results()]
 
 

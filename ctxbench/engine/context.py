@@ -88,10 +88,19 @@ class ReplayContext:
         return tuple(self._recorder.history)
 
     # -- events ---------------------------------------------------------------------------------
-    def emit(self, type_: str, **data: Any) -> ev.Event:
-        """Record an event at the current call (strategies may emit ``strategy.*`` events)."""
+    def emit(self, event: ev.Event | str, /, **data: Any) -> ev.Event:
+        """Record ``event`` at the current call, as the next step; returns it as recorded.
+
+        Strategies may record events of their own (``strategy.*``): a subclass of
+        :class:`~ctxbench.engine.events.Event`, or ``emit("strategy.NAME", **fields)``, which
+        records an event of that type (its class when one knows the type, else an
+        :class:`~ctxbench.engine.events.UnknownEvent`); that string form is also how code
+        written before the event classes keeps working (transitional)."""
         events = self._recorder.events
-        event = ev.Event(type_, len(events), self.call, data)
+        if isinstance(event, str):
+            event = ev.event_of(event, data, step=len(events), call=self.call)
+        else:
+            event = event.stamped(len(events), self.call)
         events.append(event)
         return event
 
@@ -101,12 +110,13 @@ class ReplayContext:
         budget = self.strategy.budget(self)
         ratio = used / budget if budget > 0 else float("inf")
         return self.emit(
-            ev.CONTEXT_STATUS,
-            used=used,
-            budget=budget,
-            ratio=round(ratio, 4) if budget > 0 else None,
-            state=self.strategy.state_of(ratio, budget),
-            compact_layer=layer,
+            ev.ContextStatus(
+                used=used,
+                budget=budget,
+                ratio=round(ratio, 4) if budget > 0 else None,
+                state=self.strategy.state_of(ratio, budget),
+                compact_layer=layer,
+            )
         )
 
     # -- the one way to change the prompt ---------------------------------------------------------
@@ -130,7 +140,7 @@ class ReplayContext:
             check_messages(self, layer, messages)
         changed, fields = self._recorder.replace(messages, sources)
         if changed:
-            self.emit(ev.COMPACTION, layer=layer, **fields, note=note)
+            self.emit(ev.Compaction(layer=layer, **fields, note=note))
         self.status(layer)
         return changed
 
@@ -155,21 +165,22 @@ class ReplayContext:
         )
         n = len(self.view)
         self.emit(
-            ev.COMPACTION,
-            layer=layer,
-            est_before=self.view.estimated_tokens + est_o,
-            est_after=self.view.estimated_tokens + est_k,
-            true_before=self.view.true_tokens + true_o,
-            true_after=self.view.true_tokens + true_k,
-            messages_before=n + 1,
-            messages_after=n + 1,
-            dropped=0,
-            changed=1,
-            added=0,
-            dropped_messages=[],
-            pairing_violations=0,
-            system_kept=True,
-            note=note,
+            ev.Compaction(
+                layer=layer,
+                est_before=self.view.estimated_tokens + est_o,
+                est_after=self.view.estimated_tokens + est_k,
+                true_before=self.view.true_tokens + true_o,
+                true_after=self.view.true_tokens + true_k,
+                messages_before=n + 1,
+                messages_after=n + 1,
+                dropped=0,
+                changed=1,
+                added=0,
+                dropped_messages=[],
+                pairing_violations=0,
+                system_kept=True,
+                note=note,
+            )
         )
 
     # -- summaries ----------------------------------------------------------------------------------
@@ -185,23 +196,26 @@ class ReplayContext:
             text = call_summarizer(self.summarizer, request, counter)
         except SummarizerError as exc:
             self.emit(
-                ev.SUMMARY,
-                layer=request.layer,
-                ok=False,
-                input_tokens=0 if self.summarizer is None else input_tokens,
-                output_tokens=0,
-                error=failure_text(exc),
+                ev.Summary(
+                    layer=request.layer,
+                    ok=False,
+                    input_tokens=0 if self.summarizer is None else input_tokens,
+                    output_tokens=0,
+                    error=failure_text(exc),
+                )
             )
             raise
         said = summary_source(text)
         self.emit(
-            ev.SUMMARY,
-            layer=request.layer,
-            ok=True,
-            input_tokens=input_tokens,
-            output_tokens=counter.count(text),
-            error=None,
-            **said,
+            ev.Summary(
+                layer=request.layer,
+                ok=True,
+                input_tokens=input_tokens,
+                output_tokens=counter.count(text),
+                error=None,
+                source=said.get("source", ""),
+                why=said.get("why", ""),
+            )
         )
         return text
 
@@ -251,5 +265,5 @@ class ReplayContext:
         files = self._recorder.files
         path = unused_path(safe_path(relative_path), content, files)
         files[path] = content
-        self.emit(ev.SNAPSHOT, path=path, bytes=len(content), sha256=sha256)
+        self.emit(ev.Snapshot(path=path, bytes=len(content), sha256=sha256))
         return path

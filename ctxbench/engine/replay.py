@@ -30,6 +30,7 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from ctxbench.caches import Caches, using
 from ctxbench.counting.base import TokenCounter
@@ -82,7 +83,7 @@ def _is_tool_result(message: Message) -> bool:
 
 def replay(
     trace: Trace,
-    strategy: Strategy,
+    strategy: Strategy[Any],
     provider: SimulatedProvider,
     *,
     true_counter: TokenCounter,
@@ -171,7 +172,7 @@ class _Asks:
 def _run(
     ctx: ReplayContext,
     trace: Trace,
-    strategy: Strategy,
+    strategy: Strategy[Any],
     provider: SimulatedProvider,
     asks: _Asks,
     cited: set[str],
@@ -247,15 +248,18 @@ def _recorded_event(ctx: ReplayContext, compaction: RecordedCompaction) -> None:
     """Where the recorded agent compacted; the replay keeps the uncompacted history."""
 
     ctx.emit(
-        ev.RECORDED,
-        trigger=compaction.trigger,
-        pre_tokens=compaction.pre_tokens,
-        source=compaction.source,
-        note=ev.UNCOMPACTED_NOTE,
+        ev.RecordedCompaction(
+            trigger=compaction.trigger,
+            pre_tokens=compaction.pre_tokens,
+            source=compaction.source,
+            note=ev.UNCOMPACTED_NOTE,
+        )
     )
 
 
-def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], start: int) -> None:
+def _ingest(
+    ctx: ReplayContext, strategy: Strategy[Any], new: Sequence[Message], start: int
+) -> None:
     """Append recorded messages (trace indices from ``start``); consecutive tool results go to
     the strategy as one batch."""
     batch: list[tuple[int, Message]] = []
@@ -270,7 +274,7 @@ def _ingest(ctx: ReplayContext, strategy: Strategy, new: Sequence[Message], star
     _flush(ctx, strategy, batch)
 
 
-def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Message]]) -> None:
+def _flush(ctx: ReplayContext, strategy: Strategy[Any], batch: list[tuple[int, Message]]) -> None:
     if not batch:
         return
     kept = strategy.on_tool_results([m for _, m in batch], ctx)
@@ -282,7 +286,7 @@ def _flush(ctx: ReplayContext, strategy: Strategy, batch: list[tuple[int, Messag
 
 def _model_call(
     ctx: ReplayContext,
-    strategy: Strategy,
+    strategy: Strategy[Any],
     provider: SimulatedProvider,
     pairing: PairingCheck,
     usage: Usage | None,
@@ -331,15 +335,14 @@ def _call_failed(
     true_tokens: int | None = None,
 ) -> None:
     """One ``call.failed`` event: its kind, and the system's own text when it raised."""
-    fields: dict[str, object] = {"kind": kind}
-    if error is not None:
-        fields["error"] = error
     ctx.emit(
-        ev.CALL_FAILED,
-        true_tokens=ctx.view.true_tokens if true_tokens is None else true_tokens,
-        limit=provider.limit,
-        attempts=attempts,
-        **fields,
+        ev.CallFailed(
+            true_tokens=ctx.view.true_tokens if true_tokens is None else true_tokens,
+            limit=provider.limit,
+            attempts=attempts,
+            kind=kind,
+            error=error,
+        )
     )
 
 
@@ -371,16 +374,19 @@ def _provider_call(
         recorded_usage=usage,
     )
     ctx.emit(
-        ev.PROVIDER_CALL,
-        attempt=attempt,
-        estimated_tokens=call.estimated_tokens,
-        true_tokens=call.true_tokens,
-        limit=call.limit,
-        ok=call.accepted,
-        error=rejected if rejected is not None else (None if error is None else str(error)),
-        error_kind=None if call.accepted else (ev.PAIRING_REJECTED if rejected else ev.OVERFLOW),
-        cached_tokens=call.cached_tokens,
-        messages=len(ctx.view),
+        ev.ProviderCall(
+            attempt=attempt,
+            estimated_tokens=call.estimated_tokens,
+            true_tokens=call.true_tokens,
+            limit=call.limit,
+            ok=call.accepted,
+            error=rejected if rejected is not None else (None if error is None else str(error)),
+            error_kind=None
+            if call.accepted
+            else (ev.PAIRING_REJECTED if rejected else ev.OVERFLOW),
+            cached_tokens=call.cached_tokens,
+            messages=len(ctx.view),
+        )
     )
     return call
 
@@ -409,28 +415,23 @@ def _ask(
     for probe in probes:
         if failed:
             ctx.emit(
-                ev.PROBE,
-                probe_id=probe.id,
-                kind=probe.kind,
-                outcome="lost",
-                reason=ev.AFTER_FAILURE,
+                ev.ProbeScored(
+                    probe_id=probe.id, kind=probe.kind, outcome="lost", reason=ev.AFTER_FAILURE
+                )
             )
             continue
         outcome, evidence = scorer().verdict(probe)
         if evidence is not None:
             cited.add(evidence)
         if outcome == "in_context" and scorer().is_bare(probe):
-            ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome, bare=True)
+            ctx.emit(ev.ProbeScored(probe_id=probe.id, kind=probe.kind, outcome=outcome, bare=True))
         else:
-            ctx.emit(ev.PROBE, probe_id=probe.id, kind=probe.kind, outcome=outcome)
+            ctx.emit(ev.ProbeScored(probe_id=probe.id, kind=probe.kind, outcome=outcome))
     shown = set(ctx.view.keys) if uses else set()
     for use, holders in uses:
         if not holders.isdisjoint(shown):
             continue
         if scorer().find((use.value,))[0] == "lost":
             ctx.emit(
-                ev.OPEN_LOOP_BREAK,
-                value=use.value,
-                source_message=use.source,
-                message=use.message,
+                ev.OpenLoopBreak(value=use.value, source_message=use.source, message=use.message)
             )

@@ -189,9 +189,9 @@ def result_from_events(
     replay_seconds: float = 0.0,
     error: str | None = None,
 ) -> RunResult:
-    """Compute the row from a replay's events (Event objects or their dicts)."""
+    """Compute the row from a replay's events (Event objects, or their dicts as read back)."""
     calls: set[int] = set()
-    failed = overflow = retries = 0
+    overflow = retries = 0
     layers: Counter[str] = Counter()
     summary_calls = summary_in = summary_out = recorded_summaries = 0
     input_total = cached_total = 0
@@ -201,9 +201,10 @@ def result_from_events(
     release = env_hash = driver_notes = ""
     outcomes: Counter[str] = Counter()
     by_kind: dict[str, Counter[str]] = {}
-    first_failed: int | None = None
-    first_break: int | None = None
-    after_failure = bare = breaks = 0
+    #: the calls that failed, and those whose recorded action broke the open loop, in order
+    failed_at: list[int] = []
+    breaks_at: list[int] = []
+    after_failure = bare = 0
     failed_kinds: Counter[str] = Counter()
     answers: dict[str, Counter[str]] = {}
     actions = agreed = answer_tokens = 0
@@ -212,64 +213,57 @@ def result_from_events(
     removed: dict[int, int] = {}
     summaries: dict[int, tuple[int, int]] = {}
     for raw in events:
-        if isinstance(raw, ev.Event):  # its fields, without building its dict
-            kind, e = raw.type, raw.data
-        else:
-            kind, e = raw["type"], raw
-        if kind in _UNCOUNTED:  # most events: a status at every step, a snapshot per result
+        e = raw if isinstance(raw, ev.Event) else ev.decode(raw)
+        if e.type in _UNCOUNTED:  # most events: a status at every step, a snapshot per result
             continue
-        at = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
-        if kind == ev.PROVIDER_CALL:
+        at = e.call
+        if isinstance(e, ev.ProviderCall):
             calls.add(at)
-            if e["limit"] > 0:
-                peak = max(peak, e["true_tokens"] / e["limit"])
-            if e["attempt"] > 0:
+            if e.limit > 0:
+                peak = max(peak, e.true_tokens / e.limit)
+            if e.attempt > 0:
                 retries += 1
-            if e["ok"]:
-                input_total += e["true_tokens"]
-                cached_total += e["cached_tokens"]
-                sent.append((at, int(e["true_tokens"]), int(e["cached_tokens"])))
-            elif e.get("error_kind", ev.OVERFLOW) == ev.OVERFLOW:
+            if e.ok:
+                input_total += e.true_tokens
+                cached_total += e.cached_tokens
+                sent.append((at, e.true_tokens, e.cached_tokens))
+            elif (e.error_kind or ev.OVERFLOW) == ev.OVERFLOW:
                 overflow += 1
-        elif kind == ev.CALL_FAILED:
-            failed += 1
-            if first_failed is None:
-                first_failed = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
-        elif kind == ev.COMPACTION:
-            layers[e["layer"]] += 1
-            removed[at] = removed.get(at, 0) + int(e["true_before"]) - int(e["true_after"])
-            pairing += int(e["pairing_violations"])
-            system_kept = system_kept and bool(e["system_kept"])
-        elif kind == ev.SUMMARY:
+        elif isinstance(e, ev.CallFailed):
+            failed_at.append(at)
+        elif isinstance(e, ev.Compaction):
+            layers[e.layer] += 1
+            removed[at] = removed.get(at, 0) + e.true_before - e.true_after
+            pairing += e.pairing_violations
+            system_kept = system_kept and e.system_kept
+        elif isinstance(e, ev.Summary):
             summary_calls += 1
-            summary_in += int(e["input_tokens"])
-            summary_out += int(e["output_tokens"])
-            recorded_summaries += e.get("source") == ev.RECORDED_SOURCE
+            summary_in += e.input_tokens
+            summary_out += e.output_tokens
+            recorded_summaries += e.source == ev.RECORDED_SOURCE
             s_in, s_out = summaries.get(at, (0, 0))
-            summaries[at] = (s_in + int(e["input_tokens"]), s_out + int(e["output_tokens"]))
-        elif kind == ev.SHIPPED:
-            release, env_hash = str(e["release"]), str(e["env_hash"])
-            driver_notes = "; ".join(str(n) for n in e.get("notes") or ())
-        elif kind == ev.PROBE:
-            outcomes[e["outcome"]] += 1
-            by_kind.setdefault(e["kind"], Counter())[e["outcome"]] += 1
-            asked.append((at, e["kind"], e["outcome"] == "in_context"))
-            if e.get("reason") == ev.AFTER_FAILURE:
+            summaries[at] = (s_in + e.input_tokens, s_out + e.output_tokens)
+        elif isinstance(e, ev.Shipped):
+            release, env_hash = e.release, e.env_hash
+            driver_notes = "; ".join(str(n) for n in e.notes or ())
+        elif isinstance(e, ev.ProbeScored):
+            outcomes[e.outcome] += 1
+            by_kind.setdefault(e.kind, Counter())[e.outcome] += 1
+            asked.append((at, e.kind, e.outcome == "in_context"))
+            if e.reason == ev.AFTER_FAILURE:
                 after_failure += 1
-                failed_kinds[e["kind"]] += 1
-            if e.get("bare"):
+                failed_kinds[e.kind] += 1
+            if e.bare:
                 bare += 1
-        elif kind == ev.OPEN_LOOP_BREAK:
-            breaks += 1
-            if first_break is None:
-                first_break = raw.call if isinstance(raw, ev.Event) else int(raw["call"])
-        elif kind == ev.PROBE_ANSWER:
-            answers.setdefault(e["kind"], Counter())[e["verdict"]] += 1
-            answer_tokens += int(e["prompt_tokens"]) + int(e["completion_tokens"])
-        elif kind == ev.NEXT_ACTION:
+        elif isinstance(e, ev.OpenLoopBreak):
+            breaks_at.append(at)
+        elif isinstance(e, ev.ProbeAnswer):
+            answers.setdefault(e.kind, Counter())[e.verdict] += 1
+            answer_tokens += e.prompt_tokens + e.completion_tokens
+        elif isinstance(e, ev.NextAction):
             actions += 1
-            agreed += bool(e["agree"])
-            answer_tokens += int(e["prompt_tokens"]) + int(e["completion_tokens"])
+            agreed += e.agree
+            answer_tokens += e.prompt_tokens + e.completion_tokens
     n_probes = sum(outcomes.values())
     retention = outcomes["in_context"] / n_probes if n_probes else None
     recoverability = (
@@ -290,7 +284,7 @@ def result_from_events(
     return RunResult(
         **asdict(identity),  # the identity columns, as the spec gave them
         calls=len(calls),
-        failed_calls=failed,
+        failed_calls=len(failed_at),
         overflow_errors=overflow,
         reactive_retries=retries,
         compactions=json.dumps(dict(sorted(layers.items())), separators=(",", ":")),
@@ -317,11 +311,11 @@ def result_from_events(
         release=release,
         env_hash=env_hash,
         driver_notes=driver_notes,
-        first_failed_call=first_failed,
+        first_failed_call=failed_at[0] if failed_at else None,
         after_failure=after_failure,
         bare=bare,
-        open_loop_breaks=breaks,
-        first_open_loop_break=first_break,
+        open_loop_breaks=len(breaks_at),
+        first_open_loop_break=breaks_at[0] if breaks_at else None,
         answered=n_answered,
         answered_retention=round(n_answered / n_answers, 4) if n_answers else None,
         answered_by_kind=json.dumps(

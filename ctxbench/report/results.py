@@ -72,51 +72,30 @@ class _Digest:
         self.summaries: dict[int, tuple[int, int]] = {}
 
     def add(self, e: ev.Event) -> None:
-        data = e.data
-        if e.type == ev.PROVIDER_CALL:
-            self.calls.append(
-                CallRecord(
-                    call=e.call,
-                    attempt=int(data.get("attempt", 0)),
-                    estimated=int(data["estimated_tokens"]),
-                    true=int(data["true_tokens"]),
-                    limit=int(data["limit"]),
-                    ok=bool(data["ok"]),
-                )
-            )
-            if data["ok"]:
-                self.sent.append(
-                    (e.call, int(data["true_tokens"]), int(data.get("cached_tokens") or 0))
-                )
-        elif e.type == ev.COMPACTION:
-            self.compactions.append((e.call, str(data["layer"])))
-            cut = int(data.get("true_before", 0)) - int(data.get("true_after", 0))
-            self.removed[e.call] = self.removed.get(e.call, 0) + cut
-        elif e.type == ev.RECORDED:  # drawn beside the strategy's own compactions
-            self.compactions.append((e.call, f"recorded {data.get('trigger')}"))
-        elif e.type == ev.PROBE:
-            self.probes.append(
-                ProbeOutcome(str(data["probe_id"]), str(data["kind"]), str(data["outcome"]))
-            )
-        elif e.type == ev.SUMMARY:
-            self.summary_in += int(data.get("input_tokens") or 0)
-            self.summary_out += int(data.get("output_tokens") or 0)
+        if isinstance(e, ev.ProviderCall):
+            record = CallRecord(e.call, e.attempt, e.estimated_tokens, e.true_tokens, e.limit, e.ok)
+            self.calls.append(record)
+            if e.ok:
+                self.sent.append((e.call, e.true_tokens, e.cached_tokens or 0))
+        elif isinstance(e, ev.Compaction):
+            self.compactions.append((e.call, e.layer))
+            self.removed[e.call] = self.removed.get(e.call, 0) + e.true_before - e.true_after
+        elif isinstance(e, ev.RecordedCompaction):  # drawn beside the strategy's own compactions
+            self.compactions.append((e.call, f"recorded {e.trigger}"))
+        elif isinstance(e, ev.ProbeScored):
+            self.probes.append(ProbeOutcome(e.probe_id, e.kind, e.outcome))
+        elif isinstance(e, ev.Summary):
+            self.summary_in += e.input_tokens or 0
+            self.summary_out += e.output_tokens or 0
             s_in, s_out = self.summaries.get(e.call, (0, 0))
             self.summaries[e.call] = (
-                s_in + int(data.get("input_tokens") or 0),
-                s_out + int(data.get("output_tokens") or 0),
+                s_in + (e.input_tokens or 0),
+                s_out + (e.output_tokens or 0),
             )
-        elif e.type == ev.OPEN_LOOP_BREAK:
+        elif isinstance(e, ev.OpenLoopBreak):
             self.breaks.append(e.call)
-        elif e.type == ev.PROBE_ANSWER:
-            self.answers.append(
-                AnswerOutcome(
-                    str(data["probe_id"]),
-                    str(data["kind"]),
-                    str(data["verdict"]),
-                    str(data["outcome"]),
-                )
-            )
+        elif isinstance(e, ev.ProbeAnswer):
+            self.answers.append(AnswerOutcome(e.probe_id, e.kind, e.verdict, e.outcome))
 
     def freeze(self) -> RunEvents:
         return RunEvents(

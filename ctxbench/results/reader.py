@@ -2,9 +2,10 @@
 that ``ctxbench run --out/--events`` wrote, a file of rows, or an events file.
 
 Every failure is a :class:`ResultsError` naming the file, the line (or column) and the fix.
-Rows come back as plain dicts in the table's column types (``results()`` gives them as
-:class:`RunResult`), events as dicts with their ``run_id`` (``typed_events()`` as
-:class:`Event`)."""
+Rows come back as :class:`RunResult` (``results()``, ``result()``, :func:`read_result`),
+events as their classes with their run id (``typed_events()``, decoded by
+:func:`ctxbench.engine.events.decode`). Transitional (issue 44): ``rows()``, ``row()``,
+:func:`read_row` and ``events()`` still give plain dicts, for readers written before."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ class ResultsDir:
         return spec
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every row, sorted by run_id (None stays None: no NaN)."""
+        """Every row as a dict, sorted by run_id (None stays None: no NaN); transitional:
+        :meth:`results` gives them as :class:`RunResult`."""
         row_file = self._row_file
         if row_file is not None:
             return sorted(read_rows(row_file), key=lambda r: str(r["run_id"]))
@@ -85,15 +87,9 @@ class ResultsDir:
         return [read_record(journal, records[rid])["row"] for rid in sorted(records)]
 
     def results(self) -> list[RunResult]:
-        """Every row as a :class:`RunResult`; a row without a column is one error."""
-        try:
-            return [RunResult.from_row(row) for row in self.rows()]
-        except KeyError as exc:
-            raise ResultsError(
-                f"a row has no column {exc.args[0]!r}",
-                path=self.path,
-                hint="it was written by another ctxbench version: rerun the sweep",
-            ) from None
+        """Every row as a :class:`RunResult`, sorted by run_id; a row without a column is one
+        error."""
+        return [_result_of(row, self.path) for row in self.rows()]
 
     def frame(self) -> Any:
         """The rows as a pandas DataFrame."""
@@ -102,8 +98,13 @@ class ResultsDir:
         pd = require("pandas", what="ResultsDir.frame()")
         return pd.DataFrame(self.rows(), columns=RunResult.columns())
 
+    def result(self, run_id: str) -> RunResult:
+        """The row of one cell as a :class:`RunResult`; an unknown run id is an error."""
+        return _result_of(self.row(run_id), self.path)
+
     def row(self, run_id: str) -> dict[str, Any]:
-        """The row of one cell; an unknown run id is an error listing how to find one."""
+        """The row of one cell; an unknown run id is an error listing how to find one
+        (transitional: :meth:`result` gives it as a :class:`RunResult`)."""
         for row in self.rows():
             if row["run_id"] == run_id:
                 return row
@@ -150,6 +151,17 @@ class ResultsDir:
         return self.path / layout.FILES / run_id
 
 
+def _result_of(row: Mapping[str, Any], path: Path) -> RunResult:
+    try:
+        return RunResult.from_row(row)
+    except KeyError as exc:
+        raise ResultsError(
+            f"a row has no column {exc.args[0]!r}",
+            path=path,
+            hint="it was written by another ctxbench version: rerun the sweep",
+        ) from None
+
+
 def event_lines(
     path: Path, run_id: str | None = None, *, skip: tuple[str, ...] = (), hint: str = EVENTS_HINT
 ) -> Iterator[dict[str, Any]]:
@@ -167,8 +179,10 @@ def event_lines(
             yield event
 
 
-def spec_of_row(row: Mapping[str, Any]) -> RunSpec:
+def spec_of_row(row: RunResult | Mapping[str, Any]) -> RunSpec:
     """The RunSpec a row carries; its run id must match the row's."""
+    if isinstance(row, RunResult):
+        row = {"run_id": row.run_id, "spec": row.spec}
     try:
         data = json.loads(row["spec"])
     except (KeyError, TypeError, ValueError, RecursionError):
@@ -188,9 +202,16 @@ def spec_of_row(row: Mapping[str, Any]) -> RunSpec:
     return spec
 
 
+def read_result(path: str | Path, run_id: str | None = None) -> RunResult:
+    """One row as a :class:`RunResult` from a results directory (by run id) or a JSON Lines
+    file of rows (the only row, or the one with ``run_id``)."""
+    return _result_of(read_row(path, run_id), Path(path))
+
+
 def read_row(path: str | Path, run_id: str | None = None) -> dict[str, Any]:
     """One row from a results directory (by run id) or a JSON / JSON Lines file of rows
-    (the only row, or the one with ``run_id``)."""
+    (the only row, or the one with ``run_id``); transitional: :func:`read_result` gives it
+    as a :class:`RunResult`."""
     path = Path(path)
     if path.is_dir():
         if not run_id:

@@ -207,8 +207,29 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def read_results(path: Path) -> list[RunResult]:
+    """The rows of a ``.parquet`` table or a ``.jsonl`` file of rows, as :class:`RunResult`
+    (a column added after the file was written reads as its default); a row without a column
+    every row has had is a :class:`ResultsError` naming the file and the row."""
+    results = []
+    for number, row in enumerate(read_rows(path), 1):
+        try:
+            results.append(RunResult.from_row(row))
+        except KeyError as exc:
+            raise ResultsError(
+                f"row {number} has no column {exc.args[0]!r}",
+                path=path,
+                line=None if path.suffix == ".parquet" else number,
+                hint="it was written by another ctxbench version: rerun it",
+            ) from None
+    return results
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of a ``.parquet`` table or a ``.jsonl`` file of rows, as plain Python values.
+
+    Transitional (issue 44): readers take rows as :class:`RunResult` from
+    :func:`read_results`; this dict form stays for code written before it.
 
     A damaged file, a foreign table or a row without the identity columns is a
     :class:`ResultsError` naming the file (and the line or column)."""

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 #: the adaptor's own event type (the ``shipped`` event at the start is the engine's: the row
 #: reads the release and the environment's hash from it)
 SHIPPED = ev.SHIPPED
-SHIPPED_CALL = "shipped.call"
+SHIPPED_CALL = ev.SHIPPED_CALL
 
 
 class ShippedStrategy(Strategy):
@@ -91,12 +91,13 @@ class ShippedStrategy(Strategy):
             "ready",
         )
         ctx.emit(
-            SHIPPED,
-            release=self.release.key,
-            framework_version=str(ready.get("version", "")),
-            env_hash=self.env.manifest.env_hash,
-            driver=self.driver_program().name,
-            notes=ready.get("notes", []),
+            ev.Shipped(
+                release=self.release.key,
+                framework_version=str(ready.get("version", "")),
+                env_hash=self.env.manifest.env_hash,
+                driver=self.driver_program().name,
+                notes=ready.get("notes", []),
+            )
         )
 
     def before_call(self, ctx: ReplayContext) -> None:
@@ -187,12 +188,13 @@ class ShippedStrategy(Strategy):
         """The framework's own account of the call: layers that ran, counts, exception."""
         self.history.sent(ctx.view.messages)
         ctx.emit(
-            SHIPPED_CALL,
-            layers=[
-                str(s.get("layer")) for s in reply.get("steps") or () if isinstance(s, Mapping)
-            ],
-            info=dict(reply.get("info") or {}),
-            exception=reply.get("exception"),
+            ev.ShippedCall(
+                layers=[
+                    str(s.get("layer")) for s in reply.get("steps") or () if isinstance(s, Mapping)
+                ],
+                info=dict(reply.get("info") or {}),
+                exception=reply.get("exception"),
+            )
         )
 
 

@@ -376,11 +376,12 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
         tokens, threshold = self.context_tokens(ctx), self.threshold(ctx)
         active = self.config.enabled and not self.breaker_tripped
         ctx.emit(
-            ev.DECISION,
-            tokens=tokens,
-            threshold=threshold,
-            anchored=self.anchor is not None and self.config.usage_anchored,
-            compact=active and tokens >= threshold,
+            ev.StrategyDecision(
+                tokens=tokens,
+                threshold=threshold,
+                anchored=self.anchor is not None and self.config.usage_anchored,
+                compact=active and tokens >= threshold,
+            )
         )
         if active and tokens >= threshold:
             self.compact(ctx, "autocompact")

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ctxbench.atomic_file import AtomicFile, discard, fsync_file, fsync_folder
-from ctxbench.engine.events import Event, event_line
+from ctxbench.engine.events import UnknownEvent, event_line
 from ctxbench.errors import OutputError
 from ctxbench.jsontext import compact_json
 from ctxbench.results.files import refuse_links, write_files
@@ -275,7 +275,9 @@ def _event_lines(run_id: str, events: Sequence[Mapping[str, Any]]) -> Iterator[s
         if keys[0] == "type" and keys[-2:] == ["call", "step"]:
             yield prefix + _ENCODE(e)[1:] + "\n"
         else:
-            yield event_line(Event.from_dict(e), run_id=run_id) + "\n"
+            data = {k: v for k, v in e.items() if k not in ("type", "call", "step")}
+            kept = UnknownEvent(name=str(e["type"]), payload=data, call=e["call"], step=e["step"])
+            yield event_line(kept, run_id=run_id) + "\n"  # its fields as they are, in order
 
 
 def _folders(run_id: str, files: Mapping[str, bytes]) -> set[str]:

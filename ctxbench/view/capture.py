@@ -22,7 +22,7 @@ import bisect
 import hashlib
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from ctxbench.cell.spec import RunSpec, canonical_json
 from ctxbench.counting.base import replay_text
 from ctxbench.engine import events as ev
 from ctxbench.engine.replay import ReplayOutput, replay
-from ctxbench.engine.result import Prices
+from ctxbench.engine.result import Prices, RunResult
 from ctxbench.engine.view import ContextView
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import TextIndex, answer_forms, file_text, normalise
@@ -86,7 +86,8 @@ class Capture:
     """Everything the viewer shows of one run."""
 
     spec: RunSpec
-    row: Mapping[str, Any]
+    #: the row the run was recorded with (None: a run replayed from its spec alone)
+    row: RunResult | None
     messages: list[Message] = field(default_factory=list)
     #: per message id: the trace index it is (or was rewritten from), None for added messages
     origins: list[int | None] = field(default_factory=list)
@@ -96,7 +97,7 @@ class Capture:
     #: per message id: (true tokens, estimated tokens)
     counts: list[tuple[int, int]] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[ev.Event] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     #: per message id: the written files its text cites (only messages the strategy wrote)
     cites: dict[int, list[str]] = field(default_factory=dict)
@@ -113,8 +114,8 @@ class Capture:
         two replays did the same thing there, as ``ctxbench diff`` compares them."""
         by_call: dict[int, list[dict[str, Any]]] = {}
         for e in self.events:
-            by_call.setdefault(int(e["call"]), []).append(
-                {k: v for k, v in e.items() if k not in _IGNORED}
+            by_call.setdefault(e.call, []).append(
+                {k: v for k, v in e.to_dict().items() if k not in _IGNORED}
             )
         n = len(self.calls)
         return [
@@ -196,7 +197,7 @@ class _Observer:
 
 
 def capture_run(
-    spec: RunSpec, trace: Trace, row: Mapping[str, Any], *, prices: Prices | None = None
+    spec: RunSpec, trace: Trace, row: RunResult | None, *, prices: Prices | None = None
 ) -> Capture:
     """Replay ``spec`` on ``trace`` recording every call's prompt (see the module docstring),
     with the parts a cell is run with (:func:`ctxbench.cell.runner.build_parts`: the counters
@@ -220,7 +221,7 @@ def capture_run(
         on_view=observer.observe,  # every call, and the end (the prompt a next call would see)
     )
     capture.output = output
-    capture.events = [e.to_dict() for e in output.events]
+    capture.events = list(output.events)
     capture.files = dict(output.files)
     capture.cites = _citations(capture)
     probe_list = tuple(trace.probes if probes is None else probes)
@@ -289,9 +290,9 @@ def _track_probes(capture: Capture, probes: Sequence[Probe], trace: Trace) -> li
     """Each probe's state at every call, from which messages of the prompt hold an answer."""
     if not probes:
         return []
-    asked = [e for e in capture.events if e["type"] == ev.PROBE]
-    outcomes = {str(e["probe_id"]): str(e["outcome"]) for e in asked}
-    reasons = {str(e["probe_id"]): str(e["reason"]) for e in asked if e.get("reason")}
+    asked = [e for e in capture.events if isinstance(e, ev.ProbeScored)]
+    outcomes = {e.probe_id: e.outcome for e in asked}
+    reasons = {e.probe_id: e.reason for e in asked if e.reason}
     raw = [message_search_text(m) for m in capture.messages]
     messages = _Haystack([r + replay_text(m) for r, m in zip(raw, capture.messages)])
     cited_by: dict[str, set[int]] = {}

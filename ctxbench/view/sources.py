@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ctxbench import jsontext
 from ctxbench.engine.events import Event
+from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError
 from ctxbench.guard import regular_file
 
@@ -28,7 +28,7 @@ _HINT = (
 class Source:
     """The rows to show, and the recorded events of each run when an events file was given."""
 
-    rows: tuple[Mapping[str, Any], ...]
+    rows: tuple[RunResult, ...]
     recorded: Mapping[str, Sequence[Event]]
 
 
@@ -42,13 +42,13 @@ def _is_events_file(path: Path) -> bool:
 
 def read_source(path: str | Path, *, rows: str | Path | None = None) -> Source:
     """The runs behind ``path``; ``rows`` gives the rows of an events file."""
-    from ctxbench.results import read_rows
+    from ctxbench.results import read_results
 
     path = Path(path)
     if path.is_dir():
         from ctxbench.results import ResultsDir
 
-        return Source(tuple(ResultsDir(path).rows()), {})
+        return Source(tuple(ResultsDir(path).results()), {})
     regular_file(path, hint=_HINT)
     if not path.is_file():
         raise ConfigError("no such file or directory", path=path, hint=_HINT)
@@ -65,23 +65,23 @@ def read_source(path: str | Path, *, rows: str | Path | None = None) -> Source:
         recorded = {}
         for row in found.rows:
             try:
-                _, events = read_events(path, str(row["run_id"]))
+                _, events = read_events(path, row.run_id)
             except ConfigError:
                 continue
-            recorded[str(row["run_id"])] = events
+            recorded[row.run_id] = events
         if not recorded:
             raise ConfigError(
                 "none of its runs is in the rows", path=path, hint="give the rows of the same run"
             )
-        return Source(tuple(r for r in found.rows if r["run_id"] in recorded), recorded)
-    return Source(tuple(read_rows(path)), {})
+        return Source(tuple(r for r in found.rows if r.run_id in recorded), recorded)
+    return Source(tuple(read_results(path)), {})
 
 
-def select(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str]) -> list[Mapping[str, Any]]:
+def select(rows: Sequence[RunResult], run_ids: Sequence[str]) -> list[RunResult]:
     """The rows to show: all, or those of ``run_ids`` (an unknown id is an error)."""
     if not run_ids:
         return list(rows)
-    by_id = {str(r.get("run_id")): r for r in rows}
+    by_id = {r.run_id: r for r in rows}
     unknown = [r for r in run_ids if r not in by_id]
     if unknown:
         raise ConfigError(
@@ -92,18 +92,18 @@ def select(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str]) -> list[Ma
 
 
 def counterparts(
-    rows: Sequence[Mapping[str, Any]],
-    shown: Sequence[Mapping[str, Any]],
+    rows: Sequence[RunResult],
+    shown: Sequence[RunResult],
     run_ids: Sequence[str],
-) -> list[Mapping[str, Any]]:
+) -> list[RunResult]:
     """The rows of the other source to show beside ``shown``: those of ``run_ids`` when it
     has them, else every row of the traces ``shown`` replays (runs compare within a trace)."""
     if run_ids:
-        wanted = [r for r in rows if r.get("run_id") in set(run_ids)]
+        wanted = [r for r in rows if r.run_id in set(run_ids)]
         if wanted:
             return wanted
-    traces = {r.get("trace_id") for r in shown}
-    same = [r for r in rows if r.get("trace_id") in traces]
+    traces = {r.trace_id for r in shown}
+    same = [r for r in rows if r.trace_id in traces]
     if not same:
         raise ConfigError(
             "the other source holds no run of the traces shown",

@@ -101,12 +101,12 @@ def _verdicts(capture: Capture) -> list[int]:
     of the trace (the last record: no call is made there)."""
     out = [0] * (len(capture.calls) - 1) + [3]
     for e in capture.events:
-        k = int(e["call"])
+        k = e.call
         if k >= len(out):
             continue
-        if e["type"] == ev.CALL_FAILED:
+        if isinstance(e, ev.CallFailed):
             out[k] = 2
-        elif e["type"] == ev.PROVIDER_CALL and not e["ok"] and out[k] == 0:
+        elif isinstance(e, ev.ProviderCall) and not e.ok and out[k] == 0:
             out[k] = 1
     return out
 
@@ -172,21 +172,23 @@ def write_run(
     run_id = spec.run_id
     key = run_id if side == 0 else f"{side}-{run_id}"
     digests = capture.digests()
+    row = capture.row
     by_call: dict[int, list[dict[str, Any]]] = {}
     for e in capture.events:
-        by_call.setdefault(int(e["call"]), []).append(e)
+        by_call.setdefault(e.call, []).append(e.to_dict())
     for answer in recorded:  # a model's answers at a call (--answerer), shown there
-        if answer.type in (ev.PROBE_ANSWER, ev.NEXT_ACTION):
+        if isinstance(answer, (ev.ProbeAnswer, ev.NextAction)):
             by_call.setdefault(answer.call, []).append(answer.to_dict())
-    status = {}
+    status: dict[int, ev.ContextStatus] = {}
     for e in capture.events:
-        if e["type"] == ev.CONTEXT_STATUS and int(e["call"]) not in status:
-            status[int(e["call"])] = e
+        if isinstance(e, ev.ContextStatus) and e.call not in status:
+            status[e.call] = e
+    layers: dict[int, set[str]] = {}
+    for e in capture.events:
+        if isinstance(e, ev.Compaction):
+            layers.setdefault(e.call, set()).add(e.layer)
     n = len(capture.calls)
-    compacted = [
-        sorted({e["layer"] for e in by_call.get(k, []) if e["type"] == ev.COMPACTION})
-        for k in range(n)
-    ]
+    compacted = [sorted(layers.get(k, ())) for k in range(n)]
     files = sorted(capture.files)
     if capture.files:
         write_files(root / "files" / key, capture.files, then="write the viewer again")
@@ -194,7 +196,7 @@ def write_run(
     if recorded:
         from ctxbench.divergence import first_divergence
 
-        mismatch = first_divergence(recorded, [Event.from_dict(e) for e in capture.events]).call
+        mismatch = first_divergence(recorded, capture.events).call
     call_chunks = _call_chunks(capture, by_call)
     run = {
         "id": key,
@@ -210,7 +212,7 @@ def write_run(
         "calls": n,
         "true": [c.true_tokens for c in capture.calls],
         "est": [c.estimated_tokens for c in capture.calls],
-        "budget": [status[k]["budget"] if k in status else None for k in range(n)],
+        "budget": [status[k].budget if k in status else None for k in range(n)],
         "verdict": _verdicts(capture),
         "layers": compacted,
         "digest": digests,
@@ -219,7 +221,7 @@ def write_run(
         "files": files,
         "call_chunks": [start for start, _ in call_chunks],
         "recorded_mismatch": mismatch,
-        "row": {k: v for k, v in capture.row.items() if k not in ("spec",)},
+        "row": {k: v for k, v in row.to_row().items() if k != "spec"} if row else {},
     }
     _write(root, f"{key}/run", run)
     for number, (_, entries) in enumerate(call_chunks):
@@ -232,7 +234,6 @@ def write_run(
                 _write(root, f"{key}/msg-{i}", record)
                 records[i - start] = {"apart": True}
         _write(root, f"{key}/msgs-{start // MESSAGES_PER_CHUNK}", records)
-    row = capture.row
     return {
         "id": key,
         "run_id": run_id,
@@ -243,9 +244,9 @@ def write_run(
         "window": spec.window,
         "counter": spec.counter,
         "calls": n - 1,
-        "failed_calls": row.get("failed_calls"),
+        "failed_calls": capture.row.failed_calls if capture.row else None,
         "compactions": sum(1 for layers in compacted if layers),
-        "retention": row.get("retention"),
+        "retention": capture.row.retention if capture.row else None,
     }
 
 

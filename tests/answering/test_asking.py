@@ -90,7 +90,7 @@ def test_the_prompt_sent_is_byte_for_byte_the_prompt_the_replay_scored(
     trace = fact_trace()
     spec = cell(trace, "sliding_window", keep_rounds=3)
     output = asked(server, tmp_path, trace, "sliding_window", keep_rounds=3)
-    capture = capture_run(spec, trace, output.result.to_row())  # the viewer's own re-replay
+    capture = capture_run(spec, trace, output.result)  # the viewer's own re-replay
     (answer,) = of_type(output, "probe.answer")
     scored = capture.prompt(answer["call"])
     questions = [b for b in server.bodies if "Question: " in str(b["messages"][-1]["content"])]

@@ -2,29 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from ctxbench.cost.cache import ANTHROPIC, DEEPSEEK
 from ctxbench.cost.ledger import ledger, run_tokens
 from ctxbench.cost.prices import BUILTIN
+from ctxbench.engine import events as ev
 
 SONNET = BUILTIN["anthropic"]  # $3 input, $3.75 5-minute write, $0.30 read, $15 output
 
 
-def _call(call: int, true: int, cached: int) -> dict[str, Any]:
-    return {"type": "provider.call", "call": call, "ok": True, "true_tokens": true,
-            "cached_tokens": cached}  # fmt: skip
+def _call(call: int, true: int, cached: int) -> ev.Event:
+    return ev.ProviderCall(call=call, attempt=0, estimated_tokens=true, true_tokens=true,
+                           limit=200_000, ok=True, cached_tokens=cached)  # fmt: skip
 
 
-def _events(later_calls: int) -> list[dict[str, Any]]:
+def _compaction(call: int, before: int, after: int) -> ev.Event:
+    return ev.Compaction(call=call, layer="summary", est_before=before, est_after=after,
+                         true_before=before, true_after=after, messages_before=9,
+                         messages_after=3, dropped=6, changed=0)  # fmt: skip
+
+
+def _events(later_calls: int) -> list[ev.Event]:
     """Calls 0-1 grow a 10k-token prompt to 20k; before call 2 a compaction summarises 15k
     tokens away (a 20k-token summary prompt, 1k tokens of summary) and keeps a 2k-token
     prefix; each later call adds 1k tokens."""
     events = [_call(0, 10_000, 0), _call(1, 20_000, 10_000)]
-    events.append({"type": "summary", "call": 2, "input_tokens": 20_000, "output_tokens": 1_000})
-    events.append({"type": "compaction", "call": 2, "true_before": 21_000, "true_after": 6_000})
+    events.append(
+        ev.Summary(call=2, layer="summary", ok=True, input_tokens=20_000, output_tokens=1_000)
+    )
+    events.append(_compaction(2, 21_000, 6_000))
     events.append(_call(2, 6_000, 2_000))
     for n in range(later_calls):
         prompt = 7_000 + 1_000 * n
@@ -94,7 +101,7 @@ def test_a_prompt_never_cached_is_not_cached_uncompacted_either() -> None:
     gains a line of progress) shares nothing with its previous prompt: its compaction is
     judged against a call that would have missed the cache too."""
     events = [_call(0, 10_000, 0), _call(1, 20_000, 0)]
-    events.append({"type": "compaction", "call": 2, "true_before": 30_000, "true_after": 6_000})
+    events.append(_compaction(2, 30_000, 6_000))
     events.append(_call(2, 6_000, 0))
     payback = ledger(run_tokens(events), ANTHROPIC, SONNET).paybacks[0]
     # 24k tokens not written at $3.75/M, no summary: it pays back at once
@@ -123,6 +130,6 @@ def test_a_summary_call_that_reads_the_cached_conversation_costs_less() -> None:
 
 def test_a_compaction_whose_call_still_failed_never_pays_back() -> None:
     events = [_call(0, 10_000, 0)]
-    events.append({"type": "compaction", "call": 1, "true_before": 40_000, "true_after": 30_000})
+    events.append(_compaction(1, 40_000, 30_000))
     payback = ledger(run_tokens(events), ANTHROPIC, SONNET).paybacks[0]
     assert payback.calls == 0 and payback.calls_to_payback is None

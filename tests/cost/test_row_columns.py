@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from ctxbench.engine.result import Identity, RunResult, result_from_events
-from tests.cost.test_ledger import _events as _bare
-
-
-def _events(later_calls: int) -> list[dict[str, Any]]:
-    """test_ledger's events with the fields every event of their type carries."""
-    full: dict[str, dict[str, Any]] = {
-        "provider.call": {"attempt": 0, "limit": 1_000_000, "estimated_tokens": 0},
-        "compaction": {"layer": "summary", "pairing_violations": 0, "system_kept": True},
-    }
-    return [{**full.get(str(e["type"]), {}), **e} for e in _bare(later_calls)]
+from tests.cost.test_ledger import _events
 
 
 def test_a_row_carries_the_cache_split_cost_and_unpaid_compactions() -> None:

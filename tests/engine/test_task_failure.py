@@ -134,25 +134,19 @@ def test_a_probe_the_crash_left_unasked_counts_as_unanswered_for_the_answerer() 
     from ctxbench.engine.result import Identity, result_from_events
 
     events = [
-        ev.Event(ev.PROBE, 0, 1, {"probe_id": "a", "kind": "recall", "outcome": "in_context"}),
-        ev.Event(
-            ev.PROBE,
-            1,
-            5,
-            {"probe_id": "b", "kind": "recall", "outcome": "lost", "reason": ev.AFTER_FAILURE},
+        ev.ProbeScored(step=0, call=1, probe_id="a", kind="recall", outcome="in_context"),
+        ev.ProbeScored(
+            step=1, call=5, probe_id="b", kind="recall", outcome="lost", reason=ev.AFTER_FAILURE
         ),
-        ev.Event(
-            ev.PROBE_ANSWER,
-            2,
-            1,
-            {
-                "probe_id": "a",
-                "kind": "recall",
-                "verdict": "answered",
-                "outcome": "in_context",
-                "prompt_tokens": 10,
-                "completion_tokens": 2,
-            },
+        ev.ProbeAnswer(
+            step=2,
+            call=1,
+            probe_id="a",
+            kind="recall",
+            verdict="answered",
+            outcome="in_context",
+            prompt_tokens=10,
+            completion_tokens=2,
         ),
     ]
     row = result_from_events(events, Identity())

@@ -93,17 +93,17 @@ def test_a_saved_prompt_is_graded_as_the_replay_scored_it(tmp_path: Path) -> Non
             trace_source=str(tmp_path / "t.jsonl"),
         )
     )
-    capture = capture_run(spec, trace, {})
-    scored = [e for e in capture.events if e["type"] == ev.PROBE and "reason" not in e]
-    assert {e["outcome"] for e in scored} >= {"in_context", "lost"}, "nothing to compare"
+    capture = capture_run(spec, trace, None)
+    scored = [e for e in capture.events if isinstance(e, ev.ProbeScored) and not e.reason]
+    assert {e.outcome for e in scored} >= {"in_context", "lost"}, "nothing to compare"
     by_id = {p.id: p for p in trace.probes}
-    for call in sorted({int(e["call"]) for e in scored}):
+    for call in sorted({e.call for e in scored}):
         saved = tmp_path / f"call-{call}.json"
         saved.write_text(json.dumps([chat_message(m) for m in capture.prompt(call)]), "utf-8")
-        asked = [e for e in scored if e["call"] == call]
-        result = grade(read_compacted(saved), [by_id[e["probe_id"]] for e in asked], O200K)
-        assert [g.outcome for g in result.graded] == [e["outcome"] for e in asked], call
-        assert [g.bare for g in result.graded] == [bool(e.get("bare")) for e in asked], call
+        asked = [e for e in scored if e.call == call]
+        result = grade(read_compacted(saved), [by_id[e.probe_id] for e in asked], O200K)
+        assert [g.outcome for g in result.graded] == [e.outcome for e in asked], call
+        assert [g.bare for g in result.graded] == [e.bare for e in asked], call
 
 
 def test_a_canonical_trace_file_is_a_transcript(tmp_path: Path) -> None:

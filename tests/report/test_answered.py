@@ -58,11 +58,8 @@ def test_the_section_shows_a_chart_and_a_row_per_group_and_nothing_without_answe
 
 
 def test_the_report_reads_answers_from_the_events() -> None:
-    event = ev.Event(
-        ev.PROBE_ANSWER,
-        9,
-        3,
-        {"probe_id": "p", "kind": "recall", "verdict": "answered", "outcome": "lost"},
+    event = ev.ProbeAnswer(
+        step=9, call=3, probe_id="p", kind="recall", verdict="answered", outcome="lost"
     )
     digest = digest_events([("r", event)])
     assert digest["r"].answers == (AnswerOutcome("p", "recall", "answered", "lost"),)

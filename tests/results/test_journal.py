@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ctxbench.cell.runner import resolve_spec, run_spec
 from ctxbench.cell.spec import RunSpec
-from ctxbench.engine.events import Event, event_line
+from ctxbench.engine.events import Event, event_line, event_of
 from ctxbench.engine.result import RunResult
 from ctxbench.jsontext import compact_json
 from ctxbench.results.journal import EVENT_MARK, record_line, split_record
@@ -45,7 +45,9 @@ def test_a_record_splits_into_its_row_and_each_events_text() -> None:
 
 def test_a_tab_or_a_comma_in_an_events_text_does_not_split_it() -> None:
     result, _ = _run()
-    tricky = Event("strategy.note", 0, 0, {"text": "a,\tb", "nested": {"k": [1, ",\t"]}})
+    tricky = event_of(
+        "strategy.note", {"text": "a,\tb", "nested": {"k": [1, ",\t"]}}, step=0, call=0
+    )
     parts = split_record(record_line(result, [tricky, tricky]))
     assert parts is not None
     assert [json.loads(t) for t in parts[1]] == [tricky.to_dict()] * 2
@@ -77,5 +79,5 @@ def test_the_compact_encoder_writes_what_json_dumps_writes(value: Any) -> None:
 
 @given(st.dictionaries(st.sampled_from(["a", "b", "note", "x"]), JSON, max_size=4))
 def test_an_events_text_is_its_dicts_json(data: dict[str, Any]) -> None:
-    event = Event("strategy.note", 3, 2, data)
+    event = event_of("strategy.note", data, step=3, call=2)
     assert event.to_json() == compact_json(event.to_dict())

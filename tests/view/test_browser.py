@@ -245,7 +245,7 @@ def test_a_call_refused_for_its_pairing_shows_its_own_prompt_and_kind(
     failed = [e for e in output.events if e.type == ev.CALL_FAILED]
     assert failed and failed[-1]["kind"] == ev.PAIRING_REJECTED
     call = failed[-1].call
-    expected = capture_run(spec, trace, row).prompt(call)
+    expected = capture_run(spec, trace, output.result).prompt(call)
     viewer = build(tmp_path / "rows.jsonl", tmp_path / "viewer")
     page = Page(browser, viewer.resolve().as_uri() + f"#run={row['run_id']}&call={call}")
     try:

@@ -4,6 +4,7 @@ per-call digests part ways where ``ctxbench diff`` says the runs do."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,6 @@ from ctxbench.divergence import first_divergence
 from ctxbench.engine import events as ev
 from ctxbench.engine import replay as replay_module
 from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.events import Event
 from ctxbench.errors import ConfigError
 from ctxbench.formats.canonical import write_traces
 from ctxbench.probes.model import Probe
@@ -33,7 +33,7 @@ from tests.viewing import accepted_prompts, two_runs
 
 def _capture(i: int) -> Capture:
     runs = two_runs()
-    return capture_run(spec_of_row(runs.rows[i]), runs.trace, runs.rows[i])
+    return capture_run(spec_of_row(runs.results[i]), runs.trace, runs.results[i])
 
 
 @pytest.mark.parametrize("i", [0, 1])
@@ -44,7 +44,7 @@ def test_the_prompt_at_every_accepted_call_is_the_engines(i: int) -> None:
     assert runs.prompts[i], "the run accepted no call"
     for call, prompt in runs.prompts[i].items():
         assert capture.prompt(call) == list(prompt), call
-    compacted = {e["call"] for e in capture.events if e["type"] == "compaction"}
+    compacted = {e.call for e in capture.events if isinstance(e, ev.Compaction)}
     assert compacted & set(runs.prompts[i]), "no accepted call after a compaction was checked"
 
 
@@ -85,7 +85,7 @@ def test_the_prompt_at_every_call_is_the_one_the_replay_scored(
         )
     )
     captured: list[Capture] = []
-    scored = _scored_views(monkeypatch, lambda: captured.append(capture_run(spec, trace, {})))
+    scored = _scored_views(monkeypatch, lambda: captured.append(capture_run(spec, trace, None)))
     (capture,) = captured
     kinds = {e["kind"] for e in capture.events if e["type"] == ev.CALL_FAILED}
     assert "pairing" in kinds, "no call was refused for its pairing: the test checks nothing"
@@ -99,9 +99,7 @@ def test_the_prompt_at_every_call_is_the_one_the_replay_scored(
 
 def test_a_replay_shows_the_same_events_as_the_recorded_run() -> None:
     runs = two_runs()
-    assert first_divergence(
-        runs.typed[0], [Event.from_dict(e) for e in _capture(0).events]
-    ).identical
+    assert first_divergence(runs.typed[0], _capture(0).events).identical
 
 
 def test_probe_states_agree_with_the_engine_at_the_ask_point() -> None:
@@ -142,7 +140,7 @@ def test_a_prompt_that_only_grows_is_one_id_run(tmp_path: Path) -> None:
         )
     )
     with accepted_prompts() as seen:
-        capture = capture_run(spec, runs.trace, {})
+        capture = capture_run(spec, runs.trace, None)
     assert all(len(record.ranges) == 1 for record in capture.calls)
     assert capture.prompt(len(seen) - 1) == list(seen[-1])
     assert len(capture.messages) == len(runs.trace.messages)
@@ -188,7 +186,7 @@ def test_an_events_file_needs_its_rows() -> None:
     with pytest.raises(ConfigError, match="does not say how to replay"):
         read_source(runs.root / "events.jsonl")
     found = read_source(runs.root / "events.jsonl", rows=runs.rows_file)
-    assert [r["run_id"] for r in found.rows] == [r["run_id"] for r in runs.rows]
+    assert [r.run_id for r in found.rows] == [r["run_id"] for r in runs.rows]
     assert set(found.recorded) == {r["run_id"] for r in runs.rows}
 
 
@@ -204,11 +202,11 @@ def test_two_sources_are_named_by_the_path_parts_that_differ(tmp_path: Path) -> 
 def test_the_other_source_shows_the_same_runs_else_the_same_traces() -> None:
     from ctxbench.view.sources import counterparts
 
-    rows = two_runs().rows
-    run_b = rows[1]["run_id"]
+    rows = two_runs().results
+    run_b = rows[1].run_id
     assert counterparts(rows, rows[:1], [run_b]) == [rows[1]]
     assert counterparts(rows, rows[:1], ["0000000000000000"]) == rows  # no such run: its trace
     assert counterparts(rows, rows[:1], []) == rows
-    elsewhere = [dict(r, trace_id="other") for r in rows]
+    elsewhere = [dataclasses.replace(r, trace_id="other") for r in rows]
     with pytest.raises(ConfigError, match="no run of the traces shown"):
         counterparts(elsewhere, rows[:1], [])

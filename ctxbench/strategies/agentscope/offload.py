@@ -85,7 +85,7 @@ class Offloader:
         held.update(more)
         content = ctx.files.get(name, b"") + more  # the previous content is freed
         ctx.files[name] = content
-        ctx.emit(ev.SNAPSHOT, path=name, bytes=len(content), sha256=held.hexdigest())
+        ctx.emit(ev.Snapshot(path=name, bytes=len(content), sha256=held.hexdigest()))
         return name
 
     def _count(self, path: str, size: int) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from ctxbench.counting.estimators import AgentScopeCounter
+from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext, safe_component
 from ctxbench.errors import ProviderOverflowError, SummarizerError
 from ctxbench.strategies.agentscope.config import AgentScopeConfig
@@ -233,7 +234,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
                 f"The system prompt {'and the compression summary ' if self.summary_text else ''}"
                 f"exceed(s) the compression threshold ({threshold} tokens), cannot be compressed."
             )
-            ctx.emit("strategy.error", strategy=self.name, error=error)
+            ctx.emit(ev.StrategyError(strategy=self.name, error=error))
             if self.rules.reply_loop:  # 2.0.11 raises RuntimeError out of the reply
                 self._ended_at = len(ctx.view.messages)
                 raise ReplyAborted(f"RuntimeError: {error}")
@@ -302,7 +303,7 @@ class AgentScopeStrategy(Strategy[AgentScopeConfig]):
                 except SummarizerError as second:
                     error = second
         if not self.cfg.compression_fallback_to_truncation:
-            ctx.emit("strategy.error", strategy=self.name, error=f"{error.kind}: {error.message}")
+            ctx.emit(ev.StrategyError(strategy=self.name, error=f"{error.kind}: {error.message}"))
             return None
         return self.summary_text or TRUNCATED_SUMMARY
 

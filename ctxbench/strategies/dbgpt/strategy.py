@@ -11,6 +11,7 @@ from functools import partial
 from itertools import compress, count, repeat
 from typing import ClassVar
 
+from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext, json_file, safe_component
 from ctxbench.engine.prompt import PROMPTS
 from ctxbench.engine.strategy import Starter
@@ -430,7 +431,7 @@ class DbgptStrategy(Strategy[DbgptConfig]):
             return
         if self.rules.model_name_defect and not self.cfg.patch_model_name:
             self.compact_failures += 1
-            ctx.emit("strategy.error", strategy=self.name, layer="layer3", error=MODEL_NAME_ERROR)
+            ctx.emit(ev.StrategyError(strategy=self.name, layer="layer3", error=MODEL_NAME_ERROR))
             return
         managed, tail = self._managed(ctx.view.messages)
         try:

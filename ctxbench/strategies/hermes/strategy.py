@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import ProviderOverflowError
 from ctxbench.strategies.base import ProviderCall, ReplyAborted
@@ -117,11 +118,12 @@ class HermesStrategy(ContextCompressor):
             return
         if self.blocked:
             ctx.emit(
-                "strategy.skipped",
-                strategy=self.name,
-                reason="ineffective",
-                ineffective=self.ineffective_count,
-                fallback_streak=self.fallback_streak,
+                ev.StrategySkipped(
+                    strategy=self.name,
+                    reason="ineffective",
+                    ineffective=self.ineffective_count,
+                    fallback_streak=self.fallback_streak,
+                )
             )
             return
         for _ in range(self.cfg.max_compression_attempts):
@@ -248,12 +250,13 @@ class HermesStrategy(ContextCompressor):
         message list changed."""
         if self.blocked:
             ctx.emit(
-                "strategy.skipped",
-                strategy=self.name,
-                reason="ineffective",
-                trigger=trigger,
-                ineffective=self.ineffective_count,
-                fallback_streak=self.fallback_streak,
+                ev.StrategySkipped(
+                    strategy=self.name,
+                    reason="ineffective",
+                    trigger=trigger,
+                    ineffective=self.ineffective_count,
+                    fallback_streak=self.fallback_streak,
+                )
             )
             return False
         before = ctx.view.messages
