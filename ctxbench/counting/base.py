@@ -91,9 +91,10 @@ class TokenCounter(ABC):
         """``[count_message(m) for m in messages]``: a strategy that measures its whole history
         at every call asks it of the same message objects again, so each object's count is
         kept while the object lives and a list's counts are looked up in C."""
-        if self._by_object is None:
-            self._by_object = ObjectMemo(self.count_message)
-        return self._by_object.many(messages)
+        memo = getattr(self, "_by_object", None)  # a plug-in may not call __init__
+        if memo is None:
+            memo = self._by_object = ObjectMemo(self.count_message)
+        return memo.many(messages)
 
     def count_prompt(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
         """Tokens of a whole request."""

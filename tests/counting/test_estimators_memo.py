@@ -67,3 +67,13 @@ def test_agentscope_whole_prompt_is_the_bytes_of_the_request_over_4_rounded_once
 def test_claude_code_rough_estimates_are_each_messages_own(calls: list[list[Message]]) -> None:
     for history in calls:
         assert rough_memo().many(history) == [rough_tokens(m) for m in history]
+
+
+def test_a_counter_pickles_without_its_per_object_counts() -> None:
+    import pickle
+
+    counter = Chars4Counter()
+    history = [Message("user", "x" * 40), Message("assistant", "y" * 8)]
+    assert counter.message_counts(history) == [10, 2]
+    again = pickle.loads(pickle.dumps(counter))
+    assert again.message_counts(history) == [10, 2]
