@@ -4,6 +4,8 @@ an empty replay context."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -11,7 +13,8 @@ from ctxbench.counting import get_counter
 from ctxbench.engine.context import ReplayContext
 from ctxbench.probes.model import Probe
 from ctxbench.strategies import build_strategy
-from ctxbench.trace import Message, ToolCall, Trace
+from ctxbench.strategies.hermes.summary import SUMMARY_MARK
+from ctxbench.trace import Message, Part, ToolCall, Trace
 
 
 def replay_context() -> ReplayContext:
@@ -107,3 +110,54 @@ def valid_messages(draw: st.DrawFn) -> list[Message]:
         else:
             msgs.append(Message("system", "mid-trace system note"))
     return msgs
+
+
+#: texts, tool-call arguments and messages of every shape the estimators read (media parts,
+#: replay fields, summary marks, arguments that are not JSON)
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
+ARGUMENTS = st.one_of(
+    st.dictionaries(st.sampled_from(["path", "cmd", "b", "a"]), TEXT, max_size=3).map(json.dumps),
+    TEXT,  # not JSON: sent as recorded
+)
+
+
+@st.composite
+def any_messages(draw: st.DrawFn) -> Message:
+    role = draw(st.sampled_from(["system", "user", "assistant", "tool"]))
+    content = draw(TEXT)
+    kwargs: dict[str, Any] = {}
+    if role == "assistant" and draw(st.booleans()):
+        n = draw(st.integers(1, 2))
+        kwargs["tool_calls"] = tuple(
+            ToolCall(draw(st.sampled_from(["call_1", "x y", "fc_2", ""])) + str(i), "bash", a)
+            for i, a in enumerate(draw(st.lists(ARGUMENTS, min_size=n, max_size=n)))
+        )
+    if role == "assistant" and draw(st.booleans()):
+        kwargs["replay"] = {
+            draw(st.sampled_from(["reasoning", "reasoning_content"])): draw(
+                st.one_of(TEXT, st.lists(st.dictionaries(st.just("thinking"), TEXT), max_size=2))
+            )
+        }
+    if role == "tool":
+        kwargs["tool_call_id"] = "call_10"
+        kwargs["name"] = draw(st.sampled_from([None, "bash"]))
+    if role == "user" and draw(st.booleans()):
+        parts = [Part("text", content), Part(draw(st.sampled_from(["image_url", "input_audio"])))]
+        return Message.from_parts(role, parts)
+    if draw(st.integers(0, 5)) == 0:
+        kwargs["meta"] = {SUMMARY_MARK: True}
+    return Message(role, content, **kwargs)
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[list[Message]]:
+    """The histories of successive calls: each keeps some of the last one's objects (as a
+    replay's view does), adds new ones, and copies some (equal content, another object)."""
+    history: list[Message] = []
+    out = []
+    for _ in range(draw(st.integers(1, 5))):
+        kept = [m for m in history if draw(st.integers(0, 4)) > 0]
+        copies = [replace(m) for m in kept if draw(st.integers(0, 5)) == 0]
+        history = kept + copies + draw(st.lists(any_messages(), max_size=6))
+        out.append(list(history))
+    return out

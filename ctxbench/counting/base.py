@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ctxbench.memo import ContentMemo
+from ctxbench.memo import ContentMemo, ObjectMemo
 from ctxbench.trace import Message, ToolSpec
 
 #: ``fitted``: a tokenizer plus framing fitted to provider usage (``profile:``); for models
@@ -50,6 +50,8 @@ class TokenCounter(ABC):
         self._segments: ContentMemo[str, int] = ContentMemo(limit=SEGMENT_MEMO_BYTES)
         self.cache_hits = 0
         self.cache_misses = 0
+        #: :meth:`count_message` of each message object while it lives (made when first used)
+        self._by_object: ObjectMemo[Message, int] | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -85,12 +87,27 @@ class TokenCounter(ABC):
         self._message_cache[key] = value
         return value
 
+    def message_counts(self, messages: Sequence[Message]) -> list[int]:
+        """``[count_message(m) for m in messages]``: a strategy that measures its whole history
+        at every call asks it of the same message objects again, so each object's count is
+        kept while the object lives and a list's counts are looked up in C."""
+        memo = getattr(self, "_by_object", None)  # a plug-in may not call __init__
+        if memo is None:
+            memo = self._by_object = ObjectMemo(self.count_message)
+        return memo.many(messages)
+
     def count_prompt(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
         """Tokens of a whole request."""
         return self.prompt_overhead(tools) + sum(self.count_message(m) for m in messages)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_by_object"] = None  # weak references do not pickle; counts come back
+        return state
+
     def clear_cache(self) -> None:
         self._message_cache.clear()
+        self._by_object = None
         self._segments.clear()
         self.cache_hits = self.cache_misses = 0
 

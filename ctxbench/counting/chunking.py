@@ -112,17 +112,80 @@ def segments(text: str, *, least: int = 2048, most: int = 8192, one_in: int = 8)
     return out
 
 
+#: where a counter that asks for it (:func:`count_in_segments`' ``lines_from``) counts a text
+#: line by line: shorter texts are one tokenizer call, longer ones up to
+#: :data:`SEGMENTED_FROM` are cut at every safe place after a newline
+LINES_FROM = 256
+
+
+#: how far into its first line :func:`lines` looks for a safe place between two words
+HEAD_WORDS = 512
+
+
+def _word_cut(text: str, hi: int) -> int | None:
+    """The first safe place between two words before ``hi`` (None: there is none)."""
+    at = text.find(" ", 1, hi)
+    while at != -1:
+        if is_safe_cut(text, at):
+            return at
+        at = text.find(" ", at + 1, hi)
+    return None
+
+
+def lines(text: str) -> list[str]:
+    """``text`` cut after every newline where :func:`is_safe_cut` allows, and at the first safe
+    place between two words near its start: a text that differs from another by a prefix or
+    its first line (DB-GPT's ``Observation: `` form of a tool result) or by an
+    added last line (a system prompt that gains a line of progress at every call) shares all
+    its other lines with it."""
+    out: list[str] = []
+    start = 0
+    end = text.find("\n") + 1
+    head = _word_cut(text, min(end - 1 if end else len(text), HEAD_WORDS))
+    if head is not None:  # a first line told apart by a prefix: "Observation: " + text
+        out.append(text[:head])
+        start = head
+    while 0 < end < len(text):
+        following = text[end]
+        if not (following.isspace() or following == "/"):
+            out.append(text[start:end])
+            start = end
+        end = text.find("\n", end) + 1
+    out.append(text[start:])
+    return out
+
+
+def _by_lines(segment: str) -> list[str]:
+    """A segment by :func:`lines` when it is counted whole (no longer than :data:`CHUNK_CHARS`:
+    a longer one may be cut at the limit, where a cut changes its count), else as it is."""
+    return lines(segment) if len(segment) <= CHUNK_CHARS else [segment]
+
+
 def count_in_segments(
-    text: str, count_each: Callable[[list[str]], list[int]], memo: ContentMemo[str, int]
+    text: str,
+    count_each: Callable[[list[str]], list[int]],
+    memo: ContentMemo[str, int],
+    lines_from: int | None = None,
 ) -> int:
     """The count of ``text`` as the sum of its :func:`segments`' counts, each taken from
     ``memo`` when a text before had that segment; the others are counted in one
     ``count_each`` call (a tokenizer that batches runs them in parallel). A text up to
-    :data:`SEGMENTED_FROM` characters is counted whole. ``count_each`` must count any text
-    cut at a safe place to the same total."""
+    :data:`SEGMENTED_FROM` characters is counted whole, or with ``lines_from`` (a tokenizer
+    whose calls cost little) line by line (:func:`lines`) from that length on, and a longer
+    text's first and last segments line by line too.
+    ``count_each`` must count any text cut at a safe place to the same total."""
     if len(text) <= SEGMENTED_FROM:
-        return count_each([text])[0]
-    parts = segments(text)
+        if lines_from is None or len(text) <= lines_from:
+            return count_each([text])[0]
+        parts = lines(text)
+    elif lines_from is None:
+        parts = segments(text)
+    else:  # the first and last segments by lines: a text differs from another at its ends
+        parts = segments(text)
+        if len(parts) == 1:
+            parts = _by_lines(text)
+        else:
+            parts = [*_by_lines(parts[0]), *parts[1:-1], *_by_lines(parts[-1])]
     known = list(map(memo.peek, parts))
     new = list(dict.fromkeys(p for p, n in zip(parts, known) if n is None))
     counted = dict(zip(new, count_each(new))) if new else {}

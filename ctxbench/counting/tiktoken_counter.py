@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import tiktoken
 
 from ctxbench.counting.base import Framing, TokenCounter, replay_text, tool_schemas_json
-from ctxbench.counting.chunking import chunks, count_in_segments
+from ctxbench.counting.chunking import LINES_FROM, chunks, count_in_segments
 from ctxbench.counting.vendored import read_vendored
 from ctxbench.trace import Message, ToolSpec
 
@@ -120,7 +120,7 @@ class TiktokenCounter(TokenCounter):
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return count_in_segments(text, self._count_each, self._segments)
+        return count_in_segments(text, self._count_each, self._segments, LINES_FROM)
 
     def _count_each(self, texts: list[str]) -> list[int]:
         """Each text's count, whole."""

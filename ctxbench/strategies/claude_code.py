@@ -87,6 +87,7 @@ from ctxbench.engine.events import RECORDED_SOURCE
 from ctxbench.engine.provider import is_overflow_error
 from ctxbench.engine.strategy import TraceDefault
 from ctxbench.errors import ProviderOverflowError, SummarizerError
+from ctxbench.memo import ObjectMemo, shared_memo
 from ctxbench.strategies.base import ProviderCall, Strategy
 from ctxbench.strategies.layers import (
     split_system,
@@ -159,6 +160,11 @@ def rough_tokens(message: Message) -> int:
         items = value if isinstance(value, list) else [value]
         blocks += [str(b.get("thinking", "")) if isinstance(b, dict) else str(b) for b in items]
     return sum(-(-len(b) // 4) for b in blocks if b)
+
+
+def rough_memo() -> ObjectMemo[Message, int]:
+    """Each message's :func:`rough_tokens`, once per message object (a shared memo)."""
+    return shared_memo(("claude_code.rough",), rough_tokens)
 
 
 def format_summary(text: str) -> str:
@@ -351,7 +357,7 @@ class ClaudeCode(Strategy[ClaudeCodeConfig]):
             fingerprint, tokens = self.anchor
             for i in range(len(messages) - 1, -1, -1):
                 if messages[i].fingerprint == fingerprint:
-                    return tokens + sum(rough_tokens(m) for m in messages[i + 1 :])
+                    return tokens + sum(rough_memo().many(messages[i + 1 :]))
         return (self.hidden_estimate or 0) + ctx.view.estimated_tokens
 
     def _observe_new_call(self, ctx: ReplayContext) -> None:

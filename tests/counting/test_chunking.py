@@ -8,16 +8,18 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
 from ctxbench.counting.chunking import (
     CHUNK_CHARS,
+    LINES_FROM,
     SEGMENTED_FROM,
     chunks,
     count_in_segments,
     is_safe_cut,
+    lines,
     segments,
 )
 from ctxbench.memo import ContentMemo
@@ -188,3 +190,43 @@ def test_segments_are_the_same_in_every_process() -> None:
         for seed in (1, 2, 3)
     }
     assert len(cuts) == 1, cuts
+
+
+@given(lined, st.sampled_from(["", "Observation: ", "Thought: x "]))
+def test_lines_rebuild_the_text_and_end_at_safe_places(text: str, prefix: str) -> None:
+    parts = lines(prefix + text)
+    assert "".join(parts) == prefix + text
+    ends = [sum(map(len, parts[: i + 1])) for i in range(len(parts) - 1)]
+    assert all(is_safe_cut(prefix + text, end) for end in ends)
+
+
+@pytest.mark.parametrize("spec", ["tiktoken:o200k_base", "tiktoken:cl100k_base"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=lined, prefix=st.sampled_from(["", "Observation: ", "Action Input: "]))
+def test_counting_line_by_line_gives_the_count_of_the_whole(
+    spec: str, text: str, prefix: str
+) -> None:
+    counter = get_counter(spec)
+    each = counter._count_each  # type: ignore[attr-defined]
+    for whole in (prefix + text, prefix + (text + "\nmore text here ") * 40):
+        assert counter.count(whole) == each([whole])[0]
+
+
+def test_a_text_told_apart_by_its_first_line_or_a_last_line_is_tokenized_there() -> None:
+    tokenized: list[str] = []
+
+    def count(texts: list[str]) -> list[int]:
+        tokenized.extend(texts)
+        return [len(text.split()) for text in texts]
+
+    memo: ContentMemo[str, int] = ContentMemo(limit=2**20)
+    body = "".join(f"line {i} of a tool result\n" for i in range(40))
+    assert count_in_segments(body, count, memo, LINES_FROM) == len(body.split())
+    tokenized.clear()
+    observed = "Observation: " + body
+    assert count_in_segments(observed, count, memo, LINES_FROM) == len(observed.split())
+    assert sum(map(len, tokenized)) < 40  # the first line's head, not the body again
+    tokenized.clear()
+    grown = body + "line 40 of a tool result"
+    assert count_in_segments(grown, count, memo, LINES_FROM) == len(grown.split())
+    assert tokenized == ["line 40 of a tool result"]

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from ctxbench.counting.base import TokenCounter, replay_text, tool_schemas
 from ctxbench.counting.estimators import AgentScopeCounter
+from ctxbench.memo import ObjectMemo, shared_memo
 from ctxbench.strategies.agentscope.prompts import IMAGE_PART_TYPES
 from ctxbench.strategies.layers import results_after_calls
 from ctxbench.trace import Message, Part, ToolSpec
@@ -91,7 +92,7 @@ class PerMessage(Meter):
         self.counter, self.overhead = counter, overhead
 
     def tokens(self, messages: Sequence[Message]) -> int:
-        return self.overhead + sum(self.counter.count_message(m) for m in messages)
+        return self.overhead + sum(self.counter.message_counts(messages))
 
 
 class WholePrompt(Meter):
@@ -103,30 +104,26 @@ class WholePrompt(Meter):
         self.tools_bytes = (
             len(json.dumps(tool_schemas(tools), ensure_ascii=False).encode("utf-8")) if tools else 0
         )
-        self._cache: dict[str, tuple[int, int]] = {}
-
-    def _of(self, message: Message) -> tuple[int, int]:
-        found = self._cache.get(message.fingerprint)
-        if found is None:
-            pieces = [
-                message.content,
-                replay_text(message),
-                *(c.arguments for c in message.tool_calls),
-            ]
-            found = (
-                sum(len(p.encode("utf-8", "surrogatepass")) for p in pieces),
-                len(message.media_parts),
-            )
-            self._cache[message.fingerprint] = found
-        return found
 
     def tokens(self, messages: Sequence[Message]) -> int:
-        n_bytes, media = self.tools_bytes, 0
-        for message in messages:
-            b, m = self._of(message)
-            n_bytes += b
-            media += m
+        # each message's bytes and data blocks, once per message object (a shared memo): a
+        # request is counted whole at every call, from the same objects (a lookup each, in C)
+        sizes: ObjectMemo[Message, int] = shared_memo(("agentscope.bytes",), message_bytes)
+        media_of: ObjectMemo[Message, int] = shared_memo(("agentscope.media",), _media)
+        n_bytes = self.tools_bytes + sum(sizes.many(messages))
+        media = sum(media_of.many(messages))
         return int(n_bytes / 4 + 0.5) + AgentScopeCounter.MEDIA_TOKENS * media
+
+
+def message_bytes(message: Message) -> int:
+    """The UTF-8 bytes ``count_tokens`` sums for one message: its text, thinking (the replay
+    fields) and tool-call inputs."""
+    pieces = [message.content, replay_text(message), *(c.arguments for c in message.tool_calls)]
+    return sum(len(p.encode("utf-8", "surrogatepass")) for p in pieces)
+
+
+def _media(message: Message) -> int:
+    return len(message.media_parts)
 
 
 def split_context(

@@ -97,69 +97,97 @@ class ContextCompressor(Strategy[HermesConfig]):
     ) -> tuple[list[Message], str]:
         """``compress()``: (the new messages, the compaction layer that produced them)."""
         limits = self._limits(ctx)
-        rules = self.rules
-        counter = self.walk_counter(ctx)
         if len(messages) <= self._head_size(messages) + 3 + 1:
             self.ineffective_count += 1
             return list(messages), "compress_noop"
         msgs, pruned = prune_old_tool_results(
             messages,
-            counter,
+            self.walk_counter(ctx),
             protect_tail_count=self.cfg.protect_last_n,
             protect_tail_tokens=limits.tail_token_budget,
-            floor_cap=rules.prune_floor_cap,
-            pressure_pass=rules.pressure_pass,
+            floor_cap=self.rules.prune_floor_cap,
+            pressure_pass=self.rules.pressure_pass,
         )
         layer = "prune" if pruned else "compress_noop"
-        latest_user = _last_user_index(msgs, 0)
-        start = safe_start_forward(msgs, self._head_size(msgs))
-        end = find_tail_cut(
-            msgs,
-            start,
-            limits.tail_token_budget,
-            counter,
-            protect_last_n=self.cfg.protect_last_n,
-            min_tail_user_messages=self.cfg.min_tail_user_messages,
-            anchor_skips_summary=rules.anchor_skips_summary,
-        )
-        if rules.user_turn_bridge and end == latest_user:
-            bridge = latest_user - 1
-            if bridge >= 0 and msgs[bridge].role == "tool":
-                bridge = align_backward(msgs, latest_user)
-            elif bridge < 0 or msgs[bridge].role != "assistant":
-                bridge = -1
-            if bridge > start:
-                end = bridge
-        if start >= end:
-            self.ineffective_count += 1
-            return msgs, layer
-        window = msgs[start:end]
-        kept_system = [m for m in window if m.role == "system"]
-        if rules.strip_handoffs:
-            turns = [
-                t for m in window if m.role != "system" and (t := strip_handoff(m)) is not None
-            ]
-        else:
-            turns = self._turns_after_handoff(msgs, start, end)
-        if not turns and rules.strip_handoffs:  # 0.19.0 summarises an empty window too
+        start, end = self._middle(msgs, limits, ctx)
+        turns = self._middle_turns(msgs, start, end)
+        if turns is None:
             self.ineffective_count += 1
             return msgs, layer
         real_user = any(_is_actionable_user(m) for m in msgs)
         if self.summary_has_user_turn is None or real_user:
             self.summary_has_user_turn = real_user
-
-        summary, error = self._generate_summary(turns, auto_focus_topic(msgs), limits, ctx)
-        if summary is None and (
-            self.cfg.abort_on_summary_failure or (error is not None and is_terminal_failure(error))
-        ):  # _last_compress_aborted: compress_context keeps the messages it was given
+        summary, used_fallback = self._summary_or_fallback(turns, msgs, limits, ctx)
+        if summary is None:  # _last_compress_aborted: compress_context keeps what it was given
             return list(messages), "compress_noop"
-        used_fallback = summary is None
-        if summary is None:
-            reason = f"{error.kind}: {error.message}" if error is not None else None
-            summary = fallback_summary(turns, self.previous_summary, reason)
+        kept_system = [m for m in msgs[start:end] if m.role == "system"]
+        assembled = self._assemble(
+            self._head(msgs[:start]), kept_system, summary, self._tail(msgs[end:]), start
+        )
+        self.compression_count += 1
+        assembled = strip_historical_media(sanitize_tool_pairs(assembled))
+        outcome = "fallback_summary" if used_fallback else "compaction"
+        if not self.rules.agent_loop:
+            self._record_boundary(outcome)
+        return assembled, outcome
 
+    def _middle(
+        self, msgs: Sequence[Message], limits: Limits, ctx: ReplayContext
+    ) -> tuple[int, int]:
+        """(start, end) of the middle to summarise: after the protected head, before the
+        token-budgeted tail (0.19.0 bridges a tail that would start at the latest user turn
+        back to the assistant turn before it)."""
+        start = safe_start_forward(msgs, self._head_size(msgs))
+        end = find_tail_cut(
+            msgs,
+            start,
+            limits.tail_token_budget,
+            self.walk_counter(ctx),
+            protect_last_n=self.cfg.protect_last_n,
+            min_tail_user_messages=self.cfg.min_tail_user_messages,
+            anchor_skips_summary=self.rules.anchor_skips_summary,
+        )
+        latest_user = _last_user_index(msgs, 0)
+        if not self.rules.user_turn_bridge or end != latest_user:
+            return start, end
+        bridge = latest_user - 1
+        if bridge >= 0 and msgs[bridge].role == "tool":
+            bridge = align_backward(msgs, latest_user)
+        elif bridge < 0 or msgs[bridge].role != "assistant":
+            bridge = -1
+        return start, bridge if bridge > start else end
+
+    def _middle_turns(self, msgs: Sequence[Message], start: int, end: int) -> list[Message] | None:
+        """The turns the summary is made of; None when there is nothing to summarise (an
+        empty middle, or at the later commit a middle of handoffs only)."""
+        if start >= end:
+            return None
+        if not self.rules.strip_handoffs:  # 0.19.0 summarises an empty window too
+            return self._turns_after_handoff(msgs, start, end)
+        turns = [
+            t for m in msgs[start:end] if m.role != "system" and (t := strip_handoff(m)) is not None
+        ]
+        return turns or None
+
+    def _summary_or_fallback(
+        self, turns: list[Message], msgs: Sequence[Message], limits: Limits, ctx: ReplayContext
+    ) -> tuple[str | None, bool]:
+        """(the summary, whether it is the fallback text); (None, False) when the compression
+        aborts (``abort_on_summary_failure``, or a terminal failure)."""
+        summary, error = self._generate_summary(turns, auto_focus_topic(msgs), limits, ctx)
+        if summary is not None:
+            return summary, False
+        if self.cfg.abort_on_summary_failure or (error is not None and is_terminal_failure(error)):
+            return None, False
+        reason = f"{error.kind}: {error.message}" if error is not None else None
+        return fallback_summary(turns, self.previous_summary, reason), True
+
+    def _head(self, protected: Sequence[Message]) -> list[Message]:
+        """The protected head, with the compression note on the system prompt (later commit)
+        and handoffs stripped where the rules say."""
+        rules = self.rules
         head: list[Message] = []
-        for i, msg in enumerate(msgs[:start]):
+        for i, msg in enumerate(protected):
             if (
                 rules.system_note
                 and i == 0
@@ -170,18 +198,12 @@ class ContextCompressor(Strategy[HermesConfig]):
             stripped = strip_handoff(msg) if rules.strip_handoffs else msg
             if stripped is not None:
                 head.append(stripped)
-        tail = [
-            t
-            for m in msgs[end:]
-            if (t := strip_handoff(m) if rules.strip_handoffs else m) is not None
-        ]
-        assembled = self._assemble(head, kept_system, summary, tail, start)
-        self.compression_count += 1
-        assembled = strip_historical_media(sanitize_tool_pairs(assembled))
-        outcome = "fallback_summary" if used_fallback else "compaction"
-        if not rules.agent_loop:
-            self._record_boundary(outcome)
-        return assembled, outcome
+        return head
+
+    def _tail(self, tail: Sequence[Message]) -> list[Message]:
+        if not self.rules.strip_handoffs:
+            return list(tail)
+        return [t for m in tail if (t := strip_handoff(m)) is not None]
 
     def _record_boundary(self, outcome: str) -> None:
         """``record_completed_compaction``: arm the anti-thrash verdict, track the fallback
@@ -213,27 +235,7 @@ class ContextCompressor(Strategy[HermesConfig]):
         start: int,
     ) -> list[Message]:
         """Place the summary with a role that avoids consecutive same roles, or merge it."""
-        if self.rules.user_summary_at_start:
-            last_head_role = head[-1].role if head else "user"
-            force_user = start == 0 or last_head_role == "system"
-        else:  # 0.19.0: the system prompt is not in the list compress() sees
-            conversation_head = [m for m in head if m.role != "system"]
-            last_head_role = conversation_head[-1].role if conversation_head else "user"
-            force_user = False
-        first_tail_role = tail[0].role if tail else None
-        if not tail and not self.rules.user_summary_at_start:
-            # 0.19.0: an empty tail counts as a user turn (context_compressor.py:3570)
-            first_tail_role = "user"
-        if not force_user and not any(m.role == "user" for m in head + tail):
-            force_user = True
-        role = "user" if last_head_role in ("assistant", "tool") or force_user else "assistant"
-        merge = False
-        if first_tail_role is not None and role == first_tail_role:
-            flipped = "assistant" if role == "user" else "user"
-            if flipped != last_head_role and not force_user:
-                role = flipped
-            else:
-                merge = bool(tail) or not self.rules.user_summary_at_start
+        role, merge, force_user = self._summary_role(head, tail, start)
         marks = {SUMMARY_MARK: True, SUMMARY_HAS_USER_MARK: bool(self.summary_has_user_turn)}
         if not merge:
             note = Message(role, f"{summary}\n\n{SUMMARY_END_MARKER}", meta=marks)
@@ -250,6 +252,35 @@ class ContextCompressor(Strategy[HermesConfig]):
             )
         merged = replace(merged, meta={**merged.meta, **marks})
         return [*head, *kept_system, merged, *tail[1:]]
+
+    def _summary_role(
+        self, head: list[Message], tail: list[Message], start: int
+    ) -> tuple[str, bool, bool]:
+        """(the summary's role, whether it merges into the first tail message, whether the
+        role was forced to user)."""
+        last_head_role, force_user = self._after_head(head, start)
+        first_tail_role = tail[0].role if tail else None
+        if not tail and not self.rules.user_summary_at_start:
+            # 0.19.0: an empty tail counts as a user turn (context_compressor.py:3570)
+            first_tail_role = "user"
+        if not force_user and not any(m.role == "user" for m in head + tail):
+            force_user = True
+        role = "user" if last_head_role in ("assistant", "tool") or force_user else "assistant"
+        if first_tail_role is None or role != first_tail_role:
+            return role, False, force_user
+        flipped = "assistant" if role == "user" else "user"
+        if flipped != last_head_role and not force_user:
+            return flipped, False, force_user
+        return role, bool(tail) or not self.rules.user_summary_at_start, force_user
+
+    def _after_head(self, head: list[Message], start: int) -> tuple[str, bool]:
+        """(the role the summary follows, whether it must be a user turn)."""
+        if self.rules.user_summary_at_start:
+            last_head_role = head[-1].role if head else "user"
+            return last_head_role, start == 0 or last_head_role == "system"
+        # 0.19.0: the system prompt is not in the list compress() sees
+        conversation_head = [m for m in head if m.role != "system"]
+        return (conversation_head[-1].role if conversation_head else "user"), False
 
     def _generate_summary(
         self,

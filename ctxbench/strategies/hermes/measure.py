@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxbench.counting.base import TokenCounter, tool_schemas
+from ctxbench.memo import ObjectMemo, shared_memo
 from ctxbench.strategies.hermes.summary import SUMMARY_MARK
 from ctxbench.trace import Message, ToolCall, ToolSpec
 
@@ -132,17 +133,57 @@ def api_message(message: Message) -> dict[str, Any]:
     return out
 
 
-def _rough(dicts: Sequence[dict[str, Any]], images: int) -> int:
-    """``estimate_messages_tokens_rough``: ``(sum of len(str(msg)) + 3) // 4``, 1500 per image."""
-    return (sum(len(str(d)) for d in dicts) + 3) // 4 + ROUGH_IMAGE_TOKENS * images
+def _image_count(message: Message) -> int:
+    return sum(1 for p in message.parts or () if p.type in _IMAGE_TYPES)
 
 
 def _images(messages: Sequence[Message]) -> int:
-    return sum(1 for m in messages for p in m.parts or () if p.type in _IMAGE_TYPES)
+    memo: ObjectMemo[Message, int] = shared_memo(("hermes.images",), _image_count)
+    return sum(memo.many(messages))
+
+
+def _stored_chars(message: Message) -> int:
+    """``len(str(msg))`` of the message as the agent stores it."""
+    return len(str(stored_message(message)))
+
+
+def _api_chars(message: Message) -> int:
+    """``len(str(msg))`` of the API copy the loop sends for the message."""
+    return len(str(api_message(message)))
+
+
+# Each message's share of the rough estimates is kept per message object in a shared memo
+# (:func:`~ctxbench.memo.shared_memo`): the loop measures its whole history several times per
+# call, a message's ``str`` depends only on the message, and a replay holds the same objects
+# from call to call, so a call costs a lookup per message in C and only the messages new since
+# the last call run Python.
+
+
+def _stored_chars_of(messages: Sequence[Message]) -> list[int]:
+    memo: ObjectMemo[Message, int] = shared_memo(("hermes.stored_chars",), _stored_chars)
+    return memo.many(messages)
+
+
+def _api_chars_of(messages: Sequence[Message]) -> list[int]:
+    memo: ObjectMemo[Message, int] = shared_memo(("hermes.api_chars",), _api_chars)
+    return memo.many(messages)
+
+
+#: the tools last measured and their estimate (a replay passes the same tuple at every call)
+_LAST_TOOLS: list[Any] = [None, 0]
 
 
 def rough_tools_tokens(tools: Sequence[ToolSpec]) -> int:
     """``_estimate_tools_tokens_rough``: name + description + compact parameters JSON."""
+    if tools is _LAST_TOOLS[0]:
+        return int(_LAST_TOOLS[1])
+    tokens = _rough_tools_tokens(tools)
+    if isinstance(tools, tuple):  # immutable: the same object has the same estimate
+        _LAST_TOOLS[:] = [tools, tokens]
+    return tokens
+
+
+def _rough_tools_tokens(tools: Sequence[ToolSpec]) -> int:
     chars = 0
     for schema in tool_schemas(tools):
         fn = schema["function"]
@@ -166,7 +207,7 @@ def conversation(messages: Sequence[Message]) -> list[Message]:
 def rough_messages_tokens(messages: Sequence[Message]) -> int:
     """``estimate_messages_tokens_rough`` of the stored messages (no system prompt)."""
     kept = conversation(messages)
-    return _rough([stored_message(m) for m in kept], _images(kept))
+    return (sum(_stored_chars_of(kept)) + 3) // 4 + ROUGH_IMAGE_TOKENS * _images(kept)
 
 
 def rough_request_tokens(
@@ -185,10 +226,9 @@ def rough_api_tokens(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> 
     system prompt as their first message, plus the tools."""
     system = system_prompt(messages)
     kept = conversation(messages)
-    dicts = ([{"role": "system", "content": system}] if system else []) + [
-        api_message(m) for m in kept
-    ]
-    return _rough(dicts, _images(kept)) + rough_tools_tokens(tools)
+    chars = len(str({"role": "system", "content": system})) if system else 0
+    chars += sum(_api_chars_of(kept))
+    return (chars + 3) // 4 + ROUGH_IMAGE_TOKENS * _images(kept) + rough_tools_tokens(tools)
 
 
 class BudgetCounter(TokenCounter):

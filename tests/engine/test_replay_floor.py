@@ -1,0 +1,41 @@
+"""A replay tokenizes at least what its floor does (each distinct text of the trace once) and
+more, so measured cold in fresh processes (``benchmarks/bench_strategy_floor.py``) it never
+takes less CPU than its floor: a replay under its floor reuses counts from somewhere else (the
+old ``make bench`` printed a replay at 0.033 of its floor), and the benchmark calls itself
+invalid then."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.bench_strategy_floor import CASES, _child, measure
+
+ROUNDS = 60
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["none", "dbgpt"])
+def test_a_cold_replay_tokenizes_the_trace_and_takes_longer_than_its_floor(
+    strategy: str,
+) -> None:
+    case = CASES["synthetic_300"]
+    sent = _child("replay", case.name, strategy, ROUNDS, meter=True)["sent"]
+    # the true counter is handed at least the trace's distinct text: nothing came from a cache
+    assert (
+        sent["tiktoken:o200k_base"]["chars_sent"]
+        >= sent["tiktoken:o200k_base"]["trace_distinct_chars"]
+    )
+    figures = measure(case, strategy, repeats=1, rounds=ROUNDS)
+    assert figures["replay_cpu_s"] >= figures["floor_cpu_s"], figures
+    assert figures["valid"]
+
+
+def test_a_replay_under_its_floor_is_called_invalid(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake(
+        side: str, case: str, strategy: str, rounds: int, meter: bool = False
+    ) -> dict[str, float]:
+        return {"seconds": 0.01 if side == "replay" else 0.3}
+
+    monkeypatch.setattr("benchmarks.bench_strategy_floor._child", fake)
+    figures = measure(CASES["synthetic_300"], "none", repeats=3, rounds=ROUNDS)
+    assert figures["replay_vs_floor"] < 1 and not figures["valid"]
