@@ -173,6 +173,10 @@ def execute(
         from ctxbench.answering.client import forget_client
 
         forget_client(answerer)  # this sweep's meter starts at zero
+    from ctxbench.decisions.outcomes import outcome_of_record
+    from ctxbench.engine.result import RunResult
+
+    decided: list[Any] = []  # each cell's RunOutcome, for the closing recommendation
     started = time.monotonic()
     try:
         summary = run_sweep(
@@ -188,6 +192,9 @@ def execute(
             answerer=answerer,
             next_action=next_action[0],
             next_action_every=next_action[1],
+            on_cell=lambda row, events: decided.append(
+                outcome_of_record(RunResult.from_row(row), events)
+            ),
         )
     except KeyboardInterrupt:
         if bar is not None:
@@ -233,7 +240,7 @@ def execute(
         rate = summary.ran / elapsed if elapsed > 0 else 0.0
         click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)
     warn_split_pairs(out_dir)
-    print_recommendation(out_dir, summary.outcomes)
+    print_recommendation(out_dir, decided)
     return summary
 
 
@@ -272,8 +279,8 @@ def warn_split_pairs(out_dir: str) -> None:
 
 def print_recommendation(out_dir: str, outcomes: Sequence[Any] = ()) -> None:
     """The closing verdict: which config to deploy per window and counter (default
-    constraints, the sweep file's kind weights), from ``outcomes`` (the sweep's
-    :attr:`~ctxbench.sweep.SweepSummary.outcomes`) or else read from ``out_dir``."""
+    constraints, the sweep file's kind weights), from ``outcomes`` (what the sweep collected
+    as it wrote its table: ``run_sweep(on_cell=...)``) or else read from ``out_dir``."""
     from ctxbench.decisions.outcomes import read_outcomes
     from ctxbench.decisions.recommend import recommend
     from ctxbench.decisions.text import closing_text

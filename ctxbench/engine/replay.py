@@ -31,10 +31,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ctxbench.caches import Caches, using
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine import faults
+from ctxbench.engine.caches import Caches, using
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import PairingCheck, SimulatedProvider
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
@@ -98,7 +98,7 @@ def replay(
     ``on_call(done, total)`` hears each model call done (a progress bar at the edge);
     ``on_prompt(call, messages)`` hears the prompt of each call as probes are scored on it
     (and of the end, when probes are asked there): what an answerer is asked about.
-    ``caches`` are what the replay shares with others (a sweep's: :mod:`ctxbench.caches`; the
+    ``caches`` are what the replay shares with others (a sweep's: :mod:`ctxbench.engine.caches`; the
     process's when None); they change nothing but time.
 
     An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one

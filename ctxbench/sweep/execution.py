@@ -10,7 +10,7 @@ two workers finish together instead of one waiting on the longest trace at the e
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,6 @@ from ctxbench.sweep.task import Task, forget_trace_caches, run_task
 
 if TYPE_CHECKING:
     from ctxbench.answering.client import AnswererSettings
-    from ctxbench.decisions.outcomes import RunOutcome
 
 SCHEMA = "ctxbench.sweep/1"
 #: Cells per task: small enough to spread a long trace over workers, large enough that a
@@ -143,9 +142,6 @@ class SweepSummary:
     #: how many of their cells were run again for it (their old results were dropped)
     plugins_changed: tuple[str, ...] = ()
     rerun_for_plugins: int = 0
-    #: every cell of the final table reduced to what the recommendation reads (in run-id
-    #: order, as :func:`ctxbench.decisions.outcomes.read_outcomes` reads it back)
-    outcomes: tuple[RunOutcome, ...] = ()
 
 
 def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
@@ -203,6 +199,7 @@ def run_sweep(
     answerer: AnswererSettings | None = None,
     next_action: bool = False,
     next_action_every: int = 0,
+    on_cell: Callable[[dict[str, Any], Sequence[str | Mapping[str, Any]]], None] | None = None,
 ) -> SweepSummary:
     """Run every cell of ``spec`` not yet in ``out`` and write the final table there.
 
@@ -213,15 +210,14 @@ def run_sweep(
     when the sweep ends. With ``answerer``, every cell also asks that model about its
     prompts (and its next steps with ``next_action``): the cells are new ones (the model is in
     their ids), and the answers come from the cache when a sweep asked them before.
+    ``on_cell(row, events)`` sees every cell of the final table as it is written, in run-id
+    order (its events as JSON texts or dicts): what the caller reports is worked out without
+    reading the files back.
     """
     import json
 
-    from ctxbench.decisions.outcomes import outcome_of_record
-    from ctxbench.engine.result import RunResult
-
     executor = executor or InlineExecutor()
     dropped = 0
-    decided: list[RunOutcome] = []
     try:
         # the collector paced for the whole sweep: its caches grow from cell to cell
         with paced(), ResultsWriter(out, resume=resume, retry_failed=retry_failed) as writer:
@@ -288,13 +284,7 @@ def run_sweep(
                             error = json.loads(outcome.record)["row"]["error"]
                             examples.append((outcome.run_id, error))
                 report(Progress(skipped + done, planned.cells, failed, skipped))
-            failed = writer.finalize(
-                wanted,
-                with_csv=with_csv,
-                on_cell=lambda row, events: decided.append(
-                    outcome_of_record(RunResult.from_row(row), events)
-                ),
-            )
+            failed = writer.finalize(wanted, with_csv=with_csv, on_cell=on_cell)
     finally:
         executor.close()
         forget_trace_caches()  # the tasks an inline executor ran left theirs in this process
@@ -309,7 +299,6 @@ def run_sweep(
         dropped,
         tuple(changed),
         rerun,
-        tuple(decided),
     )
 
 
