@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from ctxbench.cli.answering import answerer_options, answerer_settings, next_action_of
-from ctxbench.cli.options import at_least_option, dir_option, quiet_option, workers_option
+from ctxbench.cli.options import dir_option, quiet_option, workers_option
 from ctxbench.counting.auto import AUTO
-from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
+from ctxbench.sweep.execution import DEFAULT_BATCH, WHOLE_TRACE_BATCH, Progress
 
 
 @click.command("sweep")
@@ -57,7 +57,13 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
     help="The summarizer endpoint: base_url=URL and api_key_env=VARIABLE (a sweep file that "
     "names them itself runs only when they are given here, the same).",
 )
-@at_least_option("--batch", minimum=1, default=DEFAULT_BATCH, help="Cells of one trace per task.")
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Cells of one trace per task (default: {WHOLE_TRACE_BATCH} when every worker has two "
+    f"traces or more, so each trace is tokenized by one worker; else {DEFAULT_BATCH}).",
+)
 @answerer_options
 def sweep(
     sweep_file: str,
@@ -72,7 +78,7 @@ def sweep(
     quiet: bool,
     dry_run: bool,
     summarizer_sets: tuple[str, ...],
-    batch: int,
+    batch: int | None,
 ) -> None:
     """Replay every cell of SWEEP_FILE: traces x strategies (x parameter grids) x windows x
     reserved x counters x estimators.
@@ -151,7 +157,7 @@ def execute(
     reset: bool = False,
     retry_failed: bool = True,
     with_csv: bool = False,
-    batch: int = DEFAULT_BATCH,
+    batch: int | None = None,
     answerer: Any = None,
     next_action: tuple[bool, int] = (False, 0),
 ) -> Any:

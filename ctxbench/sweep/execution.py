@@ -32,6 +32,18 @@ SCHEMA = "ctxbench.sweep/1"
 #: Cells per task: small enough to spread a long trace over workers, large enough that a
 #: worker loads and tokenizes a trace once for many configurations.
 DEFAULT_BATCH = 16
+#: Cells per task when several workers have two traces each or more to share: a trace's cells
+#: (up to this many) go to one worker, which loads, tokenizes and caches the trace once
+#: instead of each worker doing it for a part of its configurations.
+WHOLE_TRACE_BATCH = 64
+
+
+def batch_for(batch: int | None, traces: int, workers: int) -> int:
+    """The cells per task: ``batch`` when given; else :data:`WHOLE_TRACE_BATCH` when more
+    than one worker shares two traces each or more, :data:`DEFAULT_BATCH` otherwise."""
+    if batch is not None:
+        return batch
+    return WHOLE_TRACE_BATCH if workers > 1 and traces >= 2 * workers else DEFAULT_BATCH
 
 
 @dataclass(frozen=True)
@@ -194,7 +206,7 @@ def run_sweep(
     reset: bool = False,
     retry_failed: bool = True,
     with_csv: bool = False,
-    batch: int = DEFAULT_BATCH,
+    batch: int | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     answerer: AnswererSettings | None = None,
     next_action: bool = False,
@@ -210,6 +222,7 @@ def run_sweep(
     when the sweep ends. With ``answerer``, every cell also asks that model about its
     prompts (and its next steps with ``next_action``): the cells are new ones (the model is in
     their ids), and the answers come from the cache when a sweep asked them before.
+    ``batch`` cells of a trace go in one task (None: :func:`batch_for`).
     ``on_cell(row, events)`` sees every cell of the final table as it is written, in run-id
     order (its events as JSON texts or dicts): what the caller reports is worked out without
     reading the files back.
@@ -266,7 +279,7 @@ def run_sweep(
             report(Progress(skipped, planned.cells, 0, skipped))
             tasks = planned.tasks(
                 skip=writer.finished,
-                batch=batch,
+                batch=batch_for(batch, len(planned.entries), executor.workers),
                 prices=spec.prices,
                 keep_files=spec.keep_files,
                 answerer=answerer,

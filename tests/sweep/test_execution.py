@@ -30,6 +30,7 @@ from ctxbench.sweep import (
     plan,
     run_sweep,
 )
+from ctxbench.sweep.execution import DEFAULT_BATCH, WHOLE_TRACE_BATCH, batch_for
 from ctxbench.sweep.store import ResultsWriter
 from tests import REPO
 from tests.factories import react_trace, tool_trace
@@ -453,3 +454,13 @@ def test_keep_files_is_one_of_three_words(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load_sweep(path)
     assert raised.value.key == "keep_files" and "'cited'" in raised.value.message
+
+
+def test_a_worker_gets_a_whole_trace_when_every_worker_has_two_traces_or_more() -> None:
+    """The batch only schedules (results do not depend on it): a given one is kept; by
+    default several workers sharing many traces take each trace whole (one worker tokenizes
+    it), and few traces, or one process, are cut into tasks of DEFAULT_BATCH cells."""
+    assert batch_for(5, traces=100, workers=2) == 5
+    assert batch_for(None, traces=4, workers=2) == WHOLE_TRACE_BATCH
+    assert batch_for(None, traces=3, workers=2) == DEFAULT_BATCH
+    assert batch_for(None, traces=100, workers=1) == DEFAULT_BATCH
