@@ -133,8 +133,8 @@ def run_spec(
     each model call (the CLI's progress bar). A spec naming an ``answerer`` model asks
     ``answerer`` (the client serving it) about the prompts the replay scored, after the replay
     (:mod:`ctxbench.answering`); ``on_ask(done, total)`` hears each answer. ``caches`` are
-    what the cell shares with the other cells of a sweep (:mod:`ctxbench.engine.caches`): the cell is
-    built and replayed under them."""
+    what the cell shares with the other cells of a sweep (:mod:`ctxbench.engine.caches`): the
+    cell is built and replayed under them."""
     refuse_duplicate_call_ids(trace, source=spec.trace_source)
     if spec.answerer:
         _check_answerer(spec, answerer)

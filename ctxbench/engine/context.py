@@ -468,9 +468,9 @@ def indented_json(payload: Any) -> str:
     return "{\n" + ",\n".join(items) + "\n}"
 
 
-#: the memo (of the current caches, :mod:`ctxbench.engine.caches`) of the files of flat JSON payloads
-#: (every snapshot) and their sha256, and the bytes it holds: a sweep's replays of one trace
-#: write the same snapshots again
+#: the memo (of the current caches, :mod:`ctxbench.engine.caches`) of the files of flat JSON
+#: payloads (every snapshot) and their sha256, and the bytes it holds: a sweep's replays of one
+#: trace write the same snapshots again
 _JSON_FILES = "engine.json_files"
 _JSON_FILES_LIMIT = 16 * 2**20
 

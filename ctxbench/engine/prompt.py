@@ -8,9 +8,9 @@ thresholds. What the engine works out from a list (its messages' counts and keys
 violations, whether it keeps the system prompt) and from a change between two lists (the
 compaction's alignment: what was dropped, rewritten, added) costs passes over the whole list,
 paid again by every configuration. A strategy that can name a list by a key (everything the
-list is made of) builds it once as a :class:`Prompt` through :data:`PROMPTS` (the table of the sweep's
-:class:`~ctxbench.engine.caches.Caches`); the engine keeps
-those answers on the prompt, so each is worked out by the first replay that asks.
+list is made of) builds it once as a :class:`Prompt` through :data:`PROMPTS` (the table of
+the sweep's :class:`~ctxbench.engine.caches.Caches`); the engine keeps those answers on the
+prompt, so each is worked out by the first replay that asks.
 
 Every answer kept is a pure function of the messages (and of the counters, for counts): a
 replay gets the same events from a prompt whose answers another replay worked out. What a

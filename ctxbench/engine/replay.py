@@ -98,8 +98,8 @@ def replay(
     ``on_call(done, total)`` hears each model call done (a progress bar at the edge);
     ``on_prompt(call, messages)`` hears the prompt of each call as probes are scored on it
     (and of the end, when probes are asked there): what an answerer is asked about.
-    ``caches`` are what the replay shares with others (a sweep's: :mod:`ctxbench.engine.caches`; the
-    process's when None); they change nothing but time.
+    ``caches`` are what the replay shares with others (a sweep's:
+    :mod:`ctxbench.engine.caches`; the process's when None); they change nothing but time.
 
     An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one
     :class:`~ctxbench.errors.PluginError` naming the hook, the trace and the call, with the

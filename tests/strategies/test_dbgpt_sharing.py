@@ -1,6 +1,7 @@
 """A sweep's replays of one trace share what DB-GPT derives from its messages (the results
-citing their snapshot, Layer 1's cuts, their counts) through the sweep's memos (:mod:`ctxbench.engine.caches`); what a
-replay records does not depend on which replays ran before it."""
+citing their snapshot, Layer 1's cuts, their counts) through the sweep's memos
+(:mod:`ctxbench.engine.caches`); what a replay records does not depend on which replays ran
+before it."""
 
 from __future__ import annotations
 
