@@ -1,6 +1,7 @@
 # ctxbench: two entry points (see README Quickstart).
 #   make demo  - create .venv, install, run the quickstart job, print where the output is
-#   make test  - create .venv, install dev extras, run ruff, mypy and the whole test suite
+#   make test  - create .venv, install dev extras, run ruff, mypy and the test suite but its
+#                slowest tests (make test-slow runs those; CI runs both)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -11,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test lint typecheck bench parity clean venv
+.PHONY: demo test test-slow lint typecheck bench parity clean venv
 
 $(VENV)/.core-installed: pyproject.toml
 	@echo "setting up $(VENV) (ctxbench and its parquet extra: the demo's sweep writes parquet)" >&2
@@ -40,7 +41,11 @@ typecheck: $(VENV)/.all-installed
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q -m "not slow" tests
+
+# the slowest tests, which `make test` leaves out (tests/conftest.py: SLOW); .ci/run runs both
+test-slow: $(VENV)/.all-installed
+	$(BIN)/pytest -q -m slow tests
 
 # issue 43's table, cold, each figure with its goal: one JSON object on stdout (progress on
 # stderr); BENCH="sweep_vs_replay workers_cpu_2_vs_1" runs some rows, BENCH=--modules the older ones

@@ -1,6 +1,6 @@
 """``ObjectMemo``: a value computed once per object, looked up for a whole list in C;
 ``ContentMemo``: a value computed once per content, within a limit; ``shared_memo``: an
-``ObjectMemo`` of the current caches (:mod:`ctxbench.caches`), shared by the replays that ask
+``ObjectMemo`` of the current :class:`MemoTable` (a sweep's), shared by the replays that ask
 the same question.
 
 A replay puts the same message objects through the same questions at every call (its
@@ -21,7 +21,9 @@ mark, so a value never keeps its own object alive.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from itertools import compress, count, repeat
 from operator import is_
 from typing import Any, Generic, TypeVar
@@ -128,18 +130,58 @@ class ContentMemo(Generic[K, V]):
         self._held = 0
 
 
+class MemoTable:
+    """Shared :class:`ObjectMemo` s by what they compute (:func:`shared_memo`); past ``limit``
+    keys (a program building counters by the hundred) it starts again. A sweep owns one in its
+    :class:`~ctxbench.engine.caches.Caches`."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self.limit = limit
+        self._memos: dict[Hashable, ObjectMemo[Any, Any]] = {}
+
+    def memo(self, key: Hashable, compute: Callable[[K], V]) -> ObjectMemo[K, V]:
+        """The memo of ``compute`` under ``key``, made at the first call."""
+        memo = self._memos.get(key)
+        if memo is None:
+            if len(self._memos) >= self.limit:
+                self._memos.clear()  # the memos in use live on with their users
+            memo = self._memos[key] = ObjectMemo(compute)
+        return memo
+
+    def __len__(self) -> int:
+        return len(self._memos)
+
+
+#: the process's table, read where no caller made another current
+_PROCESS_TABLE = MemoTable()
+_TABLE: ContextVar[MemoTable] = ContextVar("ctxbench_memos")
+
+
 def shared_memo(key: Hashable, compute: Callable[[K], V]) -> ObjectMemo[K, V]:
-    """The :class:`ObjectMemo` of ``compute`` under ``key`` in the current caches (a sweep's,
-    else the process's: :func:`ctxbench.caches.current`), made at the first call.
+    """The :class:`ObjectMemo` of ``compute`` under ``key`` in the current table (a sweep's,
+    :func:`using_memos`; else the process's), made at the first call.
 
     A sweep's replays of one trace put the same message objects (the trace's, and those a
     shared memo made of them) through the same questions; a shared memo answers each once,
     not once per replay. ``key`` must name everything ``compute`` reads besides the object
     (the rules, a limit, a counter), and ``compute`` must hold nothing of one replay (a bound
     method of a strategy would keep the first one alive)."""
-    from ctxbench.caches import current
+    return _TABLE.get(_PROCESS_TABLE).memo(key, compute)
 
-    return current().memo(key, compute)
+
+def current_memos() -> MemoTable:
+    """The table :func:`shared_memo` reads now."""
+    return _TABLE.get(_PROCESS_TABLE)
+
+
+@contextmanager
+def using_memos(table: MemoTable) -> Iterator[MemoTable]:
+    """Make ``table`` the one :func:`shared_memo` reads for the block."""
+    token = _TABLE.set(table)
+    try:
+        yield table
+    finally:
+        _TABLE.reset(token)
 
 
 def _positions(values: list[object], target: object) -> Iterable[int]:

@@ -39,8 +39,9 @@ WHOLE_PACKAGE = frozenset(
     }
 )
 # folders that are not a package's mirror: golden files and their generators, the releases'
-# own unit tests, parity against the released frameworks, the scripted shipped driver
-OTHER_FOLDERS = frozenset({"golden", "upstream", "parity", "shipped_drivers"})
+# own unit tests, parity against the released frameworks, the scripted shipped driver, the
+# benchmarks' own logic (``benchmarks/``)
+OTHER_FOLDERS = frozenset({"golden", "upstream", "parity", "shipped_drivers", "benchmarks"})
 
 
 def top_level_modules(package: Path) -> frozenset[str]:

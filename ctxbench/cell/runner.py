@@ -9,12 +9,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxbench import config as configuration
-from ctxbench.caches import Caches, using
 from ctxbench.cell.spec import RunSpec, canonical_json
 from ctxbench.collector import paced
 from ctxbench.counting import counter_under
 from ctxbench.counting.auto import rule_for, trace_model
 from ctxbench.counting.base import TokenCounter
+from ctxbench.engine.caches import Caches, using
 from ctxbench.engine.provider import SimulatedProvider, prompt_cache_for
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.engine.result import Identity, Prices, RunResult, result_from_events
@@ -142,8 +142,8 @@ def run_spec(
     each model call (the CLI's progress bar). A spec naming an ``answerer`` model asks
     ``answerer`` (the client serving it) about the prompts the replay scored, after the replay
     (:mod:`ctxbench.answering`); ``on_ask(done, total)`` hears each answer. ``caches`` are
-    what the cell shares with the other cells of a sweep (:mod:`ctxbench.caches`): the cell is
-    built and replayed under them."""
+    what the cell shares with the other cells of a sweep (:mod:`ctxbench.engine.caches`): the
+    cell is built and replayed under them."""
     refuse_duplicate_call_ids(trace, source=spec.trace_source)
     if spec.answerer:
         _check_answerer(spec, answerer)

@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from ctxbench.cli.answering import answerer_options, answerer_settings, next_action_of
-from ctxbench.cli.options import at_least_option, dir_option, quiet_option, workers_option
+from ctxbench.cli.options import dir_option, quiet_option, workers_option
 from ctxbench.counting.auto import AUTO
-from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
+from ctxbench.sweep.execution import DEFAULT_BATCH, WHOLE_TRACE_BATCH, Progress
 
 
 @click.command("sweep")
@@ -57,7 +57,13 @@ from ctxbench.sweep.execution import DEFAULT_BATCH, Progress
     help="The summarizer endpoint: base_url=URL and api_key_env=VARIABLE (a sweep file that "
     "names them itself runs only when they are given here, the same).",
 )
-@at_least_option("--batch", minimum=1, default=DEFAULT_BATCH, help="Cells of one trace per task.")
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Cells of one trace per task (default: {WHOLE_TRACE_BATCH} when every worker has two "
+    f"traces or more, so each trace is tokenized by one worker; else {DEFAULT_BATCH}).",
+)
 @answerer_options
 def sweep(
     sweep_file: str,
@@ -72,7 +78,7 @@ def sweep(
     quiet: bool,
     dry_run: bool,
     summarizer_sets: tuple[str, ...],
-    batch: int,
+    batch: int | None,
 ) -> None:
     """Replay every cell of SWEEP_FILE: traces x strategies (x parameter grids) x windows x
     reserved x counters x estimators.
@@ -151,7 +157,7 @@ def execute(
     reset: bool = False,
     retry_failed: bool = True,
     with_csv: bool = False,
-    batch: int = DEFAULT_BATCH,
+    batch: int | None = None,
     answerer: Any = None,
     next_action: tuple[bool, int] = (False, 0),
 ) -> Any:
@@ -173,6 +179,10 @@ def execute(
         from ctxbench.answering.client import forget_client
 
         forget_client(answerer)  # this sweep's meter starts at zero
+    from ctxbench.decisions.outcomes import outcome_of_record
+    from ctxbench.engine.result import RunResult
+
+    decided: list[Any] = []  # each cell's RunOutcome, for the closing recommendation
     started = time.monotonic()
     try:
         summary = run_sweep(
@@ -188,6 +198,9 @@ def execute(
             answerer=answerer,
             next_action=next_action[0],
             next_action_every=next_action[1],
+            on_cell=lambda row, events: decided.append(
+                outcome_of_record(RunResult.from_row(row), events)
+            ),
         )
     except KeyboardInterrupt:
         if bar is not None:
@@ -233,7 +246,7 @@ def execute(
         rate = summary.ran / elapsed if elapsed > 0 else 0.0
         click.echo(f"took {elapsed:.1f} s ({rate:.1f} cells/s)", err=True)
     warn_split_pairs(out_dir)
-    print_recommendation(out_dir, summary.outcomes)
+    print_recommendation(out_dir, decided)
     return summary
 
 
@@ -272,8 +285,8 @@ def warn_split_pairs(out_dir: str) -> None:
 
 def print_recommendation(out_dir: str, outcomes: Sequence[Any] = ()) -> None:
     """The closing verdict: which config to deploy per window and counter (default
-    constraints, the sweep file's kind weights), from ``outcomes`` (the sweep's
-    :attr:`~ctxbench.sweep.SweepSummary.outcomes`) or else read from ``out_dir``."""
+    constraints, the sweep file's kind weights), from ``outcomes`` (what the sweep collected
+    as it wrote its table: ``run_sweep(on_cell=...)``) or else read from ``out_dir``."""
     from ctxbench.decisions.outcomes import read_outcomes
     from ctxbench.decisions.recommend import recommend
     from ctxbench.decisions.text import closing_text

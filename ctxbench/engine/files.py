@@ -54,9 +54,9 @@ def indented_json(payload: Any) -> str:
     return "{\n" + ",\n".join(items) + "\n}"
 
 
-#: the memo (of the current caches, :mod:`ctxbench.caches`) of the files of flat JSON payloads
-#: (every snapshot) and their sha256, and the bytes it holds: a sweep's replays of one trace
-#: write the same snapshots again
+#: the memo (of the current caches, :mod:`ctxbench.engine.caches`) of the files of flat JSON
+#: payloads (every snapshot) and their sha256, and the bytes it holds: a sweep's replays of one
+#: trace write the same snapshots again
 _JSON_FILES = "engine.json_files"
 _JSON_FILES_LIMIT = 16 * 2**20
 
@@ -73,7 +73,7 @@ def json_file(payload: Any) -> tuple[bytes, str]:
     # the type is part of the key: True == 1, but they are written "true" and "1"
     key = tuple((k, type(v), v) for k, v in payload.items())
     size = sum(map(sys.getsizeof, payload.values()))  # what the key holds (the file is smaller)
-    from ctxbench.caches import current
+    from ctxbench.engine.caches import current
 
     files: ContentMemo[tuple[tuple[str, type, Any], ...], tuple[bytes, str]]
     files = current().content(_JSON_FILES, _JSON_FILES_LIMIT)

@@ -8,9 +8,9 @@ thresholds. What the engine works out from a list (its messages' counts and keys
 violations, whether it keeps the system prompt) and from a change between two lists (the
 compaction's alignment: what was dropped, rewritten, added) costs passes over the whole list,
 paid again by every configuration. A strategy that can name a list by a key (everything the
-list is made of) builds it once as a :class:`Prompt` through :data:`PROMPTS` (the table of the sweep's
-:class:`~ctxbench.caches.Caches`); the engine keeps
-those answers on the prompt, so each is worked out by the first replay that asks.
+list is made of) builds it once as a :class:`Prompt` through :data:`PROMPTS` (the table of
+the sweep's :class:`~ctxbench.engine.caches.Caches`); the engine keeps those answers on the
+prompt, so each is worked out by the first replay that asks.
 
 Every answer kept is a pure function of the messages (and of the counters, for counts): a
 replay gets the same events from a prompt whose answers another replay worked out. What a
@@ -151,26 +151,26 @@ class PromptTable:
 
 
 class CurrentPrompts:
-    """The prompts of the caches the cell runs under (:func:`ctxbench.caches.current`):
+    """The prompts of the caches the cell runs under (:func:`ctxbench.engine.caches.current`):
     what a strategy names its prompts through (:data:`PROMPTS`)."""
 
     def get(self, key: Hashable, build: Callable[[], Sequence[Message]]) -> Prompt:
-        from ctxbench.caches import current
+        from ctxbench.engine.caches import current
 
         return current().prompts.get(key, build)
 
     def __len__(self) -> int:
-        from ctxbench.caches import current
+        from ctxbench.engine.caches import current
 
         return len(current().prompts)
 
     def clear(self) -> None:
-        from ctxbench.caches import current
+        from ctxbench.engine.caches import current
 
         current().prompts.clear()
 
 
-#: the prompts of the current caches (a sweep's, else the process's: :mod:`ctxbench.caches`)
+#: the prompts of the current caches (a sweep's, else the process's: :mod:`ctxbench.engine.caches`)
 PROMPTS = CurrentPrompts()
 
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ctxbench.caches import Caches, using
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine import events as ev
 from ctxbench.engine import faults
+from ctxbench.engine.caches import Caches, using
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.provider import PairingCheck, SimulatedProvider
 from ctxbench.engine.recorder import recorder_of
@@ -106,8 +106,8 @@ def replay(
     be), whatever the call's outcome (accepted, over the window, refused for its pairing,
     aborted, after a failure), and at the end (after its ``before_call`` when probes are asked
     there): the one source of the prompts the viewer shows.
-    ``caches`` are what the replay shares with others (a sweep's: :mod:`ctxbench.caches`; the
-    process's when None); they change nothing but time.
+    ``caches`` are what the replay shares with others (a sweep's:
+    :mod:`ctxbench.engine.caches`; the process's when None); they change nothing but time.
 
     An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one
     :class:`~ctxbench.errors.PluginError` naming the hook, the trace and the call, with the

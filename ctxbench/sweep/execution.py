@@ -10,7 +10,7 @@ two workers finish together instead of one waiting on the longest trace at the e
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,12 +28,23 @@ from ctxbench.sweep.task import Task, forget_trace_caches, run_task
 
 if TYPE_CHECKING:
     from ctxbench.answering.client import AnswererSettings
-    from ctxbench.decisions.outcomes import RunOutcome
 
 SCHEMA = "ctxbench.sweep/1"
 #: Cells per task: small enough to spread a long trace over workers, large enough that a
 #: worker loads and tokenizes a trace once for many configurations.
 DEFAULT_BATCH = 16
+#: Cells per task when several workers have two traces each or more to share: a trace's cells
+#: (up to this many) go to one worker, which loads, tokenizes and caches the trace once
+#: instead of each worker doing it for a part of its configurations.
+WHOLE_TRACE_BATCH = 64
+
+
+def batch_for(batch: int | None, traces: int, workers: int) -> int:
+    """The cells per task: ``batch`` when given; else :data:`WHOLE_TRACE_BATCH` when more
+    than one worker shares two traces each or more, :data:`DEFAULT_BATCH` otherwise."""
+    if batch is not None:
+        return batch
+    return WHOLE_TRACE_BATCH if workers > 1 and traces >= 2 * workers else DEFAULT_BATCH
 
 
 @dataclass(frozen=True)
@@ -144,9 +155,6 @@ class SweepSummary:
     #: how many of their cells were run again for it (their old results were dropped)
     plugins_changed: tuple[str, ...] = ()
     rerun_for_plugins: int = 0
-    #: every cell of the final table reduced to what the recommendation reads (in run-id
-    #: order, as :func:`ctxbench.decisions.outcomes.read_outcomes` reads it back)
-    outcomes: tuple[RunOutcome, ...] = ()
 
 
 def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
@@ -199,11 +207,12 @@ def run_sweep(
     reset: bool = False,
     retry_failed: bool = True,
     with_csv: bool = False,
-    batch: int = DEFAULT_BATCH,
+    batch: int | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     answerer: AnswererSettings | None = None,
     next_action: bool = False,
     next_action_every: int = 0,
+    on_cell: Callable[[dict[str, Any], Sequence[str | Mapping[str, Any]]], None] | None = None,
 ) -> SweepSummary:
     """Run every cell of ``spec`` not yet in ``out`` and write the final table there.
 
@@ -214,17 +223,17 @@ def run_sweep(
     when the sweep ends. With ``answerer``, every cell also asks that model about its
     prompts (and its next steps with ``next_action``): the cells are new ones (the model is in
     their ids), and the answers come from the cache when a sweep asked them before.
+    ``batch`` cells of a trace go in one task (None: :func:`batch_for`).
+    ``on_cell(row, events)`` sees every cell of the final table as it is written, in run-id
+    order (its events as JSON texts or dicts): what the caller reports is worked out without
+    reading the files back.
     """
     import json
 
     # the final table is parquet: a core install learns which extra before any cell runs
     require("pyarrow.parquet", what="a sweep's results.parquet")
-    from ctxbench.decisions.outcomes import outcome_of_record
-    from ctxbench.engine.result import RunResult
-
     executor = executor or InlineExecutor()
     dropped = 0
-    decided: list[RunOutcome] = []
     try:
         # the collector paced for the whole sweep: its caches grow from cell to cell
         with paced(), ResultsWriter(out, resume=resume, retry_failed=retry_failed) as writer:
@@ -273,7 +282,7 @@ def run_sweep(
             report(Progress(skipped, planned.cells, 0, skipped))
             tasks = planned.tasks(
                 skip=writer.finished,
-                batch=batch,
+                batch=batch_for(batch, len(planned.entries), executor.workers),
                 prices=spec.prices,
                 keep_files=spec.keep_files,
                 answerer=answerer,
@@ -291,13 +300,7 @@ def run_sweep(
                             error = json.loads(outcome.record)["row"]["error"]
                             examples.append((outcome.run_id, error))
                 report(Progress(skipped + done, planned.cells, failed, skipped))
-            failed = writer.finalize(
-                wanted,
-                with_csv=with_csv,
-                on_cell=lambda row, events: decided.append(
-                    outcome_of_record(RunResult.from_row(row), events)
-                ),
-            )
+            failed = writer.finalize(wanted, with_csv=with_csv, on_cell=on_cell)
     finally:
         executor.close()
         forget_trace_caches()  # the tasks an inline executor ran left theirs in this process
@@ -312,7 +315,6 @@ def run_sweep(
         dropped,
         tuple(changed),
         rerun,
-        tuple(decided),
     )
 
 

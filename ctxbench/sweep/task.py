@@ -1,11 +1,11 @@
 """A task: the cells of one trace that a worker runs together, and what it sends back.
 
 Cells are batched per trace so a worker loads each trace once and its counter caches serve
-every configuration of it; the cells of one trace share one :class:`~ctxbench.caches.Caches`
-in each worker (:func:`trace_caches`). ``run_task`` is a plain top-level function (picklable, so it runs
-under ``spawn`` and on Dask workers) that never raises for a cell: a cell that fails becomes
-an error row, and the rest of the sweep goes on. The worker also renders each cell's journal
-record, so the driver only appends bytes.
+every configuration of it; the cells of one trace share one
+:class:`~ctxbench.engine.caches.Caches` in each worker (:func:`trace_caches`). ``run_task`` is a
+plain top-level function (picklable, so it runs under ``spawn`` and on Dask workers) that never
+raises for a cell: a cell that fails becomes an error row, and the rest of the sweep goes on.
+The worker also renders each cell's journal record, so the driver only appends bytes.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ctxbench.caches import Caches
 from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
+from ctxbench.engine.caches import Caches
 from ctxbench.engine.result import Prices, RunResult
 from ctxbench.results.journal import record_line
 

@@ -8,8 +8,8 @@ from itertools import pairwise
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbench.caches import Caches, using
 from ctxbench.counting import get_counter
+from ctxbench.engine.caches import Caches, using
 from ctxbench.engine.prompt import PROMPTS, Change, Prompt, PromptTable, index_runs
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay

@@ -1,13 +1,14 @@
 """A sweep's replays of one trace share what DB-GPT derives from its messages (the results
-citing their snapshot, Layer 1's cuts, their counts) through the sweep's memos (:mod:`ctxbench.caches`); what a
-replay records does not depend on which replays ran before it."""
+citing their snapshot, Layer 1's cuts, their counts) through the sweep's memos
+(:mod:`ctxbench.engine.caches`); what a replay records does not depend on which replays ran
+before it."""
 
 from __future__ import annotations
 
 import json
 
-from ctxbench.caches import Caches, using
 from ctxbench.counting import get_counter
+from ctxbench.engine.caches import Caches, using
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.strategies import build_strategy

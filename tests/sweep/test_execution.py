@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxbench.cli import cli
-from ctxbench.decisions.outcomes import read_outcomes
+from ctxbench.decisions.outcomes import RunOutcome, outcome_of_record, read_outcomes
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.result import TIMING_COLUMNS, RunResult
 from ctxbench.errors import ConfigError, OutputError
@@ -30,6 +30,7 @@ from ctxbench.sweep import (
     plan,
     run_sweep,
 )
+from ctxbench.sweep.execution import DEFAULT_BATCH, WHOLE_TRACE_BATCH, batch_for
 from ctxbench.sweep.store import ResultsWriter
 from tests import REPO
 from tests.factories import react_trace, tool_trace
@@ -213,15 +214,21 @@ def test_the_sweep_decides_from_what_it_wrote_as_a_reader_of_its_directory_would
     back whole) give the outcomes ``read_outcomes`` reads from the finished directory."""
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(PROBED_SWEEP, encoding="utf-8")
-    first = run_sweep(load_sweep(sweep), tmp_path / "first")
+    first: list[RunOutcome] = []
+    resumed: list[RunOutcome] = []
+
+    def collect(into: list[RunOutcome]) -> Any:
+        return lambda row, events: into.append(outcome_of_record(RunResult.from_row(row), events))
+
+    run_sweep(load_sweep(sweep), tmp_path / "first", on_cell=collect(first))
     out = tmp_path / "out"
     out.mkdir()
     lines = (tmp_path / "first" / JOURNAL).read_bytes().splitlines(keepends=True)
     (out / JOURNAL).write_bytes(b"".join(lines[:5]))
-    summary = run_sweep(load_sweep(sweep), out, resume=True)
+    summary = run_sweep(load_sweep(sweep), out, resume=True, on_cell=collect(resumed))
     assert (summary.skipped, summary.ran) == (5, 7)
     read = read_outcomes(out)
-    assert list(summary.outcomes) == list(first.outcomes) == read
+    assert resumed == first == read
     assert all(o.from_events for o in read)
     assert {o for p in read for _, _, o in p.probes} >= {"in_context", "lost"}
 
@@ -447,3 +454,13 @@ def test_keep_files_is_one_of_three_words(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load_sweep(path)
     assert raised.value.key == "keep_files" and "'cited'" in raised.value.message
+
+
+def test_a_worker_gets_a_whole_trace_when_every_worker_has_two_traces_or_more() -> None:
+    """The batch only schedules (results do not depend on it): a given one is kept; by
+    default several workers sharing many traces take each trace whole (one worker tokenizes
+    it), and few traces, or one process, are cut into tasks of DEFAULT_BATCH cells."""
+    assert batch_for(5, traces=100, workers=2) == 5
+    assert batch_for(None, traces=4, workers=2) == WHOLE_TRACE_BATCH
+    assert batch_for(None, traces=3, workers=2) == DEFAULT_BATCH
+    assert batch_for(None, traces=100, workers=1) == DEFAULT_BATCH

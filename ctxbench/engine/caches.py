@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from ctxbench.engine.prompt import PromptTable
-from ctxbench.memo import ContentMemo, ObjectMemo
+from ctxbench.memo import ContentMemo, MemoTable, ObjectMemo, current_memos, using_memos
 from ctxbench.probes.scoring import ScoringCache
 
 K = TypeVar("K")
@@ -53,19 +53,13 @@ class Caches:
     ) -> None:
         self.prompts = PromptTable(limit=prompt_limit)
         self.scoring = ScoringCache(limit=scoring_limit)
-        self.memo_limit = memo_limit
-        self._memos: dict[Hashable, ObjectMemo[Any, Any]] = {}
+        self.memos = MemoTable(limit=memo_limit)
         self._contents: dict[str, ContentMemo[Any, Any]] = {}
 
     def memo(self, key: Hashable, compute: Callable[[K], V]) -> ObjectMemo[K, V]:
-        """The :class:`ObjectMemo` of ``compute`` under ``key``, made at the first call (see
+        """The :class:`ObjectMemo` of ``compute`` under ``key`` (see
         :func:`ctxbench.memo.shared_memo` for what ``key`` must name)."""
-        memo = self._memos.get(key)
-        if memo is None:
-            if len(self._memos) >= self.memo_limit:
-                self._memos.clear()  # the memos in use live on with their users
-            memo = self._memos[key] = ObjectMemo(compute)
-        return memo
+        return self.memos.memo(key, compute)
 
     def content(self, name: str, limit: int) -> ContentMemo[Any, Any]:
         """The :class:`ContentMemo` named ``name`` (holding at most ``limit`` bytes)."""
@@ -74,19 +68,15 @@ class Caches:
             memo = self._contents[name] = ContentMemo(limit)
         return memo
 
-    @property
-    def memos(self) -> int:
-        """How many shared memos the caches hold."""
-        return len(self._memos)
-
 
 _PROCESS = Caches()
-_CURRENT: ContextVar[Caches] = ContextVar("ctxbench_caches", default=_PROCESS)
+_PROCESS.memos = current_memos()  # the table shared_memo reads outside any caches
+_CURRENT: ContextVar[Caches] = ContextVar("ctxbench_caches")
 
 
 def current() -> Caches:
     """The caches of the cell being built or replayed (:func:`using`), else the process's."""
-    return _CURRENT.get()
+    return _CURRENT.get(_PROCESS)
 
 
 @contextmanager
@@ -97,7 +87,8 @@ def using(caches: Caches | None) -> Iterator[Caches]:
         return
     token = _CURRENT.set(caches)
     try:
-        yield caches
+        with using_memos(caches.memos):
+            yield caches
     finally:
         _CURRENT.reset(token)
 

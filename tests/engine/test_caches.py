@@ -3,11 +3,11 @@ what strategies read (``PROMPTS``, ``shared_memo``), and a replay's events do no
 
 from __future__ import annotations
 
-from ctxbench.caches import Caches, current, using
 from ctxbench.cell.runner import run_spec
 from ctxbench.cell.spec import RunSpec
+from ctxbench.engine.caches import Caches, current, using
 from ctxbench.engine.prompt import PROMPTS
-from ctxbench.memo import shared_memo
+from ctxbench.memo import current_memos, shared_memo
 from ctxbench.probes.model import Probe
 from ctxbench.sweep.task import forget_trace_caches, trace_caches
 from ctxbench.trace import Message
@@ -24,7 +24,8 @@ def test_using_makes_the_caches_current_for_the_block_only() -> None:
         PROMPTS.get(("test.caches",), lambda: [Message("user", "x")])
         assert len(mine.prompts) == 1
         assert shared_memo(("test.caches",), len) is mine.memo(("test.caches",), len)
-    assert current() is outer
+        assert current_memos() is mine.memos
+    assert current() is outer and current_memos() is outer.memos
     assert len(PROMPTS) == len(outer.prompts)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchmarks.__main__ import TABLE, figures, main
 
-HERE = Path(__file__).resolve().parents[1] / "benchmarks"
+HERE = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def test_a_figure_is_an_object_with_a_goal_and_a_ratio_and_met_is_read_or_worked_out() -> None:
