@@ -50,7 +50,7 @@ TEST = '''"""{name} keeps what the user said must hold: rules, safety rules and 
 mid-run. A failure lists each probe lost, the call where it was lost and the missing answer.
 
 Replace the scenario with your own traces (``ctxbench_retention(compact, ["traces.jsonl"],
-probes="ctxbench/probes.jsonl", ...)``; ``ctxbench mine`` proposes probes for recorded runs).
+probes="ctxbench/probes.jsonl", ...)``; ``ctxbench probes mine`` proposes probes for recorded runs).
 """
 
 from __future__ import annotations
