@@ -35,6 +35,7 @@ WHOLE_PACKAGE = frozenset(
         "test_layers.py",
         "test_layout.py",
         "test_onboarding.py",
+        "test_strategy_names.py",
         "test_structure_golden.py",
     }
 )
