@@ -18,16 +18,18 @@ Run from the repository root, review the diff, commit the JSON::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # run as a script: ``python tests/golden/<this file>``
+
+from tests.golden.golden_tools import TIMING_COLUMNS, ctxbench, sha  # noqa: E402
+
 GOLDEN = Path(__file__).with_name("structure_golden.json")
 
 #: The quickstart's axes, cut to what runs in well under a minute on one core.
@@ -87,29 +89,6 @@ SOURCES: tuple[str, ...] = (
 )
 #: The replays of each recorded trace: (strategy, window).
 REPLAYS: tuple[tuple[str, int], ...] = (("dbgpt", 8192), ("hermes", 8192), ("none", 8192))
-TIMING_COLUMNS = ("replay_seconds",)
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def ctxbench(cwd: Path, *args: str) -> tuple[int, str, str]:
-    """Run the command line in ``cwd``; (exit code, stdout, stderr)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "ctxbench", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.returncode, done.stdout, done.stderr
 
 
 def row_of(row: dict[str, Any]) -> dict[str, Any]:
