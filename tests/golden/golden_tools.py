@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -65,3 +66,20 @@ def same(section: str, got: dict[str, Any], want: dict[str, Any]) -> None:
             same(f"{section}.{key}", got[key], want[key])
         else:
             assert got[key] == want[key], f"{section}.{key} differs from the golden"
+
+
+def shared_traces() -> Path | None:
+    """The shared recorded traces (``CTXBENCH_TRACES``), None when the folder is absent."""
+    path = Path(os.environ.get("CTXBENCH_TRACES", REPO.parent / "shared" / "traces"))
+    return path if path.is_dir() else None
+
+
+def write_golden(path: Path, generate: Callable[[Path | None], dict[str, Any]]) -> None:
+    """What a generator does when run: ``generate`` over the shared traces, written to
+    ``path`` (reviewed as a diff and committed)."""
+    traces = shared_traces()
+    if traces is None:
+        raise SystemExit("set CTXBENCH_TRACES to the shared traces folder")
+    document = generate(traces)
+    path.write_text(json.dumps(document, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {path} ({path.stat().st_size} bytes)")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import tempfile
 from collections import Counter
@@ -35,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # run as a script: ``python tests/golden/<this file>``
 
-from tests.golden.golden_tools import TIMING_COLUMNS, canonical, ctxbench, sha  # noqa: E402
+from tests.golden.golden_tools import TIMING_COLUMNS, canonical, ctxbench, sha, write_golden  # noqa: E402
 
 GOLDEN = Path(__file__).with_name("events_golden.json")
 SESSION = REPO / "tests" / "golden" / "sessions" / "claude_code_session.jsonl"
@@ -225,15 +224,5 @@ def generate(traces: Path | None) -> dict[str, Any]:
         return doc
 
 
-def shared_traces() -> Path | None:
-    path = Path(os.environ.get("CTXBENCH_TRACES", REPO.parent / "shared" / "traces"))
-    return path if path.is_dir() else None
-
-
 if __name__ == "__main__":
-    traces = shared_traces()
-    if traces is None:
-        raise SystemExit("set CTXBENCH_TRACES to the shared traces folder")
-    document = generate(traces)
-    GOLDEN.write_text(json.dumps(document, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes)")
+    write_golden(GOLDEN, generate)

@@ -19,7 +19,6 @@ Run from the repository root, review the diff, commit the JSON::
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # run as a script: ``python tests/golden/<this file>``
 
-from tests.golden.golden_tools import TIMING_COLUMNS, ctxbench, sha  # noqa: E402
+from tests.golden.golden_tools import TIMING_COLUMNS, ctxbench, sha, write_golden  # noqa: E402
 
 GOLDEN = Path(__file__).with_name("structure_golden.json")
 
@@ -195,15 +194,5 @@ def generate(traces: Path | None) -> dict[str, Any]:
         return doc
 
 
-def shared_traces() -> Path | None:
-    path = Path(os.environ.get("CTXBENCH_TRACES", REPO.parent / "shared" / "traces"))
-    return path if path.is_dir() else None
-
-
 if __name__ == "__main__":
-    traces = shared_traces()
-    if traces is None:
-        raise SystemExit("set CTXBENCH_TRACES to the shared traces folder")
-    document = generate(traces)
-    GOLDEN.write_text(json.dumps(document, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes)")
+    write_golden(GOLDEN, generate)
