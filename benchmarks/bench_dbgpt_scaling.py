@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.shared import paced_replay
+
 ROUNDS = (100, 300, 1000, 3000)
 WINDOW = 131072
 
@@ -32,23 +34,13 @@ def child(path: str) -> dict[str, Any]:
     from ctxbench.cell.runner import build_parts
     from ctxbench.cell.spec import RunSpec
     from ctxbench.cell.traces import open_traces
-    from ctxbench.collector import paced
-    from ctxbench.engine.replay import replay
 
     trace = next(iter(open_traces(path).traces()))
     parts = build_parts(RunSpec(trace.id, "", "dbgpt", window=WINDOW), trace)
     parts.true_counter.count("warm up")
     parts.estimator.count("warm up")
     started = time.process_time()
-    with paced():
-        output = replay(
-            trace,
-            parts.strategy,
-            parts.provider,
-            true_counter=parts.true_counter,
-            estimator=parts.estimator,
-            summarizer=parts.summarizer,
-        )
+    output = paced_replay(trace, parts)
     seconds = time.process_time() - started
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"seconds": seconds, "peak_rss_mb": peak_kb / 1024, "events": len(output.events)}

@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import random
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.shared import in_child
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOW = "131072"
@@ -92,17 +93,7 @@ def steps() -> list[tuple[str, list[str]]]:
 
 def _measure(args: list[str]) -> dict[str, float]:
     """Run one step in a fresh process: its seconds and peak RSS."""
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_limits", "step", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"step {args} failed:\n{done.stderr[-2000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return in_child("benchmarks.bench_limits", "step", *args)
 
 
 def _measure_input(label: str, trace: Any, folder: Path) -> dict[str, Any]:

@@ -65,9 +65,9 @@ def run(quick: bool) -> dict[str, Any]:
             counters=["tiktoken:o200k_base", "hf:qwen2.5"],
         )
         runs = summary.cells
-        first = next(r for r in ResultsDir(out).rows() if r["strategy"] == "dbgpt")
+        first = next(r for r in ResultsDir(out).results() if r.strategy == "dbgpt")
         started = time.perf_counter()
-        build(out, Path(tmp) / "viewer", run_ids=[str(first["run_id"])])
+        build(out, Path(tmp) / "viewer", run_ids=[first.run_id])
         view_s = time.perf_counter() - started
     return {
         "recorded": _recorded(quick),

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.shared import paced_replay
+
 STRATEGIES = ("none", "sliding_window", "agentscope", "hermes", "dbgpt", "claude_code")
 RECORDED = "mini-swe-agent/astropy__astropy-12907.traj.json"
 
@@ -138,8 +140,6 @@ def replay_side(
     case: Case, strategy: str, *, meter: bool = False, rounds: int = 300
 ) -> dict[str, Any]:
     """One cold replay in this process: its CPU seconds (and with ``meter`` what it sent)."""
-    from ctxbench.collector import paced
-    from ctxbench.engine.replay import replay
 
     trace = load_case(case.name, rounds)
     parts = _parts(case, strategy, trace)
@@ -150,15 +150,7 @@ def replay_side(
         if meter and hasattr(counter, "encoding"):
             meters[counter.name] = counter.encoding = Meter(counter.encoding)
     started = time.process_time()
-    with paced():
-        output = replay(
-            trace,
-            parts.strategy,
-            parts.provider,
-            true_counter=parts.true_counter,
-            estimator=parts.estimator,
-            summarizer=parts.summarizer,
-        )
+    output = paced_replay(trace, parts)
     seconds = time.process_time() - started
     out: dict[str, Any] = {"seconds": seconds, "events": len(output.events)}
     if meter:

@@ -27,27 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-THROUGHPUT_SWEEP = """
-name = "bench"
-windows = [8192, 16384, 32768]
-reserved = [2048]
-counters = ["tiktoken:o200k_base"]
-
-[[traces]]
-scenario = "support_agent"
-seeds = {seeds}
-
-[[strategies]]
-name = "none"
-
-[[strategies]]
-name = "sliding_window"
-params = {{ keep_rounds = [6] }}
-
-[[strategies]]
-name = "dbgpt"
-params = {{ warning_threshold = [0.5, 0.6, 0.7, 0.8] }}
-"""
+from benchmarks.shared import SUPPORT_SWEEP
 
 MEMORY_SWEEP = """
 windows = [20000]
@@ -86,7 +66,7 @@ def throughput(folder: Path, seeds: int) -> dict[str, Any]:
     from ctxbench.sweep import DaskExecutor, InlineExecutor, ProcessExecutor
 
     sweep = folder / "throughput.toml"
-    sweep.write_text(THROUGHPUT_SWEEP.format(seeds=list(range(seeds))), encoding="utf-8")
+    sweep.write_text(SUPPORT_SWEEP.format(name="bench", seeds=list(range(seeds))), encoding="utf-8")
     inline_s, cells = _timed_sweep(sweep, folder / "inline", InlineExecutor())
     one_s, _ = _timed_sweep(sweep, folder / "one", ProcessExecutor(1))
     two_s, _ = _timed_sweep(sweep, folder / "two", ProcessExecutor(2))

@@ -22,42 +22,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.shared import SUPPORT_SWEEP, in_child
+
 REPEATS = 3
 THRESHOLDS = [0.5, 0.55, 0.6, 0.65, 0.7]
 KEEP_ROUNDS = list(range(1, 11))
 WINDOW = 32768
-
-WORKERS_SWEEP = """
-name = "bench-workers"
-windows = [8192, 16384, 32768]
-reserved = [2048]
-counters = ["tiktoken:o200k_base"]
-
-[[traces]]
-scenario = "support_agent"
-seeds = {seeds}
-
-[[strategies]]
-name = "none"
-
-[[strategies]]
-name = "sliding_window"
-params = {{ keep_rounds = [6] }}
-
-[[strategies]]
-name = "dbgpt"
-params = {{ warning_threshold = [0.5, 0.6, 0.7, 0.8] }}
-"""
 
 
 def _cpu() -> float:
@@ -154,7 +132,9 @@ def workers_side(seeds: int, workers: int, out: Path) -> dict[str, float]:
     from ctxbench.sweep import ProcessExecutor, load_sweep, run_sweep
 
     sweep = out.parent / f"{out.name}.toml"
-    sweep.write_text(WORKERS_SWEEP.format(seeds=list(range(seeds))), encoding="utf-8")
+    sweep.write_text(
+        SUPPORT_SWEEP.format(name="bench-workers", seeds=list(range(seeds))), encoding="utf-8"
+    )
     begun = time.perf_counter()
     summary = run_sweep(load_sweep(sweep), out, executor=ProcessExecutor(workers))
     return {
@@ -165,23 +145,7 @@ def workers_side(seeds: int, workers: int, out: Path) -> dict[str, float]:
 
 
 def _child(*args: str) -> dict[str, float]:
-    root = Path(__file__).resolve().parent.parent
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_sweep_cold", "--child", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"child {args} failed:\n{done.stderr[-3000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return in_child("benchmarks.bench_sweep_cold", "--child", *args)
 
 
 def _ratio(

@@ -91,11 +91,11 @@ def run(quick: bool) -> dict[str, Any]:
         _, report_s, report_cpu = timed(
             lambda: write_report(out, out / "report.html", lead=verdict_section)
         )
-        row = next(r for r in ResultsDir(out).rows() if r["strategy"] == "dbgpt")
-        run_id = str(row["run_id"])
+        row = next(r for r in ResultsDir(out).results() if r.strategy == "dbgpt")
+        run_id = row.run_id
         viewer = folder / "viewer"
         _, view_s, view_cpu = timed(lambda: build(out, viewer, run_ids=[run_id]))
-        calls = int(row["calls"])
+        calls = row.calls
         loads = [call_load_kb(viewer, run_id, k) for k in range(0, calls, 250)]
         files = [p for p in viewer.rglob("*") if p.is_file()]
         replay_s = float(row["replay_seconds"])

@@ -219,3 +219,9 @@ def with_meta(out: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
     if meta:
         out["meta"] = dict(meta)
     return out
+
+
+def attrs(obj: object, names: str) -> dict[str, Any]:
+    """``{name: obj.name}`` for each of the space-separated ``names``, in their order: the
+    plain fields of an object's JSON dict (its ``to_dict`` adds the converted ones)."""
+    return {name: getattr(obj, name) for name in names.split()}

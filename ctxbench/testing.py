@@ -63,14 +63,12 @@ def write_baseline(results_dir: str | Path, path: str | Path) -> Path:
     work where the results are gone."""
     import json
 
-    from ctxbench.gate.baseline import events_path, write_events
+    from ctxbench.gate.baseline import events_path, store_events
     from ctxbench.results import ResultsDir
 
-    store = ResultsDir(results_dir)
-    results = store.results()
+    results = ResultsDir(results_dir).results()
     events = events_path(path)
-    wanted = {r.run_id for r in results}
-    write_events((e for e in store.events() if e.get("run_id") in wanted), events)
+    store_events(results_dir, [r.run_id for r in results], events)
     doc = make_baseline(results, str(results_dir), events.name)
     Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return Path(path)

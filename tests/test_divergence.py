@@ -130,10 +130,8 @@ def test_diff_by_run_id_in_a_results_dir_shows_dropped_trace_messages(tmp_path: 
 
     repo = Path(__file__).resolve().parents[1]
     results = run_sweep(repo / "examples" / "ci" / "ci-sweep.toml", tmp_path / "r")
-    rows = ResultsDir(results).rows()
-    pick = {
-        (r["strategy"], r["window"]): r["run_id"] for r in rows if r["trace_id"].endswith("s0-0")
-    }
+    rows = ResultsDir(results).results()
+    pick = {(r.strategy, r.window): r.run_id for r in rows if r.trace_id.endswith("s0-0")}
     out = CliRunner().invoke(
         cli,
         ["diff", pick[("none", 16384)], pick[("sliding_window", 16384)], "--results", str(results)],

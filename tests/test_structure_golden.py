@@ -4,43 +4,27 @@ events and report bytes as ``tests/golden/structure_golden.json``, which
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-GOLDEN_DIR = Path(__file__).with_name("golden")
+from tests.golden.golden_tools import generator, golden, same
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_structure_golden", GOLDEN_DIR / "make_structure_golden.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return generator("make_structure_golden")
 
 
 def _golden() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((GOLDEN_DIR / "structure_golden.json").read_text("utf-8"))
-    return data
-
-
-def _same(section: str, got: dict[str, Any], want: dict[str, Any]) -> None:
-    """Compare key by key, so a failure names the part that changed."""
-    assert sorted(got) == sorted(want), section
-    for key in sorted(want):
-        assert got[key] == want[key], f"{section}.{key} differs from the golden"
+    return golden("structure_golden.json")
 
 
 def test_the_quickstart_part_matches_the_golden() -> None:
     gen = _generator()
     with tempfile.TemporaryDirectory() as tmp:
         got = gen.sweep_part(Path(tmp))
-    _same("sweep", got, _golden()["sweep"])
+    same("sweep", got, _golden()["sweep"])
 
 
 def test_recorded_replays_and_errors_match_the_golden(shared_traces: Path) -> None:
@@ -50,5 +34,5 @@ def test_recorded_replays_and_errors_match_the_golden(shared_traces: Path) -> No
         recorded = gen.replay_part(Path(tmp), shared_traces)
         errors = gen.error_part(Path(tmp))
     for source in want["recorded"]:
-        _same(f"recorded.{source}", recorded[source], want["recorded"][source])
-    _same("errors", errors, want["errors"])
+        same(f"recorded.{source}", recorded[source], want["recorded"][source])
+    same("errors", errors, want["errors"])

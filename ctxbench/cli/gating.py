@@ -57,15 +57,11 @@ def baseline(results_dir: str, out: str) -> None:
     Example:
       ctxbench sweep ci.toml -o results && ctxbench baseline results -o baseline.json
     """
-    from ctxbench.gate.baseline import events_path, write_events
-    from ctxbench.results import ResultsDir
+    from ctxbench.gate.baseline import events_path, store_events
 
     results = _results(results_dir)
     events = events_path(out)
-    wanted = {r.run_id for r in results}
-    n = write_events(
-        (e for e in ResultsDir(results_dir).events() if e.get("run_id") in wanted), events
-    )
+    n = store_events(results_dir, [r.run_id for r in results], events)
     doc = make_baseline(results, results_dir, events.name)
     _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     click.echo(f"wrote {out}: {len(doc['cells'])} cells")

@@ -34,6 +34,7 @@ from ctxbench.cli.sizes import TOKENS
 from ctxbench.engine.events import event_line
 from ctxbench.engine.provider import ERROR_STYLES
 from ctxbench.engine.replay import ReplayOutput
+from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError
 from ctxbench.results import write_files, write_rows
 from ctxbench.trace_defaults import describe as describe_taken
@@ -234,6 +235,7 @@ def run(
         answerer = Answerer(settings)
     next_action, every = next_action_of()
     rows: list[dict[str, Any]] = []
+    results: list[RunResult] = []
     unwritten = 0
     parities = []
     tables = []
@@ -285,6 +287,7 @@ def run(
                 asking.close()
                 row, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
                 rows.append(row)
+                results.append(output.result)
                 if show_losses:
                     from ctxbench.gate.loss_table import run_losses
 
@@ -310,22 +313,22 @@ def run(
     if answerer is not None:
         click.echo(f"answerer {settings.model}: {answerer.meter.describe()}", err=True)
     _note_unwritten(unwritten)
-    _warn_pairing(rows)
+    _warn_pairing(results)
     if parities:  # recorded compactions next to the strategy's own (stderr under --json)
         from ctxbench.recorded import render
 
         click.echo(render(parities), err=as_json)
 
 
-def _warn_pairing(rows: list[dict[str, Any]]) -> None:
+def _warn_pairing(results: list[RunResult]) -> None:
     """A warning per run whose compactions split tool calls from their results: a provider
     rejects such a prompt, whatever the run's retention says."""
-    for row in rows:
-        broken = row.get("pairing_violations") or 0
+    for result in results:
+        broken = result.pairing_violations
         if broken:
             click.echo(
-                f"warning: {row['trace_id']}: the strategy split tool calls from their results "
-                f"({broken} pairing violations over {row.get('calls')} calls): a provider "
+                f"warning: {result.trace_id}: the strategy split tool calls from their results "
+                f"({broken} pairing violations over {result.calls} calls): a provider "
                 "rejects such prompts; keep every call with its results (ctxbench.rounds)",
                 err=True,
             )

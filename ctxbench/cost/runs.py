@@ -23,8 +23,8 @@ def run_costs(directory: str | Path, provider: str | None = None) -> dict[str, f
     store = ResultsDir(directory)
     counters = {row.run_id: row.counter for row in store.results()}
     by_run: dict[str, list[ev.Event]] = {}
-    for raw in store.events(skip=_SKIP):
-        by_run.setdefault(str(raw.get("run_id", "")), []).append(ev.decode(raw))
+    for run_id, e in store.typed_events(skip=_SKIP):
+        by_run.setdefault(run_id, []).append(e)
     out: dict[str, float] = {}
     for run_id, counter in counters.items():
         rules = cache_rules(provider or provider_for(counter))

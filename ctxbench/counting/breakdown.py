@@ -13,6 +13,7 @@ from typing import Any
 
 from ctxbench.counting.base import TokenCounter, replay_text
 from ctxbench.counting.content_class import CONTENT_CLASSES, ContentClass, classify
+from ctxbench.jsontext import attrs
 from ctxbench.trace import ROLES, Message, Trace
 
 
@@ -54,11 +55,7 @@ class Breakdown:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "counter": self.counter,
-            "total": self.total,
-            "incremental": self.incremental,
-            "overhead": self.overhead,
-            "framing": self.framing,
+            **attrs(self, "counter total incremental overhead framing"),
             "by_role": dict(self.by_role),
             "by_class": dict(self.by_class),
         }

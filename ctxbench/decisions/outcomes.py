@@ -9,7 +9,6 @@ they are unknown and counted as 0, which the recommendation says.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -150,9 +149,8 @@ def read_outcomes(directory: str | Path) -> list[RunOutcome]:
     store = ResultsDir(directory)
     seen: dict[str, _Seen] = {}
     if store.has_events:
-        for raw in store.events(skip=_SKIP):
-            run = seen.setdefault(str(raw.get("run_id", "")), _Seen())
-            e = ev.decode(raw)
+        for run_id, e in store.typed_events(skip=_SKIP):
+            run = seen.setdefault(run_id, _Seen())
             if isinstance(e, ev.ProbeScored):
                 run.probes.append((e.probe_id, e.kind, e.outcome))
             elif isinstance(e, ev.ProviderCall) and not e.ok:
@@ -199,15 +197,14 @@ def outcome_of_record(row: RunResult, events: Iterable[str | Mapping[str, Any]])
             if kind != ev.PROBE and (kind != ev.PROVIDER_CALL or _NOT_OK not in event):
                 seen = seen or _Seen()
                 continue
-        if isinstance(event, str):
-            event = json.loads(event)
-        if event["type"] in _SKIP:
+        e = ev.decode(event)
+        if e.type in _SKIP:
             continue
         seen = seen or _Seen()
-        if event["type"] == ev.PROBE:
-            seen.probes.append((str(event["probe_id"]), str(event["kind"]), str(event["outcome"])))
-        elif event["type"] == ev.PROVIDER_CALL and not event["ok"]:
-            seen.rejected += int(event["true_tokens"])
+        if isinstance(e, ev.ProbeScored):
+            seen.probes.append((e.probe_id, e.kind, e.outcome))
+        elif isinstance(e, ev.ProviderCall) and not e.ok:
+            seen.rejected += e.true_tokens
     return outcome_of(row, seen)
 
 

@@ -152,9 +152,10 @@ class Event:
     type no class knows into an :class:`UnknownEvent`. ``step`` and ``call`` are given when the
     event is emitted (:meth:`stamped`); an event built by a strategy leaves them at -1.
 
-    Transitional (issue 44): ``type`` and ``data`` (the event's fields as the JSON dict, in
-    file order) and ``event["key"]`` read every event as the dict-shaped ``Event`` did, for
-    readers written before the classes; new readers use the attributes."""
+    ``data`` (its fields as its JSON line holds them), ``event["key"]`` and ``"key" in
+    event`` read an event as its JSON line: how a plug-in reads the fields of its own
+    ``strategy.*`` events (an :class:`UnknownEvent` has no attributes for them) and how
+    tests check a line. ctxbench's own readers use the attributes."""
 
     #: the event's ``type`` in the JSON line
     TYPE: ClassVar[str] = ""
@@ -172,6 +173,9 @@ class Event:
     def data(self) -> dict[str, Any]:
         """The event's fields besides ``type``, ``call`` and ``step``, as its JSON line holds
         them, in that order."""
+        return self._json_fields()
+
+    def _json_fields(self) -> dict[str, Any]:
         names, values, optional = _encoding(type(self))
         out = dict(zip(names, values(self)))
         for name, default in optional:
@@ -191,7 +195,7 @@ class Event:
 
     def to_json(self) -> str:
         """``to_dict()`` as compact JSON (what the journal and the events file hold)."""
-        data = self.data
+        data = self._json_fields()
         if not data or "type" in data or "call" in data or "step" in data:
             return _ENCODE(self.to_dict())
         kind = _KINDS.get(self.type) or _KINDS.setdefault(self.type, _ENCODE(self.type))
@@ -202,23 +206,23 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
-        out.update(self.data)
+        out.update(self._json_fields())
         out["call"] = self.call
         out["step"] = self.step
         return out
+
+    def __getitem__(self, key: str) -> Any:
+        """``event["key"]``: ``event.to_dict()["key"]`` (the JSON line's view)."""
+        return self.to_dict()[key]
+
+    def __contains__(self, key: object) -> bool:
+        """``"key" in event``: as for its JSON line."""
+        return key in self.to_dict()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Event:
         """The event a parsed JSON line holds, as its class (:func:`decode`)."""
         return decode(data)
-
-    def __getitem__(self, key: str) -> Any:
-        """Transitional: ``event["key"]`` reads ``event.to_dict()["key"]``."""
-        return self.to_dict()[key]
-
-    def __contains__(self, key: object) -> bool:
-        """Transitional: ``"key" in event`` as for its dict."""
-        return key in self.to_dict()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -234,8 +238,7 @@ class UnknownEvent(Event):
     def type(self) -> str:
         return self.name
 
-    @property
-    def data(self) -> dict[str, Any]:
+    def _json_fields(self) -> dict[str, Any]:
         return dict(self.payload)
 
 

@@ -21,6 +21,7 @@ from ctxbench.formats.canonical import parse_trace
 from ctxbench.formats.document import Document, open_document
 from ctxbench.formats.importer import Importer, ImportOptions
 from ctxbench.formats.location import At, kind_of
+from ctxbench.jsontext import attrs
 from ctxbench.trace import SCHEMA, Message, RecordedCompaction, Trace
 from ctxbench.validation import validate
 
@@ -271,13 +272,7 @@ class ImportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source,
-            "format": self.format,
-            "detected": self.detected,
-            "traces": self.traces,
-            "messages": self.messages,
-            "model_calls": self.model_calls,
-            "calls_with_usage": self.calls_with_usage,
+            **attrs(self, "source format detected traces messages model_calls calls_with_usage"),
             "unmapped": dict(self.unmapped),
             "problems": dict(self.problems),
             "tool_calls": self.tool_calls,

@@ -15,6 +15,7 @@ from typing import Any
 
 from ctxbench import jsontext
 from ctxbench.config import INT64_MAX
+from ctxbench.engine.events import Event, event_line
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError, CtxbenchError
 from ctxbench.guard import small_file
@@ -60,18 +61,28 @@ def events_path(baseline: str | Path) -> Path:
     return path.with_name(path.stem + ".events.jsonl.gz")
 
 
-def write_events(events: Iterable[Mapping[str, Any]], path: str | Path) -> int:
-    """Write ``events`` (dicts with their ``run_id``) gzip-compressed, byte-identical for the
-    same events (no time stamp in the header); returns how many were written."""
+def write_events(events: Iterable[tuple[str, Event]], path: str | Path) -> int:
+    """Write ``events`` ((run id, event) pairs) as the events file's lines, gzip-compressed,
+    byte-identical for the same events (no time stamp in the header); returns how many were
+    written."""
     import gzip
 
     from ctxbench.atomic_file import AtomicFile
-    from ctxbench.jsontext import compact_json
 
-    lines = [compact_json(event) + "\n" for event in events]
+    lines = [event_line(event, run_id=run_id) + "\n" for run_id, event in events]
     with AtomicFile(path, "wb") as out:
         out.write(gzip.compress("".join(lines).encode("utf-8", "backslashreplace"), mtime=0))
     return len(lines)
+
+
+def store_events(results_dir: str | Path, run_ids: Iterable[str], path: str | Path) -> int:
+    """Write the events of the runs ``run_ids`` of ``results_dir`` to ``path`` (the file
+    beside a baseline, :func:`events_path`); returns how many were written."""
+    from ctxbench.results import ResultsDir
+
+    wanted = set(run_ids)
+    store = ResultsDir(results_dir)
+    return write_events(((r, e) for r, e in store.typed_events() if r in wanted), path)
 
 
 def _spec(result: RunResult) -> Any:
@@ -195,20 +206,14 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
             key="cells",
             hint="create baselines with `ctxbench baseline`",
         )
-    if not isinstance(data.get("events", ""), str):
-        raise ConfigError(
-            "events must be a file name",
-            path=path,
-            key="events",
-            hint="restore the value `ctxbench baseline` wrote, or record a new baseline",
-        )
-    if not isinstance(data.get("results_dir", ""), str):
-        raise ConfigError(
-            "results_dir must be a string",
-            path=path,
-            key="results_dir",
-            hint="restore the value `ctxbench baseline` wrote, or record a new baseline",
-        )
+    for name, what in (("events", "a file name"), ("results_dir", "a string")):
+        if not isinstance(data.get(name, ""), str):
+            raise ConfigError(
+                f"{name} must be {what}",
+                path=path,
+                key=name,
+                hint="restore the value `ctxbench baseline` wrote, or record a new baseline",
+            )
     for i, cell in enumerate(cells):
         for name, value in cell.items():
             problem = _metric_problem(name, value)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxbench.engine.events import Event
 from ctxbench.engine.result import RunResult
 from ctxbench.probes.losses import Loss, cliffs, compaction_calls, kind_retention, losses
 from ctxbench.trace import Trace
@@ -51,9 +52,9 @@ class RunLosses:
 
 
 def run_losses(
-    events: Sequence[Any], trace: Trace | None, *, run_id: str, trace_id: str, label: str = ""
+    events: Sequence[Event], trace: Trace | None, *, run_id: str, trace_id: str, label: str = ""
 ) -> RunLosses:
-    """The loss table of one run's events (dicts or Events) and its trace (None: not at hand)."""
+    """The loss table of one run's events and its trace (None: not at hand)."""
     found = losses(
         events,
         trace.probes if trace is not None else (),
@@ -99,7 +100,7 @@ class ResultsLosses:
         row = self.rows[run_id]
         if self._traces is None:
             self._traces = _traces(list(self.rows.values()))[0]
-        events = list(self.store.events(run_id))
+        events = [e for _, e in self.store.typed_events(run_id)]
         return run_losses(
             events,
             self._traces.get(row.trace_id),
@@ -136,23 +137,22 @@ def rows_losses(path: str | Path, events_file: str | Path | None = None) -> list
     from ctxbench.cell.runner import run_spec
     from ctxbench.cell.traces import load_trace
     from ctxbench.results import spec_of_row
-    from ctxbench.results.table import read_rows
+    from ctxbench.results.table import read_results
 
-    rows = read_rows(Path(path))
-    given: dict[str, Sequence[Any]] = {}
+    rows = read_results(Path(path))
+    given: dict[str, Sequence[Event]] = {}
     if events_file is not None:
         from ctxbench.divergence import run_events
 
         for row in rows:
-            given[str(row["run_id"])] = run_events(str(events_file), str(row["run_id"]))[1]
+            given[row.run_id] = run_events(str(events_file), row.run_id)[1]
     out = []
     for row in rows:
         spec = spec_of_row(row)
         trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
-        result = RunResult.from_row(row)
-        events: Sequence[Any] = given.get(spec.run_id) or run_spec(spec, trace).events
+        events: Sequence[Event] = given.get(spec.run_id) or run_spec(spec, trace).events
         out.append(
-            run_losses(events, trace, run_id=spec.run_id, trace_id=trace.id, label=_label(result))
+            run_losses(events, trace, run_id=spec.run_id, trace_id=trace.id, label=_label(row))
         )
     return out
 

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ctxbench.engine import events as ev
+from ctxbench.jsontext import attrs
 from ctxbench.probes.model import Probe
 
 #: the outcome that counts as kept (the row's ``retention``)
@@ -88,15 +90,7 @@ class Loss:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "trace_id": self.trace_id,
-            "run_id": self.run_id,
-            "probe_id": self.probe_id,
-            "kind": self.kind,
-            "outcome": self.outcome,
-            "asked_at": self.asked_at,
-            "lost_at": self.lost_at,
-            "compaction": self.compaction,
-            "how": self.how,
+            **attrs(self, "trace_id run_id probe_id kind outcome asked_at lost_at compaction how"),
             "stated": list(self.stated),
             "stated_call": self.stated_call,
             "missing": list(self.missing),
@@ -105,15 +99,8 @@ class Loss:
         }
 
 
-def _fields(raw: Any) -> tuple[str, int, Mapping[str, Any]]:
-    """(type, call, fields) of an Event or of its dict."""
-    if isinstance(raw, Mapping):
-        return str(raw["type"]), int(raw["call"]), raw
-    return str(raw.type), int(raw.call), raw.data
-
-
-def _ranges(value: Any) -> Iterable[int]:
-    for pair in value or ():
+def _ranges(value: Sequence[Sequence[int]]) -> Iterable[int]:
+    for pair in value:
         first, last = int(pair[0]), int(pair[1])
         yield from range(first, last + 1)
 
@@ -122,7 +109,7 @@ def _ranges(value: Any) -> Iterable[int]:
 class _Run:
     """What the loss table reads from a replay's events."""
 
-    probes: tuple[tuple[int, Mapping[str, Any]], ...]
+    probes: tuple[tuple[int, ev.ProbeScored], ...]
     #: per call that compacted (ascending): the trace messages removed by then
     compactions: tuple[tuple[int, frozenset[int]], ...]
     failed: tuple[int, ...]
@@ -132,26 +119,25 @@ class _Run:
     added: bool = False
 
 
-def _read(events: Iterable[Any]) -> _Run:
-    probes: list[tuple[int, Mapping[str, Any]]] = []
+def _read(events: Iterable[ev.Event]) -> _Run:
+    probes: list[tuple[int, ev.ProbeScored]] = []
     dropped: set[int] = set()
     compactions: dict[int, frozenset[int]] = {}
     failed: list[int] = []
     tracks: dict[str, list[tuple[int, bool]]] = {}
     added = False
-    for raw in events:
-        kind, call, data = _fields(raw)
-        if kind == "probe" and TRACK in str(data["probe_id"]):
-            probe_id = str(data["probe_id"]).partition(TRACK)[0]
-            tracks.setdefault(probe_id, []).append((call, data["outcome"] == KEPT))
-        elif kind == "probe":
-            probes.append((call, data))
-        elif kind == "compaction":
-            dropped.update(_ranges(data.get("dropped_messages")))
-            compactions[call] = frozenset(dropped)
-            added = added or bool(data.get("added"))
-        elif kind == "call.failed":
-            failed.append(call)
+    for e in events:
+        if isinstance(e, ev.ProbeScored) and TRACK in e.probe_id:
+            probe_id = e.probe_id.partition(TRACK)[0]
+            tracks.setdefault(probe_id, []).append((e.call, e.outcome == KEPT))
+        elif isinstance(e, ev.ProbeScored):
+            probes.append((e.call, e))
+        elif isinstance(e, ev.Compaction):
+            dropped.update(_ranges(e.dropped_messages))
+            compactions[e.call] = frozenset(dropped)
+            added = added or bool(e.added)
+        elif isinstance(e, ev.CallFailed):
+            failed.append(e.call)
     return _Run(
         tuple(probes),
         tuple(sorted(compactions.items())),
@@ -161,7 +147,7 @@ def _read(events: Iterable[Any]) -> _Run:
     )
 
 
-def inferred(events: Iterable[Any], found: Iterable[Loss]) -> set[str]:
+def inferred(events: Iterable[ev.Event], found: Iterable[Loss]) -> set[str]:
     """The losses whose call is inferred rather than seen: rewritten away, or dropped in a run
     whose compactions added messages (a summary may have carried the fact past that call).
     Replaying with their :func:`tracking_probes` names the exact call."""
@@ -188,13 +174,13 @@ def tracking_probes(probes: Sequence[Probe], call_indices: Sequence[int]) -> tup
     return tuple(out)
 
 
-def compaction_calls(events: Iterable[Any]) -> list[int]:
+def compaction_calls(events: Iterable[ev.Event]) -> list[int]:
     """The calls that compacted, ascending (compaction ``k`` is the ``k``-th of them)."""
     return [call for call, _ in _read(events).compactions]
 
 
 def losses(
-    events: Iterable[Any],
+    events: Iterable[ev.Event],
     probes: Sequence[Probe] = (),
     call_indices: Sequence[int] = (),
     *,
@@ -208,18 +194,18 @@ def losses(
     run = _read(events)
     by_id = {p.id: p for p in probes}
     out: list[Loss] = []
-    for asked, data in run.probes:
-        outcome = str(data["outcome"])
+    for asked, scored in run.probes:
+        outcome = scored.outcome
         if outcome == KEPT:
             continue
-        probe = by_id.get(str(data["probe_id"]))
+        probe = by_id.get(scored.probe_id)
         stated = tuple(probe.evidence) if probe else ()
         first = min(stated) if stated else None
         stated_call = (
             bisect.bisect_right(call_indices, first) if call_indices and first is not None else None
         )
-        lost_at, how = _lost_at(run, asked, stated, stated_call, data.get("reason"))
-        seen = _left_at(run.tracks.get(str(data["probe_id"]), ()), asked)
+        lost_at, how = _lost_at(run, asked, stated, stated_call, scored.reason or None)
+        seen = _left_at(run.tracks.get(scored.probe_id, ()), asked)
         if seen is not None and how != AFTER_FAILURE:
             lost_at, how = seen, SEEN
         compaction = None
@@ -227,8 +213,8 @@ def losses(
             compaction = bisect.bisect_right([c for c, _ in run.compactions], lost_at) or None
         out.append(
             Loss(
-                probe_id=str(data["probe_id"]),
-                kind=str(data["kind"]),
+                probe_id=scored.probe_id,
+                kind=scored.kind,
                 outcome=outcome,
                 asked_at=asked,
                 lost_at=lost_at,
@@ -277,11 +263,11 @@ def _left_at(track: Sequence[tuple[int, bool]], asked: int) -> int | None:
     return left
 
 
-def cliffs(events: Iterable[Any]) -> dict[str, int]:
+def cliffs(events: Iterable[ev.Event]) -> dict[str, int]:
     """Per kind, the first compaction after which its retention falls below half (kinds that
     never fall are left out); see the module docstring."""
     run = _read(events)
-    asked = [(call, str(d["kind"]), d["outcome"] == KEPT) for call, d in run.probes]
+    asked = [(call, p.kind, p.outcome == KEPT) for call, p in run.probes]
     return cliff_table([c for c, _ in run.compactions], asked)
 
 
@@ -303,11 +289,11 @@ def cliff_table(
     return out
 
 
-def kind_retention(events: Iterable[Any]) -> dict[str, tuple[int, int]]:
+def kind_retention(events: Iterable[ev.Event]) -> dict[str, tuple[int, int]]:
     """Per kind, (kept, asked)."""
     out: dict[str, list[int]] = {}
-    for _, data in _read(events).probes:
-        counts = out.setdefault(str(data["kind"]), [0, 0])
-        counts[0] += data["outcome"] == KEPT
+    for _, scored in _read(events).probes:
+        counts = out.setdefault(scored.kind, [0, 0])
+        counts[0] += scored.outcome == KEPT
         counts[1] += 1
     return {k: (v[0], v[1]) for k, v in sorted(out.items())}

@@ -5,8 +5,8 @@ the line and the fix."""
 
 from ctxbench.errors import ResultsError
 from ctxbench.results.files import write_files
-from ctxbench.results.reader import ResultsDir, event_lines, read_result, read_row, spec_of_row
-from ctxbench.results.table import read_results, read_rows, write_rows
+from ctxbench.results.reader import ResultsDir, event_lines, read_result, spec_of_row
+from ctxbench.results.table import read_results, write_rows
 
 __all__ = [
     "ResultsDir",
@@ -14,8 +14,6 @@ __all__ = [
     "event_lines",
     "read_result",
     "read_results",
-    "read_row",
-    "read_rows",
     "spec_of_row",
     "write_files",
     "write_rows",

@@ -4,8 +4,7 @@ that ``ctxbench run --out/--events`` wrote, a file of rows, or an events file.
 Every failure is a :class:`ResultsError` naming the file, the line (or column) and the fix.
 Rows come back as :class:`RunResult` (``results()``, ``result()``, :func:`read_result`),
 events as their classes with their run id (``typed_events()``, decoded by
-:func:`ctxbench.engine.events.decode`). Transitional (issue 44): ``rows()``, ``row()``,
-:func:`read_row` and ``events()`` still give plain dicts, for readers written before."""
+:func:`ctxbench.engine.events.decode`)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ from ctxbench.guard import regular_file, small_file
 from ctxbench.results import layout
 from ctxbench.results.files import refuse_links
 from ctxbench.results.journal import journal_index, read_record
-from ctxbench.results.table import read_rows
+from ctxbench.results.table import read_results, read_rows
 
 #: What to do about a damaged standalone events file.
 EVENTS_HINT = "give the --events file of `ctxbench run` or a sweep's events.jsonl"
@@ -76,9 +75,8 @@ class ResultsDir:
             raise ResultsError("the sweep spec is not a JSON object", path=path, key="$", hint=hint)
         return spec
 
-    def rows(self) -> list[dict[str, Any]]:
-        """Every row as a dict, sorted by run_id (None stays None: no NaN); transitional:
-        :meth:`results` gives them as :class:`RunResult`."""
+    def _rows(self) -> list[dict[str, Any]]:
+        """Every row as the file holds it, sorted by run_id (None stays None: no NaN)."""
         row_file = self._row_file
         if row_file is not None:
             return sorted(read_rows(row_file), key=lambda r: str(r["run_id"]))
@@ -89,36 +87,32 @@ class ResultsDir:
     def results(self) -> list[RunResult]:
         """Every row as a :class:`RunResult`, sorted by run_id; a row without a column is one
         error."""
-        return [_result_of(row, self.path) for row in self.rows()]
+        return [_result_of(row, self.path) for row in self._rows()]
 
     def frame(self) -> Any:
         """The rows as a pandas DataFrame."""
         from ctxbench.extras import require
 
         pd = require("pandas", what="ResultsDir.frame()")
-        return pd.DataFrame(self.rows(), columns=RunResult.columns())
+        return pd.DataFrame(self._rows(), columns=RunResult.columns())
 
     def result(self, run_id: str) -> RunResult:
-        """The row of one cell as a :class:`RunResult`; an unknown run id is an error."""
-        return _result_of(self.row(run_id), self.path)
-
-    def row(self, run_id: str) -> dict[str, Any]:
-        """The row of one cell; an unknown run id is an error listing how to find one
-        (transitional: :meth:`result` gives it as a :class:`RunResult`)."""
-        for row in self.rows():
+        """The row of one cell as a :class:`RunResult`; an unknown run id is an error listing
+        how to find one."""
+        for row in self._rows():
             if row["run_id"] == run_id:
-                return row
+                return _result_of(row, self.path)
         raise ResultsError(
             f"no row with run_id {run_id!r}",
             path=self.path,
             hint="run ids are in the run_id column of results.parquet",
         )
 
-    def events(
+    def _event_records(
         self, run_id: str | None = None, *, skip: tuple[str, ...] = ()
     ) -> Iterator[dict[str, Any]]:
-        """Every event (or those of one cell) as dicts with ``run_id``, in file order; event
-        types in ``skip`` are passed over (before parsing, when the line shows them)."""
+        """Every event line (or those of one cell) as parsed, with ``run_id``, in file order;
+        event types in ``skip`` are passed over (before parsing, when the line shows them)."""
         if not (self.path / layout.JOURNAL).is_file() or self.complete:
             events = self.path / layout.EVENTS
             if events.is_file():
@@ -136,8 +130,8 @@ class ResultsDir:
         self, run_id: str | None = None, *, skip: tuple[str, ...] = ()
     ) -> Iterator[tuple[str, Event]]:
         """``(run_id, Event)`` of every event (or those of one cell), types in ``skip``
-        passed over as by :meth:`events`."""
-        for e in self.events(run_id, skip=skip):
+        passed over before parsing when the line shows them."""
+        for e in self._event_records(run_id, skip=skip):
             if not isinstance(e.get("step"), int):  # the journal's lines are checked for it
                 raise ResultsError(
                     f"an event of run {e.get('run_id')!r} has no integer step",
@@ -205,21 +199,14 @@ def spec_of_row(row: RunResult | Mapping[str, Any]) -> RunSpec:
 def read_result(path: str | Path, run_id: str | None = None) -> RunResult:
     """One row as a :class:`RunResult` from a results directory (by run id) or a JSON Lines
     file of rows (the only row, or the one with ``run_id``)."""
-    return _result_of(read_row(path, run_id), Path(path))
-
-
-def read_row(path: str | Path, run_id: str | None = None) -> dict[str, Any]:
-    """One row from a results directory (by run id) or a JSON / JSON Lines file of rows
-    (the only row, or the one with ``run_id``); transitional: :func:`read_result` gives it
-    as a :class:`RunResult`."""
     path = Path(path)
     if path.is_dir():
         if not run_id:
             raise ResultsError(
                 "a results directory holds many rows", path=path, hint="add --run-id RUN_ID"
             )
-        return ResultsDir(path).row(run_id)
-    rows = [r for r in read_rows(path) if not run_id or r["run_id"] == run_id]
+        return ResultsDir(path).result(run_id)
+    rows = [r for r in read_results(path) if not run_id or r.run_id == run_id]
     if len(rows) != 1:
         raise ResultsError(
             f"expected one row, found {len(rows)}" + (f" with run_id {run_id!r}" if run_id else ""),

@@ -52,6 +52,11 @@ class Release:
         return f"ctxbench shipped install {self.key}"
 
 
+def node_release(framework: str, distribution: str, version: str) -> Release:
+    """An npm package's release, driven by ``drivers/<framework>_driver.mjs`` under ``node``."""
+    return Release(framework, distribution, version, driver=f"{framework}_driver.mjs", kind="node")
+
+
 DBGPT = Release(
     framework="dbgpt",
     distribution="dbgpt",
@@ -173,20 +178,8 @@ DEEPAGENTS = Release(
     driver="deepagents_driver.py",
 )
 # npm packages: a Node environment (``npm install --prefix``), the machine's node
-GEMINI_CLI = Release(
-    framework="gemini_cli",
-    distribution="@google/gemini-cli-core",
-    version="0.61.0",
-    driver="gemini_cli_driver.mjs",
-    kind="node",
-)
-PI = Release(
-    framework="pi",
-    distribution="@earendil-works/pi-coding-agent",
-    version="1.6.0",
-    driver="pi_driver.mjs",
-    kind="node",
-)
+GEMINI_CLI = node_release("gemini_cli", "@google/gemini-cli-core", "0.61.0")
+PI = node_release("pi", "@earendil-works/pi-coding-agent", "1.6.0")
 
 RELEASES: tuple[Release, ...] = (
     DBGPT,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.counting.base import TokenCounter
+from ctxbench.jsontext import attrs
 from ctxbench.probes.mining import mine_probes
 from ctxbench.probes.model import Probe
 from ctxbench.probes.needed import used_after
@@ -73,11 +74,7 @@ class Compared:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "trace_id": self.trace_id,
-            "call": self.call,
-            "trigger": self.trigger,
-            "strategy": self.strategy,
-            "history_tokens": self.history_tokens,
+            **attrs(self, "trace_id call trigger strategy history_tokens"),
             "recorded": self.recorded.to_dict(),
             "summarizer": self.ours.to_dict(),
         }

@@ -45,6 +45,7 @@ from typing import Any
 
 from ctxbench.counting.base import TokenCounter
 from ctxbench.errors import ConfigError, SummarizerError
+from ctxbench.jsontext import attrs
 from ctxbench.summarizers.base import Summarizer, SummaryRequest
 from ctxbench.summarizers.proxy import route_to
 from ctxbench.summarizers.secret import Secret
@@ -139,14 +140,9 @@ class OpenAISummarizer(Summarizer):
 
     def params(self) -> dict[str, object]:
         return {
-            "base_url": self.base_url,
-            "model": self.model,
-            "api_key_env": self.api_key_env,
-            "timeout": self.timeout,
-            "max_retries": self.max_retries,
-            "backoff": self.backoff,
-            "cache_dir": self.cache_dir,
-            "temperature": self.temperature,
+            **attrs(
+                self, "base_url model api_key_env timeout max_retries backoff cache_dir temperature"
+            ),
         }
 
     # -- the cache ---------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ on an executor (this process, local worker processes or a Dask cluster) into a c
 resumable results directory; :class:`ResultsDir` reads one back.
 """
 
-from ctxbench.results import ResultsDir, read_row, spec_of_row
+from ctxbench.results import ResultsDir, read_result, spec_of_row
 from ctxbench.sweep.execution import Plan, Progress, SweepSummary, plan, run_sweep
 from ctxbench.sweep.executors import DaskExecutor, Executor, InlineExecutor, ProcessExecutor
 from ctxbench.sweep.spec import StrategyGrid, SweepSpec, TraceSource, load_sweep
@@ -24,7 +24,7 @@ __all__ = [
     "TraceSource",
     "load_sweep",
     "plan",
-    "read_row",
+    "read_result",
     "run_sweep",
     "spec_of_row",
 ]

@@ -125,6 +125,11 @@ def _help(text: str, example: str) -> dict[str, str]:
     return {"help": text, "example": example}
 
 
+def _per_kind(text: str, example: str) -> Any:
+    """A field of probe kind -> share (unset: an empty mapping)."""
+    return field(default_factory=dict, metadata=_help(text, example))
+
+
 @dataclass(frozen=True, kw_only=True)
 class SweepSettings:
     """The scalar and list keys of a sweep file (its tables are built on their own); the
@@ -188,30 +193,21 @@ class SweepSettings:
             '"cited"',
         ),
     )
-    kind_weights: Mapping[str, float] = field(
-        default_factory=dict,
-        metadata=_help(
-            "weight of each probe kind in the retention recommend and the report's verdict "
-            "rank by (unset kinds count 1; 0 leaves a kind out); per-kind retention is "
-            "always reported",
-            "{ task = 2, recall = 0.5 }",
-        ),
+    kind_weights: Mapping[str, float] = _per_kind(
+        "weight of each probe kind in the retention recommend and the report's verdict "
+        "rank by (unset kinds count 1; 0 leaves a kind out); per-kind retention is "
+        "always reported",
+        "{ task = 2, recall = 0.5 }",
     )
-    min_kind_retention: Mapping[str, float] = field(
-        default_factory=dict,
-        metadata=_help(
-            "`ctxbench check` fails a cell whose retention of a probe kind is under this share "
-            "(as --min-kind; the command line wins per kind)",
-            "{ safety = 1.0 }",
-        ),
+    min_kind_retention: Mapping[str, float] = _per_kind(
+        "`ctxbench check` fails a cell whose retention of a probe kind is under this share "
+        "(as --min-kind; the command line wins per kind)",
+        "{ safety = 1.0 }",
     )
-    max_kind_drop: Mapping[str, float] = field(
-        default_factory=dict,
-        metadata=_help(
-            "`ctxbench check` fails a cell whose retention of a probe kind dropped more than "
-            "this from the baseline (as --max-kind-drop)",
-            "{ constraint = 0 }",
-        ),
+    max_kind_drop: Mapping[str, float] = _per_kind(
+        "`ctxbench check` fails a cell whose retention of a probe kind dropped more than "
+        "this from the baseline (as --max-kind-drop)",
+        "{ constraint = 0 }",
     )
     name: str = field(default="", metadata=_help("the sweep's name (report title)", '"nightly"'))
     description: str = field(default="", metadata=_help("a line about the sweep", '"..."'))
@@ -306,9 +302,7 @@ class SweepSpec(SweepSettings):
             if not out[key]:
                 del out[key]
         out["summarizer_params"] = dict(self.summarizer_params)
-        if self.kind_weights:
-            out["kind_weights"] = dict(self.kind_weights)
-        for key in ("min_kind_retention", "max_kind_drop"):
+        for key in ("kind_weights", "min_kind_retention", "max_kind_drop"):
             if getattr(self, key):
                 out[key] = dict(getattr(self, key))
         out["traces"] = [configuration.to_params(t) for t in self.traces]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxbench.errors import ConfigError
+from ctxbench.jsontext import attrs
 from ctxbench.probes.model import PROBE_KINDS
 from ctxbench.synth.content import CONTENT_CLASSES
 from ctxbench.trace import ToolSpec
@@ -374,11 +375,7 @@ class ScenarioSpec:
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary (what ``ctxbench scenarios`` lists)."""
         return {
-            "name": self.name,
-            "description": self.description,
-            "rounds": self.rounds,
-            "format": self.format,
-            "language": self.language,
+            **attrs(self, "name description rounds format language"),
             "domain": self.domain.name,
             "tools": [t.name for t in self.tools],
             "content_mix": self.output_mix(),

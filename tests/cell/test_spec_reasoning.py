@@ -183,5 +183,5 @@ def test_a_sweep_with_auto_runs_each_trace_with_its_models_counter(tmp_path: Pat
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["sweep", str(sweep_file), "-o", str(out), "-j", "1", "-q"])
     assert result.exit_code == 0, result.output
-    counters = {r["trace_id"]: r["counter"] for r in ResultsDir(out).rows()}
+    counters = {r.trace_id: r.counter for r in ResultsDir(out).results()}
     assert counters == {"a": "hf:deepseek-v3.1", "b": "tiktoken:o200k_base"}

@@ -68,8 +68,8 @@ def answering(server: Scripted, cache: Path) -> list[str]:
 
 def rows(out: Path) -> dict[str, dict[str, Any]]:
     return {
-        r["run_id"]: {k: v for k, v in r.items() if k != "replay_seconds"}
-        for r in ResultsDir(out).rows()
+        r.run_id: {k: v for k, v in r.to_row().items() if k != "replay_seconds"}
+        for r in ResultsDir(out).results()
     }
 
 

@@ -47,7 +47,7 @@ def test_sweep_prints_a_summary_and_writes_the_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == "6 cells: 6 ran, 0 already done, 0 failed"
     assert result.stderr == ""  # --quiet: no progress bar
-    assert len(ResultsDir(out).rows()) == 6
+    assert len(ResultsDir(out).results()) == 6
     assert json.loads((out / "sweep.json").read_text("utf-8"))["name"] == "cli"
     again = CliRunner().invoke(cli, ["sweep", str(sweep), "-o", str(out), "-q", "--resume"])
     assert again.stdout.splitlines()[0] == "6 cells: 0 ran, 6 already done, 0 failed"
@@ -92,7 +92,7 @@ def test_a_probe_file_attaches_probes_to_the_traces_of_its_source(tmp_path: Path
     sweep = make(tmp_path, extra='probes = "probes.jsonl"')
     result = CliRunner().invoke(cli, ["sweep", str(sweep), "-o", str(tmp_path / "o"), "-q"])
     assert result.exit_code == 0, result.output
-    probes = {(r["trace_id"], r["probes"]) for r in ResultsDir(tmp_path / "o").rows()}
+    probes = {(r.trace_id, r.probes) for r in ResultsDir(tmp_path / "o").results()}
     assert probes == {("t0", 1), ("t1", 0), ("t2", 1)}
 
 

@@ -388,19 +388,21 @@ def test_a_sweep_with_a_failing_summarizer_records_every_cell(tmp_path: Path) ->
         'summarizer = "failing"\nsummarizer_params = { kind = "http" }\n',
     )
     summary = run_sweep(load_sweep(sweep), tmp_path / "out")
-    rows = ResultsDir(tmp_path / "out").rows()
+    rows = ResultsDir(tmp_path / "out").results()
     assert summary.cells == len(rows) == 2 * (len(SUMMARISING) + 1)
-    raised = [r for r in rows if r["strategy"] == plugin]
+    raised = [r for r in rows if r.strategy == plugin]
     assert len(raised) == 2 and summary.failed == 2
-    assert all(r["error"].startswith("SummarizerError: injected http failure") for r in raised)
+    assert all(str(r.error).startswith("SummarizerError: injected http failure") for r in raised)
     for row in rows:
-        if row["strategy"] != plugin:
-            assert row["error"] is None and row["calls"] > 0
-    pressured = [r for r in rows if r["trace_id"] == "pressure" and r["strategy"] != plugin]
-    assert all(r["summary_calls"] > 0 for r in pressured)
-    summaries = [e for e in ResultsDir(tmp_path / "out").events() if e["type"] == ev.SUMMARY]
-    assert not [e for e in summaries if e["ok"]]
-    assert {r["run_id"] for r in pressured} <= {e["run_id"] for e in summaries}
+        if row.strategy != plugin:
+            assert row.error is None and row.calls > 0
+    pressured = [r for r in rows if r.trace_id == "pressure" and r.strategy != plugin]
+    assert all(r.summary_calls > 0 for r in pressured)
+    summaries = [
+        (run, e) for run, e in ResultsDir(tmp_path / "out").typed_events() if e.type == ev.SUMMARY
+    ]
+    assert not [e for _, e in summaries if isinstance(e, ev.Summary) and e.ok]
+    assert {r.run_id for r in pressured} <= {run for run, _ in summaries}
 
 
 # -- disk full, read-only, not a folder --------------------------------------------------------------
@@ -425,7 +427,8 @@ def small_sweep(folder: Path) -> Path:
 
 def table(out: Path) -> list[dict[str, Any]]:
     return [
-        {k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in ResultsDir(out).rows()
+        {k: v for k, v in row.to_row().items() if k not in TIMING_COLUMNS}
+        for row in ResultsDir(out).results()
     ]
 
 
@@ -665,7 +668,7 @@ def test_a_folder_in_the_way_of_the_table_is_an_output_error_and_resume_recovers
     with pytest.raises(OutputError) as error:
         run_sweep(load_sweep(inputs.sweep), out)
     assert error.value.path == str(out / RESULTS) and "--resume" in (error.value.hint or "")
-    assert len(ResultsDir(out).rows()) == len(inputs.reference)
+    assert len(ResultsDir(out).results()) == len(inputs.reference)
     (out / f".{RESULTS}.tmp").rmdir()
     run_sweep(load_sweep(inputs.sweep), out, resume=True)
     assert table(out) == inputs.reference

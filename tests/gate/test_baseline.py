@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxbench.engine.events import UnknownEvent
 from ctxbench.errors import ConfigError
 from ctxbench.gate.baseline import load_baseline
 
@@ -43,8 +44,8 @@ def test_the_events_beside_a_baseline_are_the_same_bytes_for_the_same_events(
     from ctxbench.gate.baseline import events_path, write_events
 
     events = [
-        {"run_id": "r1", "type": "strategy.note", "used": 3, "call": 0, "step": 0},
-        {"run_id": "r2", "type": "strategy.note", "used": 4, "call": 0, "step": 0},
+        (run, UnknownEvent(name="strategy.note", payload={"used": used}, call=0, step=0))
+        for run, used in (("r1", 3), ("r2", 4))
     ]
     where = events_path(tmp_path / "baseline.json")
     assert where.name == "baseline.events.jsonl.gz"
@@ -53,4 +54,4 @@ def test_the_events_beside_a_baseline_are_the_same_bytes_for_the_same_events(
     write_events(events, where)
     assert where.read_bytes() == first
     run, read = read_events(where, "r2")
-    assert run == "r2" and [e.data for e in read] == [{"used": 4}]
+    assert run == "r2" and read == [events[1][1]]

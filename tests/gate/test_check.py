@@ -53,8 +53,8 @@ def test_baseline_records_every_cell_by_run_id_and_key_with_versions(
     out = invoke("baseline", str(results), "-o", str(tmp_path / "b.json"))
     assert out.exit_code == 0, out.output
     doc = load_baseline(tmp_path / "b.json")
-    rows = ResultsDir(results).rows()
-    assert [c["run_id"] for c in doc["cells"]] == sorted(r["run_id"] for r in rows)
+    rows = ResultsDir(results).results()
+    assert [c["run_id"] for c in doc["cells"]] == sorted(r.run_id for r in rows)
     assert doc["ctxbench_version"] and doc["result_schema_version"] == "ctxbench.result/1"
     assert all("|w=" in c["key"] and c["trace_id"] in c["key"] for c in doc["cells"])
     assert len({c["key"] for c in doc["cells"]}) == len(doc["cells"])

@@ -179,7 +179,7 @@ def test_on_every_embedded_scenario_a_pinned_sliding_window_loses_a_rule_given_m
     row = out.result
     assert row.system_kept
     assert json.loads(row.retention_by_kind)["constraint"] < 1.0
-    events = [e.to_dict() for e in out.events]
+    events = list(out.events)
 
     def lost(run_id: str) -> list[Loss]:
         return losses(events, trace.probes, trace.call_indices)

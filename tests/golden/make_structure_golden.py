@@ -18,16 +18,17 @@ Run from the repository root, review the diff, commit the JSON::
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # run as a script: ``python tests/golden/<this file>``
+
+from tests.golden.golden_tools import TIMING_COLUMNS, ctxbench, sha, write_golden  # noqa: E402
+
 GOLDEN = Path(__file__).with_name("structure_golden.json")
 
 #: The quickstart's axes, cut to what runs in well under a minute on one core.
@@ -87,29 +88,6 @@ SOURCES: tuple[str, ...] = (
 )
 #: The replays of each recorded trace: (strategy, window).
 REPLAYS: tuple[tuple[str, int], ...] = (("dbgpt", 8192), ("hermes", 8192), ("none", 8192))
-TIMING_COLUMNS = ("replay_seconds",)
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def ctxbench(cwd: Path, *args: str) -> tuple[int, str, str]:
-    """Run the command line in ``cwd``; (exit code, stdout, stderr)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "ctxbench", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.returncode, done.stdout, done.stderr
 
 
 def row_of(row: dict[str, Any]) -> dict[str, Any]:
@@ -216,15 +194,5 @@ def generate(traces: Path | None) -> dict[str, Any]:
         return doc
 
 
-def shared_traces() -> Path | None:
-    path = Path(os.environ.get("CTXBENCH_TRACES", REPO.parent / "shared" / "traces"))
-    return path if path.is_dir() else None
-
-
 if __name__ == "__main__":
-    traces = shared_traces()
-    if traces is None:
-        raise SystemExit("set CTXBENCH_TRACES to the shared traces folder")
-    document = generate(traces)
-    GOLDEN.write_text(json.dumps(document, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes)")
+    write_golden(GOLDEN, generate)

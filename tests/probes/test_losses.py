@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ctxbench.engine import events as ev
 from ctxbench.probes.losses import (
     AFTER_FAILURE,
     DROPPED,
@@ -26,26 +27,14 @@ from ctxbench.synth import generate, load_scenario
 from tests.replaying import run
 
 
-def probe_event(call: int, probe_id: str, kind: str, outcome: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "probe",
-        "call": call,
-        "step": 0,
-        "probe_id": probe_id,
-        "kind": kind,
-        "outcome": outcome,
-        **extra,
-    }
+def probe_event(call: int, probe_id: str, kind: str, outcome: str, **extra: Any) -> ev.Event:
+    return ev.ProbeScored(call=call, step=0, probe_id=probe_id, kind=kind, outcome=outcome, **extra)
 
 
-def compaction(call: int, *dropped: tuple[int, int]) -> dict[str, Any]:
-    return {
-        "type": "compaction",
-        "call": call,
-        "step": 0,
-        "layer": "x",
-        "dropped_messages": [list(r) for r in dropped],
-    }
+def compaction(call: int, *dropped: tuple[int, int], added: int = 0) -> ev.Event:
+    ranges = [list(r) for r in dropped]
+    data = {"layer": "x", "dropped_messages": ranges, "added": added}
+    return ev.event_of(ev.COMPACTION, data, call=call, step=0)
 
 
 # assistant messages (the calls) at trace indices 2, 5, 8, 11, 14, 17: call k answers index 3k+2
@@ -110,7 +99,7 @@ def test_kept_probes_are_not_losses_and_a_probe_never_compacted_names_no_call() 
 
 def test_a_probe_lost_after_the_task_failed_names_the_failed_call() -> None:
     events = [
-        {"type": "call.failed", "call": 2, "step": 0},
+        ev.event_of(ev.CALL_FAILED, {}, call=2, step=0),
         probe_event(5, "safety-1", "safety", "lost", reason="after_failure"),
     ]
     (loss,) = losses(events, [SAFETY], CALLS)
@@ -156,7 +145,7 @@ def test_kind_retention_and_compaction_calls_read_the_events() -> None:
 def test_the_row_holds_the_cliffs_the_events_give() -> None:
     trace = next(generate(load_scenario("coding_agent"), 1))
     out = run(trace, "sliding_window", 12000, keep_rounds=2)
-    events = [e.to_dict() for e in out.events]
+    events = list(out.events)
     assert json.loads(out.result.cliff_by_kind) == cliffs(events)
     assert cliffs(events), "a window this small loses some kind past half"
     lost = losses(events, trace.probes, trace.call_indices)
@@ -170,8 +159,8 @@ def test_watched_probes_name_the_call_a_fact_left_a_summary() -> None:
     track = [probe_event(c, f"safety-1@@{c}", "safety", "in_context") for c in (1, 2, 3, 4)]
     track.append(probe_event(5, "safety-1@@5", "safety", "lost"))
     events = [
-        compaction(3, (4, 4)) | {"added": 1},
-        compaction(5) | {"added": 1},
+        compaction(3, (4, 4), added=1),
+        compaction(5, added=1),
         *track,
         probe_event(5, "safety-1", "safety", "lost"),
     ]

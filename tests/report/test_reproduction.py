@@ -79,12 +79,12 @@ def test_a_results_directory_with_both_gets_the_section(tmp_path: Path) -> None:
     # the counts against the events read directly: the calls failed on one side only
     store = ResultsDir(tmp_path / "out")
     failed = {
-        run: {e["call"] for e in store.events(run) if e["type"] == ev.CALL_FAILED}
+        run: {e.call for _, e in store.typed_events(run) if e.type == ev.CALL_FAILED}
         for run in (compared.pair.reproduction_run, compared.pair.shipped_run)
     }
     # a call is compared when both sides made it: sent, or failed before sending (aborted)
     called = [
-        {e["call"] for e in store.events(run) if e["type"] == ev.PROVIDER_CALL} | failed[run]
+        {e.call for _, e in store.typed_events(run) if e.type == ev.PROVIDER_CALL} | failed[run]
         for run in failed
     ]
     both = called[0] & called[1]

@@ -12,7 +12,7 @@ from ctxbench.engine.events import Event
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ResultsError
 from ctxbench.formats.canonical import write_traces
-from ctxbench.results import ResultsDir, read_rows
+from ctxbench.results import ResultsDir, read_results
 from ctxbench.results.layout import EVENTS, JOURNAL, RESULTS
 from ctxbench.testing import run_sweep
 from tests.factories import tool_trace
@@ -37,14 +37,14 @@ def test_run_out_parquet_has_the_sweeps_schema(swept: Path) -> None:
     )  # fmt: skip
     assert code == 0, err
     assert pq.read_schema(out).equals(pq.read_schema(swept / "results" / RESULTS))
-    swept_ids = {r["run_id"] for r in ResultsDir(swept / "results").rows()}
-    assert read_rows(out)[0]["run_id"] in swept_ids  # the same cell, by id
+    swept_ids = {r.run_id for r in ResultsDir(swept / "results").results()}
+    assert read_results(out)[0].run_id in swept_ids  # the same cell, by id
 
 
 def test_rows_and_events_read_back_typed(swept: Path) -> None:
     store = ResultsDir(swept / "results")
     results = store.results()
-    assert [r.run_id for r in results] == [r["run_id"] for r in store.rows()]
+    assert [r.run_id for r in results] == [r.run_id for r in store.results()]
     assert all(isinstance(r, RunResult) for r in results)
     typed = list(store.typed_events(results[0].run_id))
     assert typed and all(isinstance(e, Event) and rid == results[0].run_id for rid, e in typed)
@@ -66,6 +66,6 @@ def test_every_read_failure_is_one_results_error_with_file_line_and_fix(
     target.write_text('{"run_id":"zz", "row": \n' + target.read_text("utf-8"), "utf-8")
     with pytest.raises(ResultsError) as info:
         store = ResultsDir(results)
-        store.rows()
-        list(store.events())
+        store.results()
+        list(store.typed_events())
     assert info.value.path == str(target) and info.value.line == 1 and info.value.hint

@@ -57,9 +57,9 @@ def assert_reads_or_names_the_damage(results: Path) -> None:
     """Every reader of the directory works, or raises a ctxbench error naming a file in it
     (where in the file, unless it is unreadable as a whole) and the fix."""
     readers = (
-        lambda r: r.rows(),
+        lambda r: r.results(),
         lambda r: r.spec(),
-        lambda r: list(r.events()),
+        lambda r: list(r.typed_events()),
         lambda r: make_baseline(r.results()),
     )
     for read in readers:

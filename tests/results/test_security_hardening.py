@@ -202,7 +202,12 @@ def test_a_sweep_writes_every_file_under_its_results_dir(
     created = listing(tmp_path.parent) - outside
     assert_only_under(created - {tmp_path / "hostile.jsonl", sweep}, out)
     results = ResultsDir(out)
-    assert assert_files_match_events(list(results.events()), results.files_dir) > 0
+    assert (
+        assert_files_match_events(
+            [{"run_id": r, **e.to_dict()} for r, e in results.typed_events()], results.files_dir
+        )
+        > 0
+    )
 
 
 @pytest.mark.parametrize(
@@ -360,9 +365,9 @@ def test_keys_never_reach_any_output_of_run_sweep_report_or_the_cache(
 
     sent = {f"Bearer {canaries['OPENAI_API_KEY']}", f"Bearer {canaries['CTXBENCH_TEST_SECRET']}"}
     assert sent <= set(endpoint.headers_seen)  # the keys were read and sent
-    rows = ResultsDir(tmp_path / "results").rows()
-    assert rows and all(r["error"] is None for r in rows)
-    assert all(r["summary_calls"] > 0 for r in rows if r["strategy"] != "dbgpt")
+    rows = ResultsDir(tmp_path / "results").results()
+    assert rows and all(r.error is None for r in rows)
+    assert all(r.summary_calls > 0 for r in rows if r.strategy != "dbgpt")
     output = capsys.readouterr()
     files = assert_no_canary(tmp_path, canaries, output.out, output.err)
     names = {p.name for p in files}
@@ -399,7 +404,7 @@ def test_a_rejected_key_is_not_echoed_in_errors_events_or_output(
 
 
 def first_run(folder: Path) -> str:
-    return str(ResultsDir(folder / "results").rows()[0]["run_id"])
+    return str(ResultsDir(folder / "results").results()[0].run_id)
 
 
 def main_exit(args: list[str]) -> int:

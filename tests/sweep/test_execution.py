@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 
 from ctxbench.cli import cli
 from ctxbench.decisions.outcomes import RunOutcome, outcome_of_record, read_outcomes
+from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.result import TIMING_COLUMNS, RunResult
 from ctxbench.errors import ConfigError, OutputError
@@ -74,7 +76,8 @@ def make_sweep(folder: Path, *, rounds: int = 12, extra: str = "") -> Path:
 def table(out: Path) -> list[dict[str, Any]]:
     """The final rows without the timing columns (what must not depend on the executor)."""
     return [
-        {k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in ResultsDir(out).rows()
+        {k: v for k, v in row.to_row().items() if k not in TIMING_COLUMNS}
+        for row in ResultsDir(out).results()
     ]
 
 
@@ -88,12 +91,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_cell_has_exactly_one_row_sorted_by_run_id(reference: Path) -> None:
     results = ResultsDir(reference)
-    rows = results.rows()
+    rows = results.results()
     expected = sorted(plan(load_sweep(reference.parent / "sweep.toml")).run_ids())
-    assert [r["run_id"] for r in rows] == expected
+    assert [r.run_id for r in rows] == expected
     assert len(expected) == 6 * 20
-    assert list(rows[0]) == RunResult.columns()
-    assert all(r["error"] is None for r in rows)
+    assert list(rows[0].to_row()) == RunResult.columns()
+    assert all(r.error is None for r in rows)
     assert results.spec()["cells"] == 120
     assert results.complete
 
@@ -104,18 +107,20 @@ def test_events_carry_their_run_id_and_are_sorted_by_it(reference: Path) -> None
     assert all(line.startswith('{"run_id":"') for line in lines)
     run_ids = [e["run_id"] for e in events]
     assert run_ids == sorted(run_ids)
-    assert set(run_ids) == {r["run_id"] for r in ResultsDir(reference).rows()}
+    assert set(run_ids) == {r.run_id for r in ResultsDir(reference).results()}
     for rid in run_ids[:: len(run_ids) // 7]:
         steps = [e["step"] for e in events if e["run_id"] == rid]
         assert steps == list(range(len(steps)))
 
 
 def test_snapshot_files_are_stored_per_run_id(reference: Path) -> None:
-    snapshots = [e for e in ResultsDir(reference).events() if e["type"] == "snapshot"]
+    snapshots = [
+        (run, e) for run, e in ResultsDir(reference).typed_events() if isinstance(e, ev.Snapshot)
+    ]
     assert snapshots, "the dbgpt cells should have written snapshots"
-    for event in snapshots[:5]:
-        stored = ResultsDir(reference).files_dir(event["run_id"]) / event["path"]
-        assert stored.stat().st_size == event["bytes"]
+    for run, event in snapshots[:5]:
+        stored = ResultsDir(reference).files_dir(run) / event.path
+        assert stored.stat().st_size == event.bytes
 
 
 def test_results_dir_reads_an_unfinished_sweep_from_its_journal(
@@ -127,14 +132,12 @@ def test_results_dir_reads_an_unfinished_sweep_from_its_journal(
     (partial / JOURNAL).write_text("".join(journal[:7]), encoding="utf-8")
     results = ResultsDir(partial)
     assert not results.complete
-    rows = results.rows()
-    assert [r["run_id"] for r in rows] == sorted(json.loads(j)["run_id"] for j in journal[:7])
-    full = {r["run_id"]: r for r in ResultsDir(reference).rows()}
-    assert all(
-        row == full[row["run_id"]] | {"replay_seconds": row["replay_seconds"]} for row in rows
-    )
-    rid = rows[0]["run_id"]
-    assert list(results.events(rid)) == list(ResultsDir(reference).events(rid))
+    rows = results.results()
+    assert [r.run_id for r in rows] == sorted(json.loads(j)["run_id"] for j in journal[:7])
+    full = {r.run_id: r for r in ResultsDir(reference).results()}
+    assert all(row == replace(full[row.run_id], replay_seconds=row.replay_seconds) for row in rows)
+    rid = rows[0].run_id
+    assert list(results.typed_events(rid)) == list(ResultsDir(reference).typed_events(rid))
 
 
 class Explodes(Strategy):
@@ -150,26 +153,24 @@ class Explodes(Strategy):
 def test_a_cell_that_raises_becomes_an_error_row_and_the_sweep_goes_on(tmp_path: Path) -> None:
     extra = f'\n[[strategies]]\nname = "{__name__}:Explodes"\n'
     summary = run_sweep(load_sweep(make_sweep(tmp_path, extra=extra)), tmp_path / "out")
-    rows = ResultsDir(tmp_path / "out").rows()
-    failed = [r for r in rows if r["error"] is not None]
+    rows = ResultsDir(tmp_path / "out").results()
+    failed = [r for r in rows if r.error is not None]
     assert summary.failed == len(failed) == 4  # t1 x 2 windows x 2 counters
-    assert {(r["trace_id"], r["strategy"]) for r in failed} == {("t1", f"{__name__}:Explodes")}
+    assert {(r.trace_id, r.strategy) for r in failed} == {("t1", f"{__name__}:Explodes")}
     raised = (
         f"PluginError: strategy {__name__}:Explodes: before_call raised RuntimeError: boom on t1"
         " (trace 't1', model call 3)"
     )
-    assert all(r["error"] == raised and r["calls"] == 0 for r in failed)
+    assert all(r.error == raised and r.calls == 0 for r in failed)
     # beside each failed cell: the plug-in's frames and the command that re-runs it alone
     for row in failed:
-        saved = (tmp_path / "out" / "files" / row["run_id"] / "traceback.txt").read_text()
-        assert saved.startswith(f"run {row['run_id']}: strategy {__name__}:Explodes: before_call")
+        saved = (tmp_path / "out" / "files" / row.run_id / "traceback.txt").read_text()
+        assert saved.startswith(f"run {row.run_id}: strategy {__name__}:Explodes: before_call")
         assert 'raise RuntimeError("boom on t1")' in saved and "ctxbench/engine" not in saved
-        assert (
-            f"ctxbench run --from-row RESULTS_DIR --run-id {row['run_id']} --allow-plugins" in saved
-        )
-    assert not any(ResultsDir(tmp_path / "out").events(failed[0]["run_id"]))
-    fine = [r for r in rows if r["strategy"].endswith("Explodes") and r["error"] is None]
-    assert len(fine) == 5 * 4 and all(r["calls"] > 0 for r in fine)
+        assert f"ctxbench run --from-row RESULTS_DIR --run-id {row.run_id} --allow-plugins" in saved
+    assert not any(ResultsDir(tmp_path / "out").typed_events(failed[0].run_id))
+    fine = [r for r in rows if r.strategy.endswith("Explodes") and r.error is None]
+    assert len(fine) == 5 * 4 and all(r.calls > 0 for r in fine)
     assert len(rows) == 6 * 24
 
 
@@ -250,9 +251,9 @@ def test_resuming_an_edited_sweep_runs_only_the_new_cells_and_drops_the_removed(
     configs = (1 + 2 + 1) * 3 * 2
     assert summary.cells == 6 * configs
     assert (summary.skipped, summary.ran) == (6 * 4 * 2 * 2, 6 * 4 * 1 * 2)
-    rows = ResultsDir(out).rows()
-    assert sorted(r["run_id"] for r in rows) == sorted(plan(load_sweep(edited)).run_ids())
-    assert not any(json.loads(r["params"]).get("warning_threshold") == 0.7 for r in rows)
+    rows = ResultsDir(out).results()
+    assert sorted(r.run_id for r in rows) == sorted(plan(load_sweep(edited)).run_ids())
+    assert not any(json.loads(r.params).get("warning_threshold") == 0.7 for r in rows)
     assert ResultsDir(out).spec()["spec"]["windows"] == [3000, 6000, 9000]
 
 
@@ -272,34 +273,32 @@ def test_two_sweeps_never_write_one_directory(tmp_path: Path) -> None:
 def test_prices_give_cost_and_csv_repeats_the_table(tmp_path: Path) -> None:
     extra = "\n[prices.hermes]\ninput_per_mtok = 2.0\ncached_input_per_mtok = 0.5\n"
     run_sweep(load_sweep(make_sweep(tmp_path, extra=extra)), tmp_path / "out", with_csv=True)
-    rows = ResultsDir(tmp_path / "out").rows()
-    assert all((r["cost_usd"] is not None) == (r["counter"] == "hermes") for r in rows)
-    assert any(r["cost_usd"] for r in rows)
+    rows = ResultsDir(tmp_path / "out").results()
+    assert all((r.cost_usd is not None) == (r.counter == "hermes") for r in rows)
+    assert any(r.cost_usd for r in rows)
     import csv
 
     with (tmp_path / "out" / "results.csv").open(encoding="utf-8") as fh:
         csv_rows = list(csv.DictReader(fh))
-    assert [r["run_id"] for r in csv_rows] == [r["run_id"] for r in rows]
-    assert [int(r["input_tokens_total"]) for r in csv_rows] == [
-        r["input_tokens_total"] for r in rows
-    ]
+    assert [r["run_id"] for r in csv_rows] == [r.run_id for r in rows]
+    assert [int(r["input_tokens_total"]) for r in csv_rows] == [r.input_tokens_total for r in rows]
 
 
 def test_any_row_reruns_alone_from_its_spec(reference: Path, tmp_path: Path) -> None:
-    rows = ResultsDir(reference).rows()
-    row = next(r for r in rows if r["strategy"] == "dbgpt" and r["window"] == 3000)
-    args = ["run", "--from-row", str(reference), "--run-id", row["run_id"], "--json"]
+    rows = ResultsDir(reference).results()
+    row = next(r for r in rows if r.strategy == "dbgpt" and r.window == 3000)
+    args = ["run", "--from-row", str(reference), "--run-id", row.run_id, "--json"]
     result = CliRunner().invoke(cli, [*args, "--files-dir", str(tmp_path / "f")])
     assert result.exit_code == 0, result.output
     rerun = json.loads(result.stdout.splitlines()[0])
     assert {k: v for k, v in rerun.items() if k not in TIMING_COLUMNS} == {
-        k: v for k, v in row.items() if k not in TIMING_COLUMNS
+        k: v for k, v in row.to_row().items() if k not in TIMING_COLUMNS
     }
     assert "reproduces the recorded row" in result.stderr
     line = tmp_path / "row.jsonl"
-    line.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    line.write_text(json.dumps(row.to_row()) + "\n", encoding="utf-8")
     assert CliRunner().invoke(cli, ["run", "--from-row", str(line)]).exit_code == 0
-    tampered = dict(row, spec=row["spec"].replace('"window":3000', '"window":3001'))
+    tampered = dict(row.to_row(), spec=row.spec.replace('"window":3000', '"window":3001'))
     line.write_text(json.dumps(tampered) + "\n", encoding="utf-8")
     result = CliRunner().invoke(cli, ["run", "--from-row", str(line)])
     assert isinstance(result.exception, ConfigError)
@@ -434,17 +433,21 @@ def test_keep_files_cited_keeps_exactly_the_files_probe_evidence_was_found_in(
     everything, cited = _files(kept["all"]), _files(kept["cited"])
     assert cited and len(cited) < len(everything) / 10
     assert all(everything[path] == content for path, content in cited.items())
-    events = list(ResultsDir(kept["cited"]).events())
-    by_reference = [e for e in events if e["type"] == "probe" and e["outcome"] == "via_reference"]
+    events = list(ResultsDir(kept["cited"]).typed_events())
+    by_reference = [
+        (run, e)
+        for run, e in events
+        if isinstance(e, ev.ProbeScored) and e.outcome == "via_reference"
+    ]
     assert by_reference
-    for event in by_reference:  # its answer is in a kept file of its run, which the run wrote
-        run_files = {k: v for k, v in cited.items() if k.startswith(event["run_id"] + "/")}
+    for run, event in by_reference:  # its answer is in a kept file of its run, which the run wrote
+        run_files = {k: v for k, v in cited.items() if k.startswith(run + "/")}
         assert any(
-            a in v.decode("utf-8") for v in run_files.values() for a in answers[event["probe_id"]]
+            a in v.decode("utf-8") for v in run_files.values() for a in answers[event.probe_id]
         ), event
-    written = {(e["run_id"], e["path"]) for e in events if e["type"] == "snapshot"}
+    written = {(run, e.path) for run, e in events if isinstance(e, ev.Snapshot)}
     assert {tuple(path.split("/", 1)) for path in cited} <= written
-    cited_runs = {e["run_id"] for e in by_reference}
+    cited_runs = {run for run, _ in by_reference}
     assert {path.split("/", 1)[0] for path in cited} == cited_runs
 
 

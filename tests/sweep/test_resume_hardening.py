@@ -155,8 +155,8 @@ def test_a_damaged_journal_line_is_skipped_and_reported_and_later_lines_count(
     ran, kept = counts(done.stdout)
     assert kept == complete - 1 and ran == CELLS - kept  # before: only 9 kept
     assert before >= complete
-    rows = ResultsDir(out).rows()
-    assert len(rows) == len({r["run_id"] for r in rows}) == CELLS
+    rows = ResultsDir(out).results()
+    assert len(rows) == len({r.run_id for r in rows}) == CELLS
 
 
 def test_resume_with_a_changed_spec_refuses_naming_the_change_unless_reset(
@@ -181,7 +181,7 @@ def test_resume_with_a_changed_spec_refuses_naming_the_change_unless_reset(
     assert ran + kept == new_cells and kept > 0
     assert "--reset dropped" in done.stderr
     wanted = sorted(plan(load_sweep(folder / "sweep.toml")).run_ids())
-    assert sorted(r["run_id"] for r in ResultsDir(out).rows()) == wanted
+    assert sorted(r.run_id for r in ResultsDir(out).results()) == wanted
     assert lines(out / JOURNAL) == new_cells  # no stale cells left to show
 
 
@@ -195,7 +195,7 @@ def test_failed_cells_exit_non_zero_and_resume_retries_them(tmp_path: Path) -> N
     assert done.returncode == 1, done.stderr  # before: 0
     failing = 6 * 2
     assert f"{failing} cells failed" in done.stderr
-    assert sum(r["error"] is not None for r in ResultsDir(tmp_path / "out").rows()) == failing
+    assert sum(r.error is not None for r in ResultsDir(tmp_path / "out").results()) == failing
 
     again = sweep(*args, "--resume", "--no-retry-failed", cwd=tmp_path, environ=broken)
     total = 6 * (1 + 3 + 1) * 2
@@ -205,7 +205,7 @@ def test_failed_cells_exit_non_zero_and_resume_retries_them(tmp_path: Path) -> N
     done = sweep(*args, "--resume", cwd=tmp_path, environ=fixed)
     assert done.returncode == 0, done.stderr
     assert counts(done.stdout) == (failing, total - failing)
-    assert all(r["error"] is None for r in ResultsDir(tmp_path / "out").rows())
+    assert all(r.error is None for r in ResultsDir(tmp_path / "out").results())
 
 
 @pytest.mark.parametrize("user_file", [RESULTS_CSV, "notes.txt", "data"])
@@ -236,7 +236,7 @@ def test_resume_never_writes_through_a_symlink_planted_in_the_results_dir(
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "victim").write_text("keep me", "utf-8")
-    finished = {r["run_id"] for r in ResultsDir(out).rows()}
+    finished = {r.run_id for r in ResultsDir(out).results()}
     todo = [rid for rid in plan(load_sweep(tmp_path / "sweep.toml")).run_ids()]
     names = [f"files/{rid}" for rid in todo if rid not in finished]
     names = names if planted == "files/RUN" else [planted]
@@ -349,7 +349,7 @@ def test_resume_runs_again_the_cells_whose_plug_in_code_changed_and_says_how_man
     first = sweep(*args, cwd=tmp_path, environ=environ)
     assert first.returncode == 0, first.stderr
     assert counts(first.stdout) == (6 * 5 * 2, 0)  # 6 traces x (none, 3 windows, mine) x 2
-    before = {r["run_id"]: r for r in ResultsDir(tmp_path / "out").rows()}
+    before = {r.run_id: r for r in ResultsDir(tmp_path / "out").results()}
     # same run again: nothing changed, nothing runs
     again = sweep(*args, "--resume", cwd=tmp_path, environ=environ)
     assert counts(again.stdout) == (0, 60) and "re-run" not in again.stderr
@@ -360,19 +360,17 @@ def test_resume_runs_again_the_cells_whose_plug_in_code_changed_and_says_how_man
     assert counts(resumed.stdout) == (12, 48)
     assert "12 cells re-run: their plug-in's code changed since the last run" in resumed.stderr
     assert "mine.compaction:compact: sha256:" in resumed.stderr
-    after = {r["run_id"]: r for r in ResultsDir(tmp_path / "out").rows()}
+    after = {r.run_id: r for r in ResultsDir(tmp_path / "out").results()}
     assert len(after) == 60
-    mine = [r for r in after.values() if r["strategy"] == "mine.compaction:compact"]
-    assert len(mine) == 12 and not any(r["run_id"] in before for r in mine)
+    mine = [r for r in after.values() if r.strategy == "mine.compaction:compact"]
+    assert len(mine) == 12 and not any(r.run_id in before for r in mine)
     # re-running one of its rows after yet another change says the code changed since
     code.write_text(PLUGIN.replace("keep: int = 6", "keep: int = 3"))
     rerun = sweep(
-        "run", "--from-row", "out", "--run-id", mine[0]["run_id"], "--allow-plugins", "-q",
+        "run", "--from-row", "out", "--run-id", mine[0].run_id, "--allow-plugins", "-q",
         cwd=tmp_path, environ=environ,
     )  # fmt: skip
     assert "note: the plug-in's code changed since this row was recorded" in rerun.stderr
-    assert sum(r["input_tokens_total"] for r in mine) < sum(
-        r["input_tokens_total"]
-        for r in before.values()
-        if r["strategy"] == "mine.compaction:compact"
+    assert sum(r.input_tokens_total for r in mine) < sum(
+        r.input_tokens_total for r in before.values() if r.strategy == "mine.compaction:compact"
     )

@@ -42,12 +42,7 @@ from agent_framework._compaction import (
     included_token_count,
 )
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("agent-framework-core")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "?"
+VERSION = wire.installed_version("agent-framework-core")
 
 
 def _message(message: dict) -> Message:

@@ -75,12 +75,7 @@ from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("agentscope")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "2.0.11"
+VERSION = wire.installed_version("agentscope", "2.0.11")
 
 STRUCTURED_TOOL = "generate_structured_output"
 AGENT_NAME = "assistant"

@@ -32,12 +32,7 @@ from autogen_core.models import (
     UserMessage,
 )
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("autogen-core")
-except Exception:  # pragma: no cover
-    VERSION = "0.7.5"
+VERSION = wire.installed_version("autogen-core", "0.7.5")
 
 
 def _chars(message: Any) -> int:

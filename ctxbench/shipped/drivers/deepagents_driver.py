@@ -52,12 +52,7 @@ from langchain_core.messages import AIMessage, SystemMessage
 from langchain_middleware_driver import Replay as LangChainReplay
 from langchain_middleware_driver import ReplayChatModel, _lc_message
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("deepagents")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "?"
+VERSION = wire.installed_version("deepagents")
 
 SESSION = "session_ctxbench"
 

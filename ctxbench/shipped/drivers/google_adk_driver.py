@@ -51,12 +51,7 @@ try:
 except ImportError:  # pragma: no cover - 2.13.0 exports it here
     from google.adk.apps._configs import EventsCompactionConfig
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("google-adk")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "?"
+VERSION = wire.installed_version("google-adk")
 
 AGENT = "assistant"
 CURRENT: dict[str, Any] = {}

@@ -71,12 +71,7 @@ from agent.model_metadata import (
 )
 from agent.turn_context import _compression_made_progress, _should_run_preflight_estimate
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("hermes-agent")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "0.19.0"
+VERSION = wire.installed_version("hermes-agent", "0.19.0")
 
 MAX_COMPRESSION_ATTEMPTS = 3  # conversation_loop.py:1219
 

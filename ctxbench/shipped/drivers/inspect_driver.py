@@ -52,12 +52,7 @@ from inspect_ai.model._compaction import (
 )
 from inspect_ai.tool import ToolCall, ToolInfo
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("inspect-ai")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "?"
+VERSION = wire.installed_version("inspect-ai")
 
 MODEL = "ctxbench/replayed"
 CURRENT: dict[str, Any] = {}

@@ -44,12 +44,7 @@ from langchain_core.messages import (
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("langchain")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "?"
+VERSION = wire.installed_version("langchain")
 
 PROVIDER = "replayed"
 

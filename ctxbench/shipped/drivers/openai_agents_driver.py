@@ -22,12 +22,7 @@ import wire
 from agents.extensions import ToolOutputTrimmer
 from agents.run_config import CallModelData, ModelInputData
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("openai-agents")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "?"
+VERSION = wire.installed_version("openai-agents")
 
 
 class Replay:

@@ -44,12 +44,7 @@ from strands.hooks import BeforeModelCallEvent, HookRegistry
 from strands.models.model import Model
 from strands.types.exceptions import ContextWindowOverflowException
 
-try:
-    from importlib.metadata import version
-
-    VERSION = version("strands-agents")
-except Exception:  # pragma: no cover - metadata always present in the env
-    VERSION = "?"
+VERSION = wire.installed_version("strands-agents")
 
 
 class ReplayModel(Model):

@@ -21,6 +21,17 @@ sys.stdout = sys.stderr
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+def installed_version(distribution: str, unknown: str = "?") -> str:
+    """The version of ``distribution`` installed in this environment (``unknown`` without
+    metadata)."""
+    from importlib.metadata import version
+
+    try:
+        return version(distribution)
+    except Exception:  # pragma: no cover - metadata always present in the env
+        return unknown
+
+
 def send(payload: dict[str, Any]) -> None:
     _OUT.write(json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n")
     _OUT.flush()
