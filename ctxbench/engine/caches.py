@@ -4,7 +4,7 @@ A sweep replays one trace under many configurations, and the configurations make
 things again: DB-GPT 0.8.2 rebuilds the same prompts (:class:`~ctxbench.engine.prompt.PromptTable`),
 the engine and the strategies ask the same questions of the same message objects (the
 :class:`~ctxbench.memo.ObjectMemo` of each question, :meth:`Caches.memo`), a snapshot renders
-to the same file (:meth:`Caches.content`), and probes are scored against the same prompts
+to the same file and a trace has the same needed values (:meth:`Caches.content`), and probes are scored against the same prompts
 (:class:`~ctxbench.probes.scoring.ScoringCache`). Each value is a pure function of its key, so a
 cache changes nothing but time, and each is bounded (past its limit it starts again).
 

@@ -104,7 +104,7 @@ class Prompt(tuple[Message, ...]):
         stand for another: :meth:`ctxbench.engine.context.ReplayContext.reassemble`)."""
         found = self.stand_ins.get(id(sources))
         if found is None or found[0] is not sources:
-            places = tuple(i for i, (m, s) in enumerate(zip(self, sources)) if m is not s)
+            places = tuple(compress(count(), map(operator.is_not, self, sources)))  # in C
             found = self.stand_ins[id(sources)] = (sources, places)
         return found[1]
 

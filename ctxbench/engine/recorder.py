@@ -12,6 +12,7 @@ indices with :func:`recorder_of`.
 from __future__ import annotations
 
 import operator
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress, count, repeat
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,8 @@ class Recorder:
         self.history: list[Message] = []
         #: the rewrites' keys a compaction settled last, every one of them recorded
         self.settled: tuple[str, ...] = ()
+        #: the last rewrites in place worked out, for the next call's lists
+        self.in_place = InPlace()
 
     def replace(
         self, messages: Sequence[Message], sources: Sequence[Message | None] | None
@@ -62,7 +65,7 @@ class Recorder:
                 self.inherit_all(messages, sources)
             view.replace(messages)
             if change is None:
-                change = change_of(before, messages, keys_before, view.keys)
+                change = change_of(before, messages, keys_before, view.keys, self.in_place)
             fields = {
                 "est_before": est_before,
                 "est_after": view.estimated_tokens,
@@ -268,16 +271,95 @@ def _rewrites_in_place(
     return changed
 
 
+class InPlace:
+    """:func:`_rewrites_in_place` for one replay, worked out from its last answer where the
+    lists repeat the last ones: DB-GPT 0.8.2 turns its history into its rebuilt prompt at
+    every call, both one call longer than the last two and the same objects but for the system
+    prompt. A place where both lists hold the objects they held last time has the last answer
+    there (the same keys, a key being its message's fingerprint, and the same roles); the
+    other places, and those past the last lists, are read again, and the checks of the whole
+    lists' keys (each unique, the new ones new) are made again. Only tuples are remembered (a
+    :class:`Prompt`, the view's messages): a list may change after."""
+
+    def __init__(self) -> None:
+        #: the last lists with rewrites and those rewrites (None: nothing to start from)
+        self._last: tuple[tuple[Message, ...], tuple[Message, ...], list[int]] | None = None
+
+    def rewrites(
+        self, before: Sequence[Message], after: Sequence[Message], a: list[str], b: list[str]
+    ) -> list[int] | None:
+        """What :func:`_rewrites_in_place` answers for these lists."""
+        if not isinstance(before, tuple) or not isinstance(after, tuple):
+            return _rewrites_in_place(before, after, a, b)
+        found = None if len(a) != len(b) else self._again(before, after, a, b, self._last)
+        if found is not None:
+            self._last = (before, after, found)
+        return found
+
+    @staticmethod
+    def _again(
+        before: tuple[Message, ...],
+        after: tuple[Message, ...],
+        a: list[str],
+        b: list[str],
+        last: tuple[tuple[Message, ...], tuple[Message, ...], list[int]] | None,
+    ) -> list[int] | None:
+        if last is None:
+            return _rewrites_in_place(before, after, a, b)
+        last_before, last_after, last_found = last
+        n = min(len(before), len(last_before), len(last_after))
+        moved = list(
+            _positions_not(
+                map(
+                    operator.and_,
+                    map(operator.is_, before[:n], last_before[:n]),
+                    map(operator.is_, after[:n], last_after[:n]),
+                )
+            )
+        )
+        if len(moved) > n // 16:
+            return _rewrites_in_place(before, after, a, b)
+        kept = last_found[: bisect_left(last_found, n)]
+        for place in moved:
+            at = bisect_left(kept, place)
+            if at < len(kept) and kept[at] == place:
+                del kept[at]
+        read = [*moved, *range(n, len(a))]
+        new = [i for i in read if a[i] != b[i]]
+        if any(before[i].role != after[i].role for i in new):
+            return None
+        changed = sorted(kept + new) if new else kept
+        if not changed:
+            return changed
+        keys_a = set(a)
+        new_keys = list(map(b.__getitem__, changed))
+        if (
+            len(keys_a) != len(a)
+            or len(set(new_keys)) != len(new_keys)
+            or not keys_a.isdisjoint(new_keys)
+        ):
+            return None
+        return changed
+
+
 def change_of(
-    before: Sequence[Message], after: Sequence[Message], a: list[str], b: list[str]
+    before: Sequence[Message],
+    after: Sequence[Message],
+    a: list[str],
+    b: list[str],
+    in_place: InPlace | None = None,
 ) -> Change:
     """The accounting of a compaction from ``before`` to ``after`` (keys ``a`` and ``b``).
 
     The two lists are aligned on their keys; a run of messages replaced by as many messages of
     the same roles counts as rewritten in place (a truncation, a mask), and each rewrite
     stands for the message it replaced (it inherits its trace index, so later drops still
-    name it); any other run counts as dropped and added."""
-    rewrites = _rewrites_in_place(before, after, a, b)
+    name it); any other run counts as dropped and added. ``in_place``: the replay's last
+    rewrites in place, to start from (:class:`InPlace`)."""
+    if in_place is not None:
+        rewrites = in_place.rewrites(before, after, a, b)
+    else:
+        rewrites = _rewrites_in_place(before, after, a, b)
     if rewrites is not None:  # the same length, and only rewrites in place of one role
         new = tuple(map(b.__getitem__, rewrites))
         sources = tuple(map(a.__getitem__, rewrites))

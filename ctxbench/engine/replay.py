@@ -43,6 +43,7 @@ from ctxbench.engine.result import Identity, Prices, RunResult, result_from_even
 from ctxbench.engine.strategy import ProviderCall, ReplyAborted, Strategy
 from ctxbench.engine.view import ContextView
 from ctxbench.errors import CtxbenchError, ProviderOverflowError
+from ctxbench.memo import ContentMemo
 from ctxbench.probes.model import Probe
 from ctxbench.probes.needed import Use, needed_uses
 from ctxbench.probes.scoring import PromptScorer, ScoringCache
@@ -130,14 +131,10 @@ def replay(
     for probe in probe_list:
         at = n_calls if probe.ask_at is None or probe.ask_at >= n_calls else max(probe.ask_at, 0)
         asked.setdefault(at, []).append(probe)
-    used: dict[int, list[tuple[Use, frozenset[str]]]] = {}
-    for use in needed_uses(trace):
-        holders = frozenset(trace.messages[i].fingerprint for i in use.holders)
-        used.setdefault(use.call, []).append((use, holders))
-
     cited: set[str] = set()
     try:
         with using(caches) as shared:
+            used = _uses_by_call(trace, shared)
             asks = _Asks(asked, used, on_prompt, shared.scoring, on_view)
             _run(ctx, trace, strategy, provider, asks, cited, on_call)
     except Exception as exc:
@@ -167,6 +164,33 @@ class _Asks:
     #: the prompts' texts, shared with the replays of the same caches
     scoring: ScoringCache
     on_view: Callable[[int, ContextView], None] | None = None
+
+
+#: a trace's needed values by the call that uses them, kept in the replay's caches (a sweep
+#: replays one trace under many configurations)
+_USES = "engine.replay.uses_by_call"
+_USES_LIMIT = 8 * 2**20
+UsesByCall = dict[int, list[tuple[Use, frozenset[str]]]]
+
+
+def _uses_by_call(trace: Trace, caches: Caches) -> UsesByCall:
+    """Each use of :func:`needed_uses` at its call, with the fingerprints of the messages that
+    hold its value (read only: every replay of the trace shares it)."""
+
+    def find() -> UsesByCall:
+        used: UsesByCall = {}
+        for use in needed_uses(trace):
+            holders = frozenset(trace.messages[i].fingerprint for i in use.holders)
+            used.setdefault(use.call, []).append((use, holders))
+        return used
+
+    memo: ContentMemo[str, UsesByCall] = caches.content(_USES, _USES_LIMIT)
+    found = memo.peek(trace.content_hash)
+    if found is None:
+        found = find()
+        size = sum(len(u.value) + 64 * (1 + len(h)) for uses in found.values() for u, h in uses)
+        memo.put(trace.content_hash, found, size)
+    return found
 
 
 def _run(

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from ctxbench.memo import ContentMemo
 from ctxbench.probes.model import Probe
 from ctxbench.probes.scoring import TextIndex, answer_forms
 from ctxbench.trace import Message, Trace, message_search_text
@@ -104,20 +103,8 @@ class Use:
 
 
 def needed_uses(trace: Trace) -> tuple[Use, ...]:
-    """Every (value, use site) of ``trace``, ordered by use; see the module docstring.
-    Memoised per trace content: a sweep replays one trace under many configurations."""
-    key = trace.content_hash
-    found = _USES.peek(key)
-    if found is None:
-        found = _find_uses(trace)
-        _USES.put(key, found, sum(len(u.value) + 64 for u in found))
-    return found
-
-
-_USES: ContentMemo[str, tuple[Use, ...]] = ContentMemo(limit=8 * 2**20)
-
-
-def _find_uses(trace: Trace) -> tuple[Use, ...]:
+    """Every (value, use site) of ``trace``, ordered by use; see the module docstring. (The
+    replay keeps them per trace in its caches: :mod:`ctxbench.engine.replay`.)"""
     messages = trace.messages
     texts = [message_search_text(m) for m in messages]
     indexes = _Indexes(texts)
@@ -260,11 +247,61 @@ def _category(text: str) -> str:
 
 
 def _tokens(text: str) -> Iterator[tuple[str, str]]:
+    """Each pattern's values, in the order of the patterns then of the text (as a whole-text
+    ``finditer`` of each pattern finds them), searched only in the runs of non-space text that
+    hold the pattern's trigger (see :data:`_TRIGGERS`)."""
     for category, pattern in _TOKEN_PATTERNS:
-        for match in pattern.finditer(text):
-            value = match.group(0).rstrip(".,;:)")
-            if _keep(value, category):
-                yield value, category
+        trigger = _TRIGGERS.get(category)
+        spans = [(0, len(text))] if trigger is None else _windows(text, trigger)
+        for start, stop in spans:
+            for match in pattern.finditer(text, start, stop):
+                value = match.group(0).rstrip(".,;:)")
+                if _keep(value, category):
+                    yield value, category
+
+
+#: what a non-space run must hold for a pattern to match in it: no pattern's match holds a
+#: space (``\s``) and every pattern reads a space beside a match as it reads the text's end, so
+#: the matches of a whole text are those of its runs; a run without the trigger has none (an
+#: e-mail address holds ``@``, a path ``/``, a number ``.`` or ``$`` before a digit, an
+#: identifier's run a digit, which its second lookahead requires)
+_TRIGGERS = {
+    "email": re.compile("@"),
+    "path": re.compile("/"),
+    "identifier": re.compile(r"\d"),
+    "number": re.compile(r"[.$]\d"),
+}
+_SPACE = re.compile(r"\s")
+#: runs closer than this are searched as one window (fewer searches, the same matches)
+_WINDOW_GAP = 256
+
+
+def _windows(text: str, trigger: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Spans of ``text``, each starting at the text's start or after a space and ending at a
+    space or the text's end, that cover every non-space run holding ``trigger``."""
+    found = trigger.search(text)
+    if found is None or len(text) <= _WINDOW_GAP:
+        return [] if found is None else [(0, len(text))]
+    spans: list[tuple[int, int]] = []
+    at = 0
+    while found is not None:
+        hit = found.start()
+        # the run's start: after the last space or newline before the hit (a space this
+        # misses, such as a tab, only makes the window start at an earlier one)
+        start = max(at, text.rfind(" ", at, hit) + 1, text.rfind("\n", at, hit) + 1)
+        stop = _run_end(text, hit)
+        while (
+            found := trigger.search(text, stop)
+        ) is not None and found.start() - stop < _WINDOW_GAP:
+            stop = _run_end(text, found.start())
+        spans.append((start, stop))
+        at = stop
+    return spans
+
+
+def _run_end(text: str, at: int) -> int:
+    space = _SPACE.search(text, at)
+    return len(text) if space is None else space.start()
 
 
 def _keep(value: str, category: str) -> bool:

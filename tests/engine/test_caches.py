@@ -3,15 +3,20 @@ what strategies read (``PROMPTS``, ``shared_memo``), and a replay's events do no
 
 from __future__ import annotations
 
+import pytest
+
 from ctxbench.cell.runner import run_spec
 from ctxbench.cell.spec import RunSpec
+from ctxbench.engine import replay as replay_module
 from ctxbench.engine.caches import Caches, current, using
 from ctxbench.engine.prompt import PROMPTS
 from ctxbench.memo import current_memos, shared_memo
 from ctxbench.probes.model import Probe
+from ctxbench.probes.needed import Use, needed_uses
 from ctxbench.sweep.task import forget_trace_caches, trace_caches
-from ctxbench.trace import Message
+from ctxbench.trace import Message, Trace
 from tests.factories import tool_trace
+from tests.probes.test_needed import airline_trace
 
 
 def test_using_makes_the_caches_current_for_the_block_only() -> None:
@@ -72,3 +77,35 @@ def test_a_cell_gives_the_same_events_under_shared_fresh_and_the_process_caches(
     assert events[0] == events[1] == events[2] == events[3]
     assert any('"type":"compaction"' in e for e in events[0])
     assert sum('"type":"probe"' in e for e in events[0]) == 4
+
+
+def test_a_traces_needed_values_are_found_once_per_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = airline_trace()
+    found: list[str] = []
+
+    def counted(trace: Trace) -> tuple[Use, ...]:
+        found.append(trace.id)
+        return needed_uses(trace)
+
+    monkeypatch.setattr(replay_module, "needed_uses", counted)
+    spec = RunSpec(
+        trace_source="memory",
+        trace_id=trace.id,
+        trace_hash="",
+        strategy="none",
+        params={},
+        window=8192,
+        reserved=512,
+        counter="chars4",
+    )
+    shared = Caches()
+    first = run_spec(spec, trace, caches=shared)
+    again = run_spec(spec, trace, caches=shared)
+    assert found == [trace.id]  # the second replay read them from the caches
+    kept = shared.content("engine.replay.uses_by_call", 1).peek(trace.content_hash)
+    assert kept is not None
+    assert [u for uses in kept.values() for u, _ in uses] == list(needed_uses(trace))
+    fresh = run_spec(spec, trace, caches=Caches())
+    assert found == [trace.id, trace.id]
+    events = [[e.to_json() for e in out.events] for out in (first, again, fresh)]
+    assert events[0] == events[1] == events[2]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.recorder import _rewrites_in_place, change_of, recorder_of
+from ctxbench.engine.recorder import InPlace, _rewrites_in_place, change_of, recorder_of
 from ctxbench.trace import Message, ToolCall
 from tests.factories import replay_context
 
@@ -168,3 +168,53 @@ def test_rewrites_in_place_of_a_long_prompt_are_counted_without_the_opcodes() ->
 
 def _keys(messages: list[Message]) -> list[str]:
     return [m.fingerprint for m in messages]
+
+
+@st.composite
+def call_by_call(draw: st.DrawFn) -> list[tuple[tuple[Message, ...], tuple[Message, ...]]]:
+    """A replay's (view, rebuilt prompt) pairs, call after call, as DB-GPT 0.8.2 makes them: the
+    history grows, the rebuilt prompt rewrites some of it in place and carries a new system
+    prompt; now and then a pair that is anything else (a retyped or repeated message, another
+    length, a history started again)."""
+    roles = st.sampled_from(["user", "assistant", "tool"])
+    history: list[Message] = [Message("system", "sys")]
+    rewrites: dict[int, Message] = {}
+    pairs = []
+    for call in range(draw(st.integers(1, 12))):
+        seen = len(history)
+        history += [Message(draw(roles), f"h{call}.{i}") for i in range(draw(st.integers(0, 30)))]
+        for i in range(1, len(history)):
+            if i not in rewrites and draw(st.integers(0, 1 if i >= seen else 40)) == 0:
+                rewrites[i] = history[i].with_text(f"cut{i}")
+            elif i in rewrites and draw(st.integers(0, 20)) == 0:
+                del rewrites[i]  # no longer rewritten (the same objects elsewhere)
+        after = [rewrites.get(i, m) for i, m in enumerate(history)]
+        after[0] = Message("system", f"sys, progress {call}")
+        shape = draw(st.sampled_from(["rebuilt"] * 6 + ["retyped", "repeated", "longer", "reset"]))
+        if shape == "retyped" and len(after) > 1:
+            after[-1] = Message("user" if after[-1].role != "user" else "tool", f"as{call}")
+        elif shape == "repeated" and len(after) > 2:
+            after[1] = after[-1]
+        elif shape == "longer":
+            after.append(Message("user", f"extra{call}"))
+        elif shape == "reset":
+            history = [Message(draw(roles), f"r{call}.{i}") for i in range(len(history))]
+            rewrites.clear()
+        pairs.append((tuple(history), tuple(after)))
+    return pairs
+
+
+@settings(max_examples=300, deadline=None)
+@given(call_by_call())
+def test_rewrites_in_place_started_from_the_last_call_are_those_of_the_whole_lists(
+    pairs: list[tuple[tuple[Message, ...], tuple[Message, ...]]],
+) -> None:
+    in_place = InPlace()
+    for before, after in pairs:
+        a, b = _keys(list(before)), _keys(list(after))
+        assert in_place.rewrites(before, after, a, b) == _rewrites_in_place(before, after, a, b)
+        # a list (which may change after) is read whole, and not remembered
+        assert in_place.rewrites(list(before), after, a, b) == _rewrites_in_place(
+            before, after, a, b
+        )
+        assert in_place.rewrites(before, after, a, b) == _rewrites_in_place(before, after, a, b)
