@@ -255,15 +255,7 @@ def _rewrites_in_place(
     changed = list(_positions_not(map(operator.eq, a, b)))
     if not changed:
         return changed
-    # ``a`` unique, and the new keys unique and none of ``a``'s: then ``b`` is unique too, and
-    # neither side has the other's changed keys
-    keys_a = set(a)
-    new_keys = list(map(b.__getitem__, changed))
-    if (
-        len(keys_a) != len(a)
-        or len(set(new_keys)) != len(new_keys)
-        or not keys_a.isdisjoint(new_keys)
-    ):
+    if not _keys_unique_and_new(a, b, changed):
         return None
     roles_before = map(_ROLE, map(before.__getitem__, changed))
     if not all(map(operator.eq, roles_before, map(_ROLE, map(after.__getitem__, changed)))):
@@ -331,15 +323,19 @@ class InPlace:
         changed = sorted(kept + new) if new else kept
         if not changed:
             return changed
-        keys_a = set(a)
-        new_keys = list(map(b.__getitem__, changed))
-        if (
-            len(keys_a) != len(a)
-            or len(set(new_keys)) != len(new_keys)
-            or not keys_a.isdisjoint(new_keys)
-        ):
-            return None
-        return changed
+        return changed if _keys_unique_and_new(a, b, changed) else None
+
+
+def _keys_unique_and_new(a: list[str], b: list[str], changed: list[int]) -> bool:
+    """``a`` unique, and ``b``'s keys at ``changed`` unique and none of ``a``'s: then ``b`` is
+    unique too, and neither side has the other's changed keys."""
+    keys_a = set(a)
+    new_keys = list(map(b.__getitem__, changed))
+    return (
+        len(keys_a) == len(a)
+        and len(set(new_keys)) == len(new_keys)
+        and keys_a.isdisjoint(new_keys)
+    )
 
 
 def change_of(
