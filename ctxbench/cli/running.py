@@ -236,6 +236,7 @@ def run(
     next_action, every = next_action_of()
     rows: list[dict[str, Any]] = []
     results: list[RunResult] = []
+    failures: list[str] = []  # why each run's calls failed, one warning per such run
     unwritten = 0
     parities = []
     tables = []
@@ -288,6 +289,7 @@ def run(
                 row, missed = _emit(output, spec.run_id, events_out, files_dir, as_json)
                 rows.append(row)
                 results.append(output.result)
+                failures.append(_failure_line(strategy, output))
                 if show_losses:
                     from ctxbench.gate.loss_table import run_losses
 
@@ -314,10 +316,24 @@ def run(
         click.echo(f"answerer {settings.model}: {answerer.meter.describe()}", err=True)
     _note_unwritten(unwritten)
     _warn_pairing(results)
+    for line in filter(None, failures):
+        click.echo(f"warning: {line}", err=True)
     if parities:  # recorded compactions next to the strategy's own (stderr under --json)
         from ctxbench.recorded import render
 
         click.echo(render(parities), err=as_json)
+
+
+def _failure_line(strategy: str, output: ReplayOutput) -> str:
+    """Why the replay's calls failed ("" when none did), with the strategy's hint."""
+    from ctxbench.results.failures import failure_story
+    from ctxbench.strategies import strategy_class
+
+    result = output.result
+    if not result.failed_calls:
+        return ""
+    story = failure_story(result.calls, output.events)
+    return story.describe(result.trace_id, strategy_class(strategy).failure_hints)
 
 
 def _warn_pairing(results: list[RunResult]) -> None:

@@ -129,6 +129,9 @@ class Strategy(Generic[C]):
     #: ``service.web.agent_context``): a ``--config`` file that has it gives the knobs there;
     #: "" for none (the file's top-level keys are the knobs)
     native_section: ClassVar[str] = ""
+    #: what to try when a run's ``strategy.error`` text holds the key (``run`` prints it under
+    #: the line on why the run's calls failed: a release's known defect and the knob around it)
+    failure_hints: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, config: C | None = None) -> None:
         self.config: C = config if config is not None else self.Config()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from itertools import compress, count, repeat
@@ -100,6 +100,14 @@ class DbgptStrategy(Strategy[DbgptConfig]):
     native_section = "service.web.agent_context"
     #: the ``release`` knob's values and what each reproduces (``ctxbench strategies``)
     releases: ClassVar[dict[str, str]] = release_summaries(RELEASES)
+    failure_hints: ClassVar[Mapping[str, str]] = {
+        MODEL_NAME_ERROR: (
+            "DB-GPT 0.8.2's Layer 3 raises at manager.py:160 on every attempt, and after "
+            "max_compact_failures its breaker stops all compaction for the run; "
+            "`--set patch_model_name=true` replays the release with that line fixed, "
+            "`--set release=design` the four layers as designed"
+        )
+    }
 
     def __init__(self, config: DbgptConfig | None = None) -> None:
         super().__init__(config)
