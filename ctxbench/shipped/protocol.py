@@ -21,7 +21,8 @@ A ``prompt`` answer holds ``base`` (the prompt the framework assembled before co
 optional), ``steps`` (one per compaction layer that ran: {layer, messages, note}), ``retry``,
 ``exception`` (a framework exception that failed this call) and ``info`` (the framework's own
 counts). A prompt message is ``{"ref": id}`` (a history message as is), ``{"ref": id,
-"content": text}`` (rewritten; ``"arguments": [...]`` rewrites its tool calls' arguments, in
+"content": text}`` (rewritten; a list of parts for a message whose history item carried its
+``parts``: Hermes' prune puts a placeholder in an old screenshot's place; ``"arguments": [...]`` rewrites its tool calls' arguments, in
 order, as Hermes' prune shrinks them; ``"tool_calls": [ids]`` keeps only those calls of the
 turn; ``"replay": false`` sends it without its provider replay fields, as AgentScope's
 compression keeps a turn's blocks after its ``ThinkingBlock``) or ``{"role", "content"}``
@@ -40,7 +41,7 @@ from typing import Any
 
 from ctxbench.counting.base import replay_text
 from ctxbench.strategies.dbgpt.memory import failed
-from ctxbench.trace import Message, ToolSpec
+from ctxbench.trace import Message, Part, ToolSpec
 
 PROTOCOL_VERSION = "ctxbench.shipped/1"
 
@@ -64,6 +65,8 @@ def encode_message(message: Message, ident: int) -> dict[str, Any]:
     images = [
         p for p in message.media_parts if p.type.startswith("image") or p.type == "input_image"
     ]
+    if message.parts is not None:  # list content as the agent holds it (text and media)
+        out["parts"] = [p.to_dict() for p in message.parts]
     if images:
         out["images"] = len(images)
         #: http(s) URLs as given; a data URL is ""
@@ -122,8 +125,10 @@ def decode_prompt(items: Any, history: Sequence[Message]) -> list[Message]:
                 message = original
             elif isinstance(content, str):
                 message = original if content == original.content else original.with_text(content)
+            elif isinstance(content, list) and all(isinstance(p, Mapping) for p in content):
+                message = _with_parts(original, tuple(map(Part.from_dict, content)))
             else:
-                raise ProtocolError(f"content of ref {ref} must be a string")
+                raise ProtocolError(f"content of ref {ref} must be a string or a list of parts")
             out.append(_with_arguments(message, item.get("arguments"), ref))
             continue
         role, content = item.get("role"), item.get("content")
@@ -131,6 +136,15 @@ def decode_prompt(items: Any, history: Sequence[Message]) -> list[Message]:
             raise ProtocolError(f"a new prompt message needs a role and a content: {item!r:.120}")
         out.append(Message(role, content))
     return out
+
+
+def _with_parts(message: Message, parts: tuple[Part, ...]) -> Message:
+    """``message`` with list content ``parts`` (a framework's rewrite of a multimodal message:
+    Hermes' prune puts a placeholder in an old screenshot's place); its text is the text
+    parts', one per line, as the reproductions join them."""
+    if parts == message.parts:
+        return message
+    return replace(message, parts=parts, content="\n".join(p.text for p in parts if p.is_text))
 
 
 def _with_arguments(message: Message, arguments: Any, ref: int) -> Message:

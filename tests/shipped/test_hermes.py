@@ -85,3 +85,54 @@ def test_real_prompt_tokens_reach_update_from_response(
         assert e["info"]["last_prompt_tokens"] == accepted[e["call"] - 1]
         checked += 1
     assert checked >= 3
+
+
+def test_a_screenshot_a_tool_returned_is_list_content_as_the_release_stores_it() -> None:
+    """research_agent's ``fetch_url`` results carry a screenshot. Hermes stores such a result as
+    list content, so its prune replaces the image with a placeholder and never summarises the
+    text afterwards; sent as a string, the release summarised it at the next compaction and the
+    two sides parted at call 29 of 41 at 64k (agreement 0.805 before the driver sent parts)."""
+    from ctxbench import parity
+    from ctxbench.synth import generate, load_scenario
+
+    trace = next(generate(load_scenario("research_agent"), 0))
+    assert any(m.role == "tool" and m.media_parts for m in trace.messages)
+    sides = [
+        parity.replay_side(trace, s, window=65_536, reserved=1024, counter="tiktoken:o200k_base")
+        for s in ("hermes", NAME)
+    ]
+    result = parity.compare(trace.id, *sides, window=65_536)
+    assert result.first_divergence is None and result.agreeing == result.calls == 41
+
+
+class Recording:
+    """The extractive summarizer, noting every prompt it is handed."""
+
+    def __init__(self) -> None:
+        from ctxbench.summarizers import build_summarizer
+
+        self.inner = build_summarizer("extractive")
+        self.prompts: list[str] = []
+
+    def summarize(self, request: Any, counter: Any) -> str:
+        self.prompts.append(request.prompt)
+        text: str = self.inner.summarize(request, counter)
+        return text
+
+
+def test_the_release_summary_prompt_is_the_same_whatever_the_day() -> None:
+    """0.19.0 writes today's date into its summary prompt (TEMPORAL ANCHORING) when its clock
+    resolves; a replay has none, so the driver leaves the clock unresolved and the release
+    omits the rule, as the reproduction does: the same trace gives the same prompts any day."""
+    from ctxbench.cell.runner import build_parts
+    from ctxbench.cell.spec import RunSpec
+    from ctxbench.engine.replay import replay
+    from ctxbench.synth import generate, load_scenario
+
+    trace = next(generate(load_scenario("research_agent"), 0))
+    parts = build_parts(RunSpec(trace.id, trace.content_hash, NAME, {}, 65_536, reserved=1024))
+    recording = Recording()
+    replay(trace, parts.strategy, parts.provider, true_counter=parts.true_counter,
+           estimator=parts.estimator, summarizer=recording)  # fmt: skip
+    assert len(recording.prompts) >= 3
+    assert not any("TEMPORAL ANCHORING" in p or "current date is" in p for p in recording.prompts)

@@ -24,12 +24,12 @@ from ctxbench.formats.canonical import write_traces
 from ctxbench.shipped import environment, process
 from ctxbench.shipped.environment import Environment, Manifest
 from ctxbench.shipped.process import DriverError
-from ctxbench.shipped.protocol import ProtocolError, decode_prompt
+from ctxbench.shipped.protocol import ProtocolError, decode_prompt, encode_message
 from ctxbench.shipped.releases import DBGPT, Release, find_release
 from ctxbench.shipped.strategy import SHIPPED, ShippedStrategy
 from ctxbench.sweep.task import Task, run_task
 from ctxbench.synth import generate, load_scenario
-from ctxbench.trace import Message, Trace
+from ctxbench.trace import Message, Part, Trace
 from tests import REPO
 
 SCRIPTED = Release("scripted", "scripted", "1", driver="scripted_driver.py")
@@ -145,6 +145,31 @@ def test_prompt_items_reference_history_rewrite_and_add() -> None:
     for bad in ([{"ref": 5}], [{"role": "bot", "content": "x"}], {"ref": 0}):
         with pytest.raises(ProtocolError):
             decode_prompt(bad, history)
+
+
+def test_a_list_content_message_travels_with_its_parts_and_comes_back_rewritten() -> None:
+    """Hermes stores a screenshot a tool returned as list content and its prune replaces the
+    image by a placeholder part: the driver gets the parts, and a rewrite by parts comes back
+    as the reproduction writes it (the text parts one per line, the image's place taken)."""
+    image = Part("image_url", data={"image_url": {"url": "data:image/png;base64,AAAA"}})
+    shot = Message("tool", "page text", tool_call_id="c1", parts=(Part("text", "page text"), image))
+    sent = encode_message(shot, 1)
+    assert sent["parts"] == [{"type": "text", "text": "page text"}, image.to_dict()]
+    assert "parts" not in encode_message(Message("tool", "plain", tool_call_id="c2"), 2)
+    placeholder = {"type": "text", "text": "[screenshot removed to save context]"}
+    back = decode_prompt(
+        [
+            {"ref": 0, "content": [sent["parts"][0], placeholder]},
+            {"ref": 0, "content": sent["parts"]},
+        ],
+        [shot],
+    )
+    assert back[0].parts == (Part("text", "page text"), Part("text", placeholder["text"]))
+    assert back[0].content == "page text\n[screenshot removed to save context]"
+    assert not back[0].media_parts and back[0].tool_call_id == "c1"
+    assert back[1] is shot  # the same parts: the message as it was
+    with pytest.raises(ProtocolError, match="a list of parts"):
+        decode_prompt([{"ref": 0, "content": ["not a part"]}], [shot])
 
 
 def test_summaries_come_from_the_runs_summarizer(trace: Trace) -> None:

@@ -61,6 +61,7 @@ import wire
 os.environ.setdefault("HERMES_HOME", tempfile.mkdtemp(prefix="ctxbench-hermes-"))
 
 import agent.context_compressor as compressor_module
+import hermes_time
 from agent import conversation_compression
 from agent.codex_responses_adapter import _derive_responses_function_call_id
 from agent.context_compressor import ContextCompressor
@@ -134,6 +135,16 @@ ContextCompressor._generate_summary = _generate_summary
 compressor_module.call_llm = _summary_llm
 
 
+def _no_clock() -> Any:
+    """A replay has no clock: the summary prompt's TEMPORAL ANCHORING rule would hold the day
+    the replay ran (context_compressor.py:2204-2243), so a run would change from day to day;
+    with the clock unresolved the release omits the rule, as the reproduction does."""
+    raise RuntimeError("no clock in a replay")
+
+
+hermes_time.now = _no_clock
+
+
 class LoopAgent:
     """The attributes ``compress_context`` reads from an ``AIAgent``."""
 
@@ -180,7 +191,9 @@ def _hermes_message(message: dict) -> dict:
     ``call_id`` and the derived ``response_item_id``) and ``make_tool_message``
     (tool_dispatch_helpers.py:484-490: ``name`` and ``tool_name``)."""
     role = message["role"]
-    content = message.get("content") or ""
+    # a multimodal message is stored with list content (a screenshot a tool returned)
+    parts = message.get("parts")
+    content = [dict(p) for p in parts] if parts else message.get("content") or ""
     if role == "tool":
         name = message.get("name") or ""
         return {"role": "tool", "name": name, "tool_name": name, "content": content,
@@ -281,7 +294,7 @@ class Replay:
             self.originals[message["id"]] = stored
             # a user turn starts run_conversation (the reproduction's _starts_user_turn)
             self.new_turn = message["role"] == "user" and bool(
-                stored["content"].strip() or message.get("images")
+                str(message.get("content") or "").strip() or message.get("images")
             )
             if message["role"] == "assistant":
                 self.last_assistant_had_tools = bool(message.get("tool_calls"))
@@ -336,7 +349,7 @@ class Replay:
         out: list = [{"ref": i} for i in self.system_ids] if messages is None else []
         for msg, ident in zip(listed, self._identify(listed)):
             content = msg.get("content")
-            if not isinstance(content, str):
+            if not isinstance(content, str) and (ident is None or not isinstance(content, list)):
                 content = json.dumps(content, ensure_ascii=False)
             if ident is None:
                 role = msg.get("role") if msg.get("role") in ("user", "assistant") else "user"
