@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from ctxbench.counting.base import TokenCounter
 from ctxbench.shipped.releases import HERMES
+from ctxbench.summarizers.base import SummaryRequest
+from ctxbench.summarizers.extractive import ExtractiveSummarizer
 from ctxbench.trace import Trace
 from tests.shipped_cases import (
     needs,
@@ -105,19 +108,16 @@ def test_a_screenshot_a_tool_returned_is_list_content_as_the_release_stores_it()
     assert result.first_divergence is None and result.agreeing == result.calls == 41
 
 
-class Recording:
+class Recording(ExtractiveSummarizer):
     """The extractive summarizer, noting every prompt it is handed."""
 
     def __init__(self) -> None:
-        from ctxbench.summarizers import build_summarizer
-
-        self.inner = build_summarizer("extractive")
+        super().__init__()
         self.prompts: list[str] = []
 
-    def summarize(self, request: Any, counter: Any) -> str:
+    def summarize(self, request: SummaryRequest, counter: TokenCounter) -> str:
         self.prompts.append(request.prompt)
-        text: str = self.inner.summarize(request, counter)
-        return text
+        return super().summarize(request, counter)
 
 
 def test_the_release_summary_prompt_is_the_same_whatever_the_day() -> None:
