@@ -120,19 +120,28 @@ class Recording(ExtractiveSummarizer):
         return super().summarize(request, counter)
 
 
-def test_the_release_summary_prompt_is_the_same_whatever_the_day() -> None:
-    """0.19.0 writes today's date into its summary prompt (TEMPORAL ANCHORING) when its clock
-    resolves; a replay has none, so the driver leaves the clock unresolved and the release
-    omits the rule, as the reproduction does: the same trace gives the same prompts any day."""
+def summary_prompts(trace: Trace, strategy: str) -> list[str]:
+    """The summary prompts a replay at 64k hands its summarizer."""
     from ctxbench.cell.runner import build_parts
     from ctxbench.cell.spec import RunSpec
     from ctxbench.engine.replay import replay
-    from ctxbench.synth import generate, load_scenario
 
-    trace = next(generate(load_scenario("research_agent"), 0))
-    parts = build_parts(RunSpec(trace.id, trace.content_hash, NAME, {}, 65_536, reserved=1024))
+    parts = build_parts(RunSpec(trace.id, trace.content_hash, strategy, {}, 65_536, reserved=1024))
     recording = Recording()
     replay(trace, parts.strategy, parts.provider, true_counter=parts.true_counter,
            estimator=parts.estimator, summarizer=recording)  # fmt: skip
-    assert len(recording.prompts) >= 3
-    assert not any("TEMPORAL ANCHORING" in p or "current date is" in p for p in recording.prompts)
+    return recording.prompts
+
+
+def test_the_reproduction_asks_the_release_summary_prompt_whatever_the_day() -> None:
+    """0.19.0 writes today's date into its summary prompt (TEMPORAL ANCHORING) when its clock
+    resolves; a replay has none, so the driver leaves the clock unresolved and the release
+    omits the rule, as the reproduction does. The reproduction's prompt is the release's, word
+    for word (its preamble: "the user had credentials present")."""
+    from ctxbench.synth import generate, load_scenario
+
+    trace = next(generate(load_scenario("research_agent"), 0))
+    released = summary_prompts(trace, NAME)
+    assert len(released) >= 3
+    assert not any("TEMPORAL ANCHORING" in p or "current date is" in p for p in released)
+    assert summary_prompts(trace, "hermes") == released

@@ -308,6 +308,7 @@ class ContextCompressor(Strategy[HermesConfig]):
                 budget=budget,
                 focus_topic=focus_topic,
                 input_cap=self.rules.summary_input_cap,
+                no_user_prompt=self.rules.no_user_prompt,
             ),
             messages=tuple(turns),
             sections=SUMMARY_SECTIONS,

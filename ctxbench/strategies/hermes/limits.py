@@ -64,6 +64,10 @@ class HermesRelease:
     ceil_rounding: bool = True
     #: model_thresholds, threshold_tokens_cap, proactive prune, min_tail_user_messages exist
     later_knobs: bool = True
+    #: the summary prompt's own variant for a session without a user turn (0.19.0: one prompt
+    #: for every session, context_compressor.py:2214-2330, whose preamble says "the user had
+    #: credentials present")
+    no_user_prompt: bool = True
 
 
 #: The ``release`` knob's values: the wheel, and the later commit docs/sources.md names.
@@ -83,6 +87,7 @@ RELEASES: dict[str, HermesRelease] = {
         walk_summary_budget=False,
         ceil_rounding=False,
         later_knobs=False,
+        no_user_prompt=False,
         summary=(
             "the hermes-agent==0.19.0 wheel with its agent loop: turn-prologue preflight, rough "
             "len(str(msg)) estimate of the API copies before each call and real prompt_tokens "

@@ -260,7 +260,7 @@ _PREAMBLE = (
     "turns below as source material for a compact record of prior work. Produce only the "
     "structured summary; do not add a greeting, preamble, or prefix. {language}NEVER include "
     "API keys, tokens, passwords, secrets, credentials, or connection strings in the summary "
-    "— replace any that appear with [REDACTED]. Note that credentials were present, but do "
+    "— replace any that appear with [REDACTED]. Note that {credentials} present, but do "
     "not preserve their values."
 )
 
@@ -397,12 +397,19 @@ def summary_prompt(
     budget: int,
     focus_topic: str | None,
     input_cap: bool = True,
+    no_user_prompt: bool = True,
 ) -> str:
     """``_generate_summary``'s prompt: first compaction, or an iterative update.
 
-    ``input_cap`` bounds the serialised turns and the previous summary at 160K chars (a rule of
-    the later commit; hermes-agent 0.19.0 sends them whole)."""
-    preamble = _PREAMBLE.format(language=_LANGUAGE_USER if has_user_turn else _LANGUAGE_NO_USER)
+    ``input_cap`` bounds the serialised turns and the previous summary at 160K chars, and
+    ``no_user_prompt`` words the prompt apart for a session without a user turn (rules of the
+    later commit; hermes-agent 0.19.0 sends the turns whole, in one prompt for every session)."""
+    if not no_user_prompt:
+        has_user_turn = True
+    preamble = _PREAMBLE.format(
+        language=_LANGUAGE_USER if has_user_turn else _LANGUAGE_NO_USER,
+        credentials="credentials were" if no_user_prompt else "the user had credentials",
+    )
 
     def bound(text: str) -> str:
         return bound_summary_input(text) if input_cap else text
