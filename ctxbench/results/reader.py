@@ -116,7 +116,7 @@ class ResultsDir:
         if not (self.path / layout.JOURNAL).is_file() or self.complete:
             events = self.path / layout.EVENTS
             if events.is_file():
-                yield from event_lines(events, run_id, skip=skip, hint=layout.REBUILD)
+                yield from event_lines(events, run_id, skip=skip, hint=layout.REBUILD, stamped=True)
             return
         journal = self.path / layout.JOURNAL
         records = journal_index(journal)
@@ -131,13 +131,7 @@ class ResultsDir:
     ) -> Iterator[tuple[str, Event]]:
         """``(run_id, Event)`` of every event (or those of one cell), types in ``skip``
         passed over before parsing when the line shows them."""
-        for e in self._event_records(run_id, skip=skip):
-            if not isinstance(e.get("step"), int):  # the journal's lines are checked for it
-                raise ResultsError(
-                    f"an event of run {e.get('run_id')!r} has no integer step",
-                    path=self.path / layout.EVENTS,
-                    hint=layout.REBUILD,
-                )
+        for e in self._event_records(run_id, skip=skip):  # stamped: run_id and step checked
             yield str(e.pop("run_id")), Event.from_dict(e)
 
     def files_dir(self, run_id: str) -> Path:
@@ -157,20 +151,38 @@ def _result_of(row: Mapping[str, Any], path: Path) -> RunResult:
 
 
 def event_lines(
-    path: Path, run_id: str | None = None, *, skip: tuple[str, ...] = (), hint: str = EVENTS_HINT
+    path: Path,
+    run_id: str | None = None,
+    *,
+    skip: tuple[str, ...] = (),
+    hint: str = EVENTS_HINT,
+    stamped: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """The events of an events JSONL file (or one run's), checked line by line."""
+    """The events of an events JSONL file (or one run's), checked line by line; ``stamped``:
+    each must carry its run's id and its step too (a results directory's file does)."""
     markers = tuple(f'"type":"{t}"' for t in skip)
     for number, line in jsontext.text_lines(path, error=ResultsError, hint=hint):
         if not line.strip() or (markers and any(m in line[:120] for m in markers)):
             continue
         event = jsontext.loads(line, path=path, line=number, error=ResultsError, hint=hint)
         problem = event_problem(event)
+        if problem is None and stamped:
+            problem = _stamp_problem(event)
         if problem is not None:
             key, message = problem
             raise ResultsError(message, path=path, line=number, key=key, hint=hint)
         if run_id is None or event.get("run_id") == run_id:
             yield event
+
+
+def _stamp_problem(event: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(JSON path, what is wrong)`` when an event line lacks its run id or its step."""
+    if not isinstance(event.get("run_id"), str):
+        return "$.run_id", f"run_id must be a string, not {event.get('run_id')!r}"
+    step = event.get("step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        return "$.step", f"step must be an integer, not {step!r}"
+    return None
 
 
 def spec_of_row(row: RunResult | Mapping[str, Any]) -> RunSpec:

@@ -164,3 +164,27 @@ def test_a_directory_that_is_not_a_results_directory_is_named(tmp_path: Path) ->
     with pytest.raises(CtxbenchError) as err:
         ResultsDir(tmp_path)
     assert err.value.path == str(tmp_path) and err.value.hint
+
+
+@pytest.mark.parametrize(("field", "value"), [("run_id", None), ("step", "7")])
+def test_an_event_line_without_its_run_id_or_step_is_named_at_its_line(
+    finished: Path, tmp_path: Path, field: str, value: object
+) -> None:
+    """A finished directory reads its events file; a line that lost its run id (or whose step
+    is not an integer) is a ResultsError at that line and key, not a KeyError."""
+    import json
+
+    results = tmp_path / "results"
+    shutil.copytree(finished / "results", results)
+    lines = (results / EVENTS).read_text("utf-8").splitlines()
+    event = json.loads(lines[1])
+    if value is None:
+        del event[field]
+    else:
+        event[field] = value
+    lines[1] = json.dumps(event)
+    (results / EVENTS).write_text("\n".join(lines) + "\n", "utf-8")
+    with pytest.raises(CtxbenchError) as caught:
+        list(ResultsDir(results).typed_events())
+    assert (caught.value.line, caught.value.key) == (2, f"$.{field}")
+    assert caught.value.path == str(results / EVENTS)
