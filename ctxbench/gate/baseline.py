@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -370,34 +370,32 @@ def load_baseline(path: str | Path) -> Baseline:
     return Baseline.from_dict(data, path=path)
 
 
-#: The identity fields that are text, and those that are whole numbers (the window, reserved).
-_TEXT_IDENTITY = ("trace_id", "strategy", "params", "counter", "estimator", "summarizer")
-_WHOLE_IDENTITY = ("window", "reserved")
+def _text(value: Any) -> str | None:
+    return None if isinstance(value, str) else "a string"
 
 
-def _metric_problem(name: str, value: Any) -> str | None:
-    """What a baseline cell's field must be, when ``value`` is not that (else None)."""
-    if name in ("run_id", "key", "plugin"):
-        return None if isinstance(value, str) else "a string"
-    if name == "params" and isinstance(value, str):
-        try:
-            knobs = json.loads(value)
-        except (ValueError, RecursionError):
-            knobs = None
-        return None if isinstance(knobs, dict) else "JSON text of an object (the knobs) or null"
-    if name == "error" or name in _TEXT_IDENTITY:
-        return None if value is None or isinstance(value, str) else "a string or null"
-    if name in _WHOLE_IDENTITY:
-        whole = isinstance(value, int) and not isinstance(value, bool) and abs(value) <= INT64_MAX
-        return None if value is None or whole else "a whole number or null"
-    if name == KIND_RETENTION:
-        shares = isinstance(value, dict) and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1
-            for v in value.values()
-        )
-        return None if shares else "a table of probe kind = share from 0 to 1"
-    if name not in METRICS or value is None:
-        return None  # a field of a newer ctxbench: not read
+def _text_or_null(value: Any) -> str | None:
+    return None if value is None or isinstance(value, str) else "a string or null"
+
+
+def _knobs(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return _text_or_null(value)
+    try:
+        knobs = json.loads(value)
+    except (ValueError, RecursionError):
+        knobs = None
+    return None if isinstance(knobs, dict) else "JSON text of an object (the knobs) or null"
+
+
+def _whole_or_null(value: Any) -> str | None:
+    whole = isinstance(value, int) and not isinstance(value, bool) and abs(value) <= INT64_MAX
+    return None if value is None or whole else "a whole number or null"
+
+
+def _number_or_null(value: Any) -> str | None:
+    if value is None:
+        return None
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -406,6 +404,36 @@ def _metric_problem(name: str, value: Any) -> str | None:
     ):
         return "a finite number or null"
     return None
+
+
+def _shares(value: Any) -> str | None:
+    shares = isinstance(value, dict) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1
+        for v in value.values()
+    )
+    return None if shares else "a table of probe kind = share from 0 to 1"
+
+
+#: What each field of a baseline cell must be: a check returning the problem (else None).
+_FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "run_id": _text,
+    "key": _text,
+    **dict.fromkeys(("trace_id", "strategy", "counter", "estimator", "summarizer"), _text_or_null),
+    "params": _knobs,
+    "window": _whole_or_null,
+    "reserved": _whole_or_null,
+    **dict.fromkeys(METRICS, _number_or_null),
+    "error": _text_or_null,
+    KIND_RETENTION: _shares,
+    "plugin": _text,
+}
+
+
+def _metric_problem(name: str, value: Any) -> str | None:
+    """What a baseline cell's field must be, when ``value`` is not that (else None; a field
+    of a newer ctxbench is not read, so anything goes)."""
+    check = _FIELD_CHECKS.get(name)
+    return check(value) if check is not None else None
 
 
 def version_warnings(baseline: Baseline) -> list[str]:
