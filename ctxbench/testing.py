@@ -61,8 +61,6 @@ def write_baseline(results_dir: str | Path, path: str | Path) -> Path:
     """Record ``results_dir`` as a baseline file, its events stored beside it (what
     ``ctxbench baseline`` writes), so a failure's ``ctxbench diff`` commands and lost probes
     work where the results are gone."""
-    import json
-
     from ctxbench.gate.baseline import events_path, store_events
     from ctxbench.results import ResultsDir
 
@@ -70,7 +68,7 @@ def write_baseline(results_dir: str | Path, path: str | Path) -> Path:
     events = events_path(path)
     store_events(results_dir, [r.run_id for r in results], events)
     doc = make_baseline(results, str(results_dir), events.name)
-    Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    Path(path).write_text(doc.text(), encoding="utf-8")
     return Path(path)
 
 
@@ -102,10 +100,10 @@ def assert_no_regression(
     rows = ResultsDir(results_dir).results()
     doc = load_baseline(baseline)
     stored = events_path(baseline)
-    before = EventsLosses(stored) if doc.get("events") and stored.is_file() else None
+    before = EventsLosses(stored) if doc.events and stored.is_file() else None
     report = check(rows, doc, tol, losses=ResultsLosses(results_dir, rows), baseline_losses=before)
     report.results_dir = str(results_dir)  # the printed `ctxbench diff` commands name both
-    report.baseline_results = str(stored) if before else str(doc.get("results_dir") or "")
+    report.baseline_results = str(stored) if before else doc.results_dir
     if report.failed:
         raise AssertionError("ctxbench regression\n" + text_report(report))
     return report

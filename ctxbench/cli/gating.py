@@ -63,12 +63,12 @@ def baseline(results_dir: str, out: str) -> None:
     events = events_path(out)
     n = store_events(results_dir, [r.run_id for r in results], events)
     doc = make_baseline(results, results_dir, events.name)
-    _write(out, json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
-    click.echo(f"wrote {out}: {len(doc['cells'])} cells")
+    _write(out, doc.text())
+    click.echo(f"wrote {out}: {len(doc.cells)} cells")
     click.echo(f"wrote {events}: {n} events (what `ctxbench diff` reads when the results are gone)")
     from ctxbench.decisions.changes import baseline_warnings
 
-    for warning in baseline_warnings(doc["cells"]):
+    for warning in baseline_warnings(doc.cells):
         click.echo(f"warning: {warning}", err=True)
 
 
@@ -182,7 +182,7 @@ def check(
     from ctxbench.gate.baseline import events_path
 
     stored = events_path(baseline_file)
-    before = EventsLosses(stored) if doc.get("events") and stored.is_file() else None
+    before = EventsLosses(stored) if doc.events and stored.is_file() else None
     lost = ResultsLosses(results_dir, rows)
     report = gate.check(rows, doc, tol, fields, mapping, lost, before)
     report.results_dir = results_dir

@@ -3,42 +3,57 @@ what makes a baseline a poor reference."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
 from ctxbench.bootstrap import Bootstrap
 
 
-def baseline_warnings(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+class Measured(Protocol):
+    """What these read of a gate cell's metrics: :class:`ctxbench.gate.baseline.BaselineCell`
+    (the gate sits above this package, so it is named by what it has)."""
+
+    @property
+    def retention(self) -> float | None: ...
+    @property
+    def input_tokens_total(self) -> float | None: ...
+    @property
+    def failed_calls(self) -> float | None: ...
+    @property
+    def calls(self) -> float | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+def baseline_warnings(cells: Sequence[Measured]) -> list[str]:
     """What makes a baseline a poor reference: cells whose runs failed calls or raised."""
     out = []
-    failed = [c for c in cells if (c.get("failed_calls") or 0) > 0]
+    failed = [c for c in cells if (c.failed_calls or 0) > 0]
     if failed:
-        total = sum(int(c.get("failed_calls") or 0) for c in failed)
-        calls = sum(int(c.get("calls") or 0) for c in failed)
+        total = sum(int(c.failed_calls or 0) for c in failed)
+        calls = sum(int(c.calls or 0) for c in failed)
         of = f" of {calls} calls" if calls else ""
         out.append(
             f"the baseline has {total} failed calls{of} in {len(failed)} of {len(cells)} cells: "
             "those runs crashed in a real agent (their probes from the first failed call on "
             "count as lost)"
         )
-    errors = [c for c in cells if c.get("error")]
+    errors = [c for c in cells if c.error]
     if errors:
         out.append(
-            f"the baseline has {len(errors)} cell(s) whose replay raised, e.g. "
-            f"{errors[0].get('error')}"
+            f"the baseline has {len(errors)} cell(s) whose replay raised, e.g. {errors[0].error}"
         )
     return out
 
 
-def paired_intervals(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[str]:
+def paired_intervals(pairs: Sequence[tuple[Measured, Measured]]) -> list[str]:
     """The aggregate changes with their paired bootstrap intervals over the matched cells:
     whether a change would show on other traces too, or is within the spread of these."""
     out = []
     rets = [
-        (float(c["retention"]), float(b["retention"]))
+        (float(c.retention), float(b.retention))
         for b, c in pairs
-        if b.get("retention") is not None and c.get("retention") is not None
+        if b.retention is not None and c.retention is not None
     ]
     if len(rets) > 1:
         boot = Bootstrap([0] * len(rets))
@@ -49,18 +64,16 @@ def paired_intervals(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]
             f"({diff.level:.0%} paired interval; {_verdict(diff.low, diff.high)})"
         )
     costs = [
-        (float(c["input_tokens_total"]), float(b["input_tokens_total"]))
+        (float(c.input_tokens_total), float(b.input_tokens_total))
         for b, c in pairs
-        if b.get("input_tokens_total") is not None and c.get("input_tokens_total") is not None
+        if b.input_tokens_total is not None and c.input_tokens_total is not None
     ]
     if len(costs) > 1 and sum(b for _, b in costs) > 0:
         boot = Bootstrap([0] * len(costs))
         point, reps = boot.mean(costs)
         ratio = reps[:, 0] / reps[:, 1] - 1
         rise = boot.interval(float(point[0] / point[1] - 1), ratio)
-        failed = [
-            (int(b.get("failed_calls") or 0), int(c.get("failed_calls") or 0)) for b, c in pairs
-        ]
+        failed = [(int(b.failed_calls or 0), int(c.failed_calls or 0)) for b, c in pairs]
         before, after = sum(b for b, _ in failed), sum(c for _, c in failed)
         beside = f"; failed calls {before} -> {after}" if before != after else ""
         out.append(

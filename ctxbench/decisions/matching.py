@@ -11,21 +11,54 @@ run id), which keeps the pairing deterministic.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from ctxbench.errors import ConfigError
 from ctxbench.report.leaderboard import ConfigKey, config_labels
 
-#: --match-by field -> the cell field it reads
-MATCH_FIELDS: dict[str, str] = {
-    "trace": "trace_id",
-    "strategy": "strategy",
-    "window": "window",
-    "counter": "counter",
-}
+C = TypeVar("C", bound="Cell")
 
-Cell = Mapping[str, Any]
+
+class Cell(Protocol):
+    """What matching and naming read of a gate cell: :class:`ctxbench.gate.baseline.BaselineCell`
+    (the gate sits above this package, so it is named by what it has)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def trace_id(self) -> str | None: ...
+    @property
+    def strategy(self) -> str | None: ...
+    @property
+    def params(self) -> str | None: ...
+    @property
+    def window(self) -> int | None: ...
+    @property
+    def counter(self) -> str | None: ...
+    @property
+    def estimator(self) -> str | None: ...
+    @property
+    def summarizer(self) -> str | None: ...
+    @property
+    def reserved(self) -> int | None: ...
+    @property
+    def plugin(self) -> str: ...
+
+    def with_strategy(self: C, strategy: str, key: str) -> C:
+        """The same cell under another strategy name and key."""
+        ...
+
+
+#: --match-by field -> what it reads of a cell
+MATCH_FIELDS: dict[str, Callable[[Cell], object]] = {
+    "trace": lambda c: c.trace_id,
+    "strategy": lambda c: c.strategy,
+    "window": lambda c: c.window,
+    "counter": lambda c: c.counter,
+}
 
 
 def parse_match_by(text: str | None) -> tuple[str, ...]:
@@ -44,8 +77,7 @@ def parse_match_by(text: str | None) -> tuple[str, ...]:
 
 
 def _params(cell: Cell) -> dict[str, Any]:
-    raw = cell.get("params")
-    loaded = json.loads(raw) if isinstance(raw, str) else raw
+    loaded = json.loads(cell.params) if cell.params is not None else None
     return dict(loaded) if isinstance(loaded, Mapping) else {}
 
 
@@ -55,34 +87,34 @@ def _similarity(a: Cell, b: Cell) -> int:
 
 
 def match_leftovers(
-    baseline: Sequence[Cell], current: Sequence[Cell], match_by: Sequence[str]
-) -> list[tuple[Cell, Cell]]:
+    baseline: Sequence[C], current: Sequence[C], match_by: Sequence[str]
+) -> list[tuple[C, C]]:
     """Pairs of unmatched baseline and current cells that agree on the ``match_by`` fields."""
     if not match_by:
         return []
     fields = [MATCH_FIELDS[n] for n in match_by]
 
-    def group(cell: Cell) -> str:
-        return json.dumps([cell.get(f) for f in fields], default=str)
+    def group(cell: C) -> str:
+        return json.dumps([read(cell) for read in fields], default=str)
 
-    pairs: list[tuple[Cell, Cell]] = []
+    pairs: list[tuple[C, C]] = []
     left = list(current)
     for key in sorted({group(c) for c in baseline}):
         bases = [b for b in baseline if group(b) == key]
         _refuse_guesses(bases, [c for c in left if group(c) == key], match_by)
         options = sorted(
             ((b, c) for b in bases for c in left if group(c) == key),
-            key=lambda bc: (-_similarity(*bc), str(bc[0]["run_id"]), str(bc[1]["run_id"])),
+            key=lambda bc: (-_similarity(*bc), bc[0].run_id, bc[1].run_id),
         )
         used_b: set[str] = set()
         used_c: set[str] = set()
         for b, c in options:
-            if str(b["run_id"]) in used_b or str(c["run_id"]) in used_c:
+            if b.run_id in used_b or c.run_id in used_c:
                 continue
-            used_b.add(str(b["run_id"]))
-            used_c.add(str(c["run_id"]))
+            used_b.add(b.run_id)
+            used_c.add(c.run_id)
             pairs.append((b, c))
-        left = [c for c in left if str(c["run_id"]) not in used_c]
+        left = [c for c in left if c.run_id not in used_c]
     return pairs
 
 
@@ -95,7 +127,7 @@ def _refuse_guesses(
     if not currents:
         return
     fields = ",".join(match_by)
-    where = ", ".join(f"{n}={bases[0].get(MATCH_FIELDS[n])}" for n in match_by)
+    where = ", ".join(f"{n}={MATCH_FIELDS[n](bases[0])}" for n in match_by)
     if len(bases) > 1 or len(currents) > 1:
         raise ConfigError(
             f"--match-by {fields}: {len(bases)} baseline cells and {len(currents)} current "
@@ -103,7 +135,7 @@ def _refuse_guesses(
             key="match_by",
             hint="add fields to --match-by (strategy), or change one knob value at a time",
         )
-    old, new = bases[0].get("strategy"), currents[0].get("strategy")
+    old, new = bases[0].strategy, currents[0].strategy
     if old != new:
         raise ConfigError(
             f"--match-by {fields} would compare strategy {old} with {new} ({where})",
@@ -112,18 +144,17 @@ def _refuse_guesses(
         )
 
 
-def renamed(cells: Sequence[Cell], renames: Mapping[str, str]) -> list[Cell]:
+def renamed(cells: Sequence[C], renames: Mapping[str, str]) -> list[C]:
     """Baseline cells with their strategy renamed (``--rename OLD=NEW``: a strategy renamed or
     a plug-in moved to another module), in their key too, so they match by key."""
     if not renames:
         return list(cells)
     out = []
     for cell in cells:
-        old = cell.get("strategy")
-        if isinstance(old, str) and old in renames:
+        old = cell.strategy
+        if old is not None and old in renames:
             new = renames[old]
-            key = str(cell.get("key", "")).replace(f"|{old}(", f"|{new}(", 1)
-            cell = {**cell, "strategy": new, "key": key}
+            cell = cell.with_strategy(new, cell.key.replace(f"|{old}(", f"|{new}(", 1))
         out.append(cell)
     return out
 
@@ -151,13 +182,16 @@ def changed_knobs(base: Cell, cur: Cell) -> str:
         for k in sorted(set(pa) | set(pb))
         if pa.get(k) != pb.get(k)
     ]
-    for field in ("trace_id", "strategy", "window", "counter", "estimator", "summarizer"):
-        if (
-            base.get(field) is not None
-            and cur.get(field) is not None
-            and base.get(field) != cur.get(field)
-        ):
-            parts.append(f"{field} {base.get(field)} -> {cur.get(field)}")
+    for field, was, now in (
+        ("trace_id", base.trace_id, cur.trace_id),
+        ("strategy", base.strategy, cur.strategy),
+        ("window", base.window, cur.window),
+        ("counter", base.counter, cur.counter),
+        ("estimator", base.estimator, cur.estimator),
+        ("summarizer", base.summarizer, cur.summarizer),
+    ):
+        if was is not None and now is not None and was != now:
+            parts.append(f"{field} {was} -> {now}")
     parts += plugin_changes(base, cur)
     return ", ".join(parts)
 
@@ -175,35 +209,33 @@ def plugin_changes(base: Cell, cur: Cell) -> list[str]:
 
 
 def _plugins(cell: Cell) -> dict[str, str]:
-    text = cell.get("plugin")
-    if not isinstance(text, str):
-        return {}
+    text = cell.plugin
     return {p: v for p, _, v in (item.rpartition("@") for item in text.split())}
 
 
 def cell_names(cells: Sequence[Cell]) -> dict[str, str]:
     """run_id -> a short readable name: the config (strategy and the knobs that differ among
     that strategy's cells), the trace and the window (the counter when there are several)."""
-    by_id = {str(c["run_id"]): c for c in cells}
+    by_id = {c.run_id: c for c in cells}
     keys = {
-        run_id: ConfigKey.of({"strategy": c.get("strategy") or "?", **_fields(c)})
+        run_id: ConfigKey.of({"strategy": c.strategy or "?", **_fields(c)})
         for run_id, c in by_id.items()
     }
     labels = config_labels(keys.values())
     names = {}
     for run_id, cell in by_id.items():
-        if cell.get("window") is None:  # a baseline from before names: its key is all we have
-            names[run_id] = str(cell.get("key") or run_id)
+        if cell.window is None:  # a baseline from before names: its key is all we have
+            names[run_id] = cell.key or run_id
         else:
-            names[run_id] = f"{labels[keys[run_id]]} | {cell.get('trace_id')} | w={cell['window']}"
+            names[run_id] = f"{labels[keys[run_id]]} | {cell.trace_id} | w={cell.window}"
     return names
 
 
 def _fields(cell: Cell) -> dict[str, Any]:
     return {
         "params": json.dumps(_params(cell), sort_keys=True),
-        "counter": cell.get("counter") or "",
-        "estimator": cell.get("estimator") or "",
-        "summarizer": cell.get("summarizer") or "",
-        "reserved": cell.get("reserved") or 0,
+        "counter": cell.counter or "",
+        "estimator": cell.estimator or "",
+        "summarizer": cell.summarizer or "",
+        "reserved": cell.reserved or 0,
     }

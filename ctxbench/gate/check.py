@@ -37,7 +37,7 @@ from typing import Any
 
 from ctxbench.engine.result import RunResult
 from ctxbench.errors import ConfigError
-from ctxbench.gate.baseline import KIND_RETENTION, gate_cell, version_warnings
+from ctxbench.gate.baseline import Baseline, BaselineCell, gate_cell, version_warnings
 from ctxbench.probes.kind_limits import KindLimits
 from ctxbench.probes.losses import Loss
 
@@ -84,15 +84,15 @@ class CellCheck:
     status: str  # "ok", "regressed", "improved", "new", "missing"
     matched_by: str = ""  # "run_id", "key" or the --match-by fields
     findings: list[Finding] = field(default_factory=list)
-    baseline: Mapping[str, Any] = field(default_factory=dict)
-    current: Mapping[str, Any] = field(default_factory=dict)
+    baseline: BaselineCell | None = None
+    current: BaselineCell | None = None
     improvements: list[Finding] = field(default_factory=list)
     #: short readable name (config, trace, window)
     name: str = ""
 
     @property
     def baseline_run_id(self) -> str:
-        return str(self.baseline.get("run_id") or "")
+        return self.baseline.run_id if self.baseline is not None else ""
 
 
 @dataclass(frozen=True)
@@ -160,16 +160,18 @@ def _relative(before: float, after: float) -> float:
     return (after - before) / before
 
 
-def _cost_metric(base: Mapping[str, Any], cur: Mapping[str, Any]) -> str:
-    """USD when both sides have a price, input tokens otherwise."""
-    priced = base.get("cost_usd") is not None and cur.get("cost_usd") is not None
-    return "cost_usd" if priced else "input_tokens_total"
+def _cost(base: BaselineCell, cur: BaselineCell) -> tuple[str, float | None, float | None]:
+    """The cost the two sides are compared by: USD when both have a price, input tokens
+    otherwise (the metric's name, the baseline's, the current one)."""
+    if base.cost_usd is not None and cur.cost_usd is not None:
+        return "cost_usd", base.cost_usd, cur.cost_usd
+    return "input_tokens_total", base.input_tokens_total, cur.input_tokens_total
 
 
-def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerances) -> list[Finding]:
+def compare_cell(base: BaselineCell, cur: BaselineCell, tol: Tolerances) -> list[Finding]:
     """The regressions of one matched cell."""
     out: list[Finding] = []
-    b_ret, c_ret = base.get("retention"), cur.get("retention")
+    b_ret, c_ret = base.retention, cur.retention
     if b_ret is not None:
         if c_ret is None:
             out.append(Finding("retention", b_ret, c_ret, "no probes were scored"))
@@ -182,8 +184,7 @@ def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerance
                     f"dropped {b_ret - c_ret:.4f} (max {tol.max_retention_drop})",
                 )
             )
-    cost_name = _cost_metric(base, cur)
-    b_cost, c_cost = base.get(cost_name), cur.get(cost_name)
+    cost_name, b_cost, c_cost = _cost(base, cur)
     if b_cost is not None and c_cost is not None:
         rise = _relative(float(b_cost), float(c_cost))
         if rise > tol.max_cost_increase + 1e-12:
@@ -196,34 +197,42 @@ def compare_cell(base: Mapping[str, Any], cur: Mapping[str, Any], tol: Tolerance
                     + failure_context(base, cur),
                 )
             )
-    if (cur.get("pairing_violations") or 0) > (base.get("pairing_violations") or 0):
+    if (cur.pairing_violations or 0) > (base.pairing_violations or 0):
         out.append(
             Finding(
                 "pairing_violations",
-                base.get("pairing_violations"),
-                cur.get("pairing_violations"),
+                base.pairing_violations,
+                cur.pairing_violations,
                 "tool calls and results were split",
             )
         )
-    if cur.get("error") and not base.get("error"):
-        out.append(Finding("error", base.get("error"), cur.get("error"), "the cell raised"))
+    if cur.error and not base.error:
+        out.append(Finding("error", base.error, cur.error, "the cell raised"))
     if tol.fail_on_new_overflow:
-        for metric in ("failed_calls", "overflow_errors"):
-            if (cur.get(metric) or 0) > (base.get(metric) or 0):
-                out.append(
-                    Finding(metric, base.get(metric), cur.get(metric), "new context overflows")
-                )
+        for metric, was, now in _failures(base, cur):
+            if (now or 0) > (was or 0):
+                out.append(Finding(metric, was, now, "new context overflows"))
     return out + kind_findings(base, cur, tol.kinds)
 
 
+def _failures(
+    base: BaselineCell, cur: BaselineCell
+) -> tuple[tuple[str, float | None, float | None], ...]:
+    """(metric, baseline, current) of the failed calls and of the overflow errors."""
+    return (
+        ("failed_calls", base.failed_calls, cur.failed_calls),
+        ("overflow_errors", base.overflow_errors, cur.overflow_errors),
+    )
+
+
 def kind_findings(
-    base: Mapping[str, Any] | None, cur: Mapping[str, Any], limits: KindLimits
+    base: BaselineCell | None, cur: BaselineCell, limits: KindLimits
 ) -> list[Finding]:
     """A cell's per-kind failures: a kind under its floor, or dropped more than allowed from
     the baseline cell (``base``; None for a new cell: floors only). A kind the cell has no
     probes of is not judged."""
-    now: Mapping[str, float] = cur.get(KIND_RETENTION) or {}
-    before: Mapping[str, float] = (base or {}).get(KIND_RETENTION) or {}
+    now: Mapping[str, float] = cur.retention_by_kind or {}
+    before: Mapping[str, float] = (base.retention_by_kind if base else None) or {}
     out: list[Finding] = []
     for kind in limits.kinds():
         if kind not in now:
@@ -238,48 +247,47 @@ def kind_findings(
     return out
 
 
-def failure_context(base: Mapping[str, Any], cur: Mapping[str, Any]) -> str:
+def failure_context(base: BaselineCell, cur: BaselineCell) -> str:
     """The failed-call change beside a cost change: a rejected prompt is not billed, so a
     cell that fails fewer calls sends (and pays for) more input."""
     parts = []
-    for metric, label in (("failed_calls", "failed calls"), ("overflow_errors", "overflow errors")):
-        b, c = base.get(metric) or 0, cur.get(metric) or 0
+    for metric, was, now in _failures(base, cur):
+        b, c = was or 0, now or 0
         if b != c:
-            parts.append(f"{label} {b} -> {c}")
+            parts.append(f"{metric.replace('_', ' ')} {b} -> {c}")
     if not parts:
         return ""
-    fewer = (cur.get("failed_calls") or 0) < (base.get("failed_calls") or 0)
+    fewer = (cur.failed_calls or 0) < (base.failed_calls or 0)
     why = "; fewer failed calls: more prompts accepted and billed" if fewer else ""
     return f"; {', '.join(parts)}{why}"
 
 
-def improvements_of(base: Mapping[str, Any], cur: Mapping[str, Any]) -> list[Finding]:
+def improvements_of(base: BaselineCell, cur: BaselineCell) -> list[Finding]:
     """What got better in a matched cell: retention up, cost down, fewer failed calls."""
     out = []
-    b_ret, c_ret = base.get("retention"), cur.get("retention")
+    b_ret, c_ret = base.retention, cur.retention
     if b_ret is not None and c_ret is not None and c_ret > b_ret + 1e-12:
         out.append(Finding("retention", b_ret, c_ret, f"rose {c_ret - b_ret:.4f}"))
-    cost_name = _cost_metric(base, cur)
-    b_cost, c_cost = base.get(cost_name), cur.get(cost_name)
+    cost_name, b_cost, c_cost = _cost(base, cur)
     if b_cost is not None and c_cost is not None and float(c_cost) < float(b_cost):
         fell = _relative(float(b_cost), float(c_cost))
         out.append(
             Finding(cost_name, b_cost, c_cost, f"fell {fell:+.2%}" + failure_context(base, cur))
         )
-    b_failed, c_failed = base.get("failed_calls") or 0, cur.get("failed_calls") or 0
+    b_failed, c_failed = base.failed_calls or 0, cur.failed_calls or 0
     if c_failed < b_failed:
         out.append(Finding("failed_calls", b_failed, c_failed, "fewer crashed calls"))
     return out
 
 
 def _aggregate(
-    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], tol: Tolerances
+    pairs: Sequence[tuple[BaselineCell, BaselineCell]], tol: Tolerances
 ) -> list[Finding]:
     out: list[Finding] = []
     rets = [
-        (b["retention"], c["retention"])
+        (b.retention, c.retention)
         for b, c in pairs
-        if b.get("retention") is not None and c.get("retention") is not None
+        if b.retention is not None and c.retention is not None
     ]
     if rets:
         b_mean = sum(b for b, _ in rets) / len(rets)
@@ -293,15 +301,16 @@ def _aggregate(
                     f"dropped {b_mean - c_mean:.4f} over {len(rets)} cells",
                 )
             )
-    use_usd = (
-        all(b.get("cost_usd") is not None and c.get("cost_usd") is not None for b, c in pairs)
-        and pairs
-    )
+    use_usd = all(b.cost_usd is not None and c.cost_usd is not None for b, c in pairs) and pairs
     metric = "cost_usd" if use_usd else "input_tokens_total"
-    totals = [(b.get(metric), c.get(metric)) for b, c in pairs]
-    if totals and all(b is not None and c is not None for b, c in totals):
-        b_sum = float(sum(b for b, _ in totals))  # type: ignore[misc]
-        c_sum = float(sum(c for _, c in totals))  # type: ignore[misc]
+    totals = [
+        (b.cost_usd, c.cost_usd) if use_usd else (b.input_tokens_total, c.input_tokens_total)
+        for b, c in pairs
+    ]
+    known = [(b, c) for b, c in totals if b is not None and c is not None]
+    if totals and len(known) == len(totals):
+        b_sum = float(sum(b for b, _ in known))
+        c_sum = float(sum(c for _, c in known))
         rise = _relative(b_sum, c_sum)
         if rise > tol.max_cost_increase + 1e-12:
             out.append(Finding(f"total {metric}", b_sum, c_sum, f"rose {rise:+.2%}"))
@@ -310,21 +319,21 @@ def _aggregate(
 
 def check(
     results: Iterable[RunResult],
-    baseline: Mapping[str, Any],
+    baseline: Baseline,
     tol: Tolerances,
     match_by: Sequence[str] = (),
     renames: Mapping[str, str] | None = None,
     losses: LossLookup | None = None,
     baseline_losses: LossLookup | None = None,
 ) -> CheckReport:
-    """Compare result rows with a baseline document (``match_by``: see the module docstring;
+    """Compare result rows with a baseline (``match_by``: see the module docstring;
     ``renames``: baseline strategy -> the strategy that replaces it; ``losses``: a run id's
     lost probes, named in its per-kind and retention findings; ``baseline_losses``: a baseline
     run id's, so a retention finding names only the probes the baseline kept)."""
     from ctxbench.decisions.changes import baseline_warnings, paired_intervals
     from ctxbench.decisions.matching import cell_names, match_leftovers, renamed
 
-    if tol.kinds.max_drop and any(KIND_RETENTION not in c for c in baseline["cells"]):
+    if tol.kinds.max_drop and any(c.retention_by_kind is None for c in baseline.cells):
         raise ConfigError(
             "the baseline records no retention by probe kind, so --max-kind-drop has nothing "
             "to compare with",
@@ -332,38 +341,36 @@ def check(
             hint="record the baseline again with this ctxbench (`ctxbench baseline RESULTS -o "
             "FILE`), or gate on a floor with --min-kind",
         )
-    baseline = {**baseline, "cells": renamed(baseline["cells"], renames or {})}
+    cells_before = renamed(baseline.cells, renames or {})
 
     current = {r.run_id: gate_cell(r) for r in results}
-    by_key = {c["key"]: c for c in current.values()}
+    by_key = {c.key: c for c in current.values()}
     matched: set[str] = set()
-    found: list[tuple[Mapping[str, Any], Mapping[str, Any] | None, str]] = []
-    for base in sorted(baseline["cells"], key=lambda c: str(c["run_id"])):
-        same = current.get(str(base["run_id"]))
+    found: list[tuple[BaselineCell, BaselineCell | None, str]] = []
+    for base in sorted(cells_before, key=lambda c: c.run_id):
+        same = current.get(base.run_id)
         how = "run_id"
-        if same is None or same["run_id"] in matched:
-            same = by_key.get(base["key"])
+        if same is None or same.run_id in matched:
+            same = by_key.get(base.key)
             how = "key"
-        if same is None or same["run_id"] in matched:
+        if same is None or same.run_id in matched:
             found.append((base, None, ""))
             continue
-        matched.add(same["run_id"])
+        matched.add(same.run_id)
         found.append((base, same, how))
     leftovers = [b for b, c, _ in found if c is None]
     unmatched = [c for run_id, c in sorted(current.items()) if run_id not in matched]
-    paired = {str(b["run_id"]): c for b, c in match_leftovers(leftovers, unmatched, match_by)}
-    matched |= {str(c["run_id"]) for c in paired.values()}
-    names = cell_names([*baseline["cells"], *current.values()])
+    paired = {b.run_id: c for b, c in match_leftovers(leftovers, unmatched, match_by)}
+    matched |= {c.run_id for c in paired.values()}
+    names = cell_names([*cells_before, *current.values()])
     cells: list[CellCheck] = []
     pairs = []
     for base, cur, how in found:
-        if cur is None and str(base["run_id"]) in paired:
-            cur, how = paired[str(base["run_id"])], ",".join(match_by)
+        if cur is None and base.run_id in paired:
+            cur, how = paired[base.run_id], ",".join(match_by)
         if cur is None:
-            name = names[str(base["run_id"])]
-            cells.append(
-                CellCheck(base["key"], str(base["run_id"]), "missing", baseline=base, name=name)
-            )
+            name = names[base.run_id]
+            cells.append(CellCheck(base.key, base.run_id, "missing", baseline=base, name=name))
             continue
         findings = compare_cell(base, cur, tol)
         better = improvements_of(base, cur)
@@ -371,22 +378,14 @@ def check(
         pairs.append((base, cur))
         cells.append(
             CellCheck(
-                base["key"],
-                str(cur["run_id"]),
-                status,
-                how,
-                findings,
-                base,
-                cur,
-                better,
-                names[str(cur["run_id"])],
+                base.key, cur.run_id, status, how, findings, base, cur, better, names[cur.run_id]
             )
         )
     for run_id, new in sorted(current.items()):
         if run_id not in matched:
             floors = kind_findings(None, new, tol.kinds)  # a floor needs no baseline
             status = "regressed" if floors else "new"
-            cells.append(CellCheck(new["key"], run_id, status, "", floors, current=new))
+            cells.append(CellCheck(new.key, run_id, status, "", floors, current=new))
             cells[-1].name = names[run_id]
     if losses is not None:
         for c in cells:
@@ -396,8 +395,8 @@ def check(
         _aggregate(pairs, tol),
         tol,
         paired_intervals(pairs),
-        version_warnings(baseline) + baseline_warnings(baseline["cells"]),
-        baseline_results=str(baseline.get("results_dir") or ""),
+        version_warnings(baseline) + baseline_warnings(cells_before),
+        baseline_results=baseline.results_dir,
         kinds=kind_summaries(cells, tol.kinds),
     )
 
@@ -425,20 +424,21 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
+def _shares(cell: BaselineCell | None) -> Mapping[str, float]:
+    """A cell's retention by probe kind ({} when it has none)."""
+    return (cell.retention_by_kind if cell is not None else None) or {}
+
+
 def kind_summaries(cells: Sequence[CellCheck], limits: KindLimits) -> list[KindSummary]:
     """The per-kind comparison of the limited kinds over the cells."""
     out = []
     for kind in limits.kinds():
         before = [
-            c.baseline[KIND_RETENTION][kind]
+            shares[kind]
             for c in cells
-            if c.status != "missing" and kind in (c.baseline.get(KIND_RETENTION) or {})
+            if c.status != "missing" and kind in (shares := _shares(c.baseline))
         ]
-        now = [
-            c.current[KIND_RETENTION][kind]
-            for c in cells
-            if kind in (c.current.get(KIND_RETENTION) or {})
-        ]
+        now = [shares[kind] for c in cells if kind in (shares := _shares(c.current))]
         failed = tuple(c.name or c.key for c in cells if any(f.kind == kind for f in c.findings))
         out.append(
             KindSummary(

@@ -103,7 +103,7 @@ def _diffable(report: CheckReport) -> list[CellCheck]:
 
 def run_ids(c: CellCheck) -> str:
     """``run X`` or ``run X -> Y`` when the current cell has another id."""
-    if c.baseline_run_id and c.current and c.baseline_run_id != c.run_id:
+    if c.baseline_run_id and c.current is not None and c.baseline_run_id != c.run_id:
         return f"{c.baseline_run_id} -> {c.run_id}"
     return c.run_id
 
@@ -133,7 +133,7 @@ def match_notes(report: CheckReport) -> list[str]:
 
     notes: dict[tuple[str, str], list[str]] = {}
     for c in report.cells:
-        if c.matched_by in ("", "run_id"):
+        if c.matched_by in ("", "run_id") or c.baseline is None or c.current is None:
             continue
         what = changed_knobs(c.baseline, c.current) or "same spec"
         by = "key (run id changed)" if c.matched_by == "key" else f"--match-by {c.matched_by}"
@@ -264,17 +264,22 @@ def markdown_report(report: CheckReport) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _strategy(c: CellCheck) -> str:
+    """A cell's strategy for its JUnit class name: recorded, else read from its key (a key
+    without ``|`` names none)."""
+    if "|" not in c.key:
+        return ""
+    cell = c.current or c.baseline
+    return (cell.strategy if cell is not None else None) or c.key.split("|")[1].split("(")[0]
+
+
 def junit_report(report: CheckReport) -> str:
     """JUnit XML: one test case per cell (missing cells fail, new cells are skipped)."""
     tests = len(report.cells) + len(report.kinds) + 1
     suite = ET.Element("testsuite", name="ctxbench.check", tests=str(tests))
     failures = skipped = 0
     for c in report.cells:
-        strategy = str(
-            (c.current or c.baseline).get("strategy") or c.key.split("|")[1].split("(")[0]
-            if "|" in c.key
-            else ""
-        )
+        strategy = _strategy(c)
         case = ET.SubElement(
             suite,
             "testcase",

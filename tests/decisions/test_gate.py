@@ -5,6 +5,7 @@ reported, the baseline's own failures are warned about, and `diff` takes two res
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,7 +16,7 @@ from ctxbench.cli import cli
 from ctxbench.decisions.matching import match_leftovers, parse_match_by, parse_renames, renamed
 from ctxbench.engine.context import ReplayContext
 from ctxbench.errors import ConfigError
-from ctxbench.gate.baseline import make_baseline
+from ctxbench.gate.baseline import Baseline, BaselineCell, make_baseline
 from ctxbench.gate.check import Tolerances, check, compare_cell, improvements_of
 from ctxbench.results import ResultsDir
 from ctxbench.strategies.base import Strategy
@@ -85,8 +86,9 @@ def test_a_changed_knob_is_compared_with_its_old_value_under_match_by(
     paired = check(rows, baseline, Tolerances(), MATCH_ALL)
     assert not paired.missing and not paired.new
     (changed,) = [c for c in paired.cells if c.matched_by == ",".join(MATCH_ALL)]
-    assert json.loads(changed.baseline["params"])["warning_threshold"] == 0.7
-    assert json.loads(changed.current["params"])["warning_threshold"] == 0.8
+    assert changed.baseline is not None and changed.current is not None
+    assert json.loads(changed.baseline.params or "")["warning_threshold"] == 0.7
+    assert json.loads(changed.current.params or "")["warning_threshold"] == 0.8
     assert changed.status in ("ok", "improved", "regressed")
     out = CliRunner().invoke(
         cli,
@@ -147,8 +149,22 @@ def test_a_strategy_that_forgets_its_task_fails_the_gate(tmp_path: Path) -> None
 
 
 def test_cost_changes_come_with_the_failed_call_change() -> None:
-    base = {"retention": 0.5, "input_tokens_total": 1000, "failed_calls": 41, "overflow_errors": 41}
-    cur = {"retention": 0.5, "input_tokens_total": 2380, "failed_calls": 22, "overflow_errors": 22}
+    base = BaselineCell(
+        run_id="a",
+        key="k",
+        retention=0.5,
+        input_tokens_total=1000,
+        failed_calls=41,
+        overflow_errors=41,
+    )
+    cur = BaselineCell(
+        run_id="b",
+        key="k",
+        retention=0.5,
+        input_tokens_total=2380,
+        failed_calls=22,
+        overflow_errors=22,
+    )
     (finding,) = compare_cell(base, cur, Tolerances())
     assert finding.metric == "input_tokens_total" and "+138.00%" in finding.detail
     assert "failed calls 41 -> 22" in finding.detail and "billed" in finding.detail
@@ -160,9 +176,10 @@ def test_improvements_are_reported_beside_regressions(knob_sweeps: tuple[Path, P
     old, _ = knob_sweeps
     rows = ResultsDir(old).results()
     baseline = make_baseline(rows)
-    worse = next(c for c in baseline["cells"] if c["retention"] is not None)
-    worse["retention"] = round(worse["retention"] - 0.1, 4)
-    report = check(rows, baseline, Tolerances())
+    i, worse = next((i, c) for i, c in enumerate(baseline.cells) if c.retention is not None)
+    cells = list(baseline.cells)
+    cells[i] = replace(worse, retention=round((worse.retention or 0) - 0.1, 4))
+    report = check(rows, replace(baseline, cells=tuple(cells)), Tolerances())
     (improved,) = report.improved
     assert improved.status == "improved" and improved.improvements[0].metric == "retention"
     assert not report.failed
@@ -189,22 +206,22 @@ def test_match_by_names_are_checked() -> None:
         parse_match_by("trace,params")
 
 
-def _save(doc: dict[str, Any], path: Path) -> str:
-    path.write_text(json.dumps(doc), "utf-8")
+def _save(doc: Baseline, path: Path) -> str:
+    path.write_text(doc.text(), "utf-8")
     return str(path)
 
 
 def test_match_by_refuses_a_pairing_that_would_be_a_guess() -> None:
-    def cell(run_id: str, strategy: str, keep: int) -> dict[str, Any]:
-        return {
-            "run_id": run_id,
-            "key": f"t|{strategy}(keep={keep})|w=1",
-            "trace_id": "t",
-            "strategy": strategy,
-            "window": 1,
-            "counter": "c",
-            "params": json.dumps({"keep": keep}),
-        }
+    def cell(run_id: str, strategy: str, keep: int) -> BaselineCell:
+        return BaselineCell(
+            run_id=run_id,
+            key=f"t|{strategy}(keep={keep})|w=1",
+            trace_id="t",
+            strategy=strategy,
+            window=1,
+            counter="c",
+            params=json.dumps({"keep": keep}),
+        )
 
     base = [cell("a", "s", 1), cell("b", "s", 2)]
     current = [cell("c", "s", 3), cell("d", "s", 4)]
@@ -215,9 +232,9 @@ def test_match_by_refuses_a_pairing_that_would_be_a_guess() -> None:
 
 
 def test_rename_compares_a_moved_plug_ins_cells_by_their_key() -> None:
-    old = {"run_id": "a", "key": "t|old.mod:compact(keep=1)|w=1", "strategy": "old.mod:compact"}
+    old = BaselineCell(run_id="a", key="t|old.mod:compact(keep=1)|w=1", strategy="old.mod:compact")
     (moved,) = renamed([old], parse_renames(["old.mod:compact=new.mod:compact"]))
-    assert moved["key"] == "t|new.mod:compact(keep=1)|w=1"
-    assert moved["strategy"] == "new.mod:compact"
+    assert moved.key == "t|new.mod:compact(keep=1)|w=1"
+    assert moved.strategy == "new.mod:compact"
     with pytest.raises(ConfigError, match="is not OLD=NEW"):
         parse_renames(["old.mod:compact"])

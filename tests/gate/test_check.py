@@ -3,9 +3,8 @@ exit codes, the example GitHub Actions workflow, and the ctxbench.testing API.""
 
 from __future__ import annotations
 
-import copy
-import json
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -15,13 +14,14 @@ import yaml
 from click.testing import CliRunner
 
 from ctxbench.cli import cli
-from ctxbench.gate.baseline import load_baseline, make_baseline
+from ctxbench.gate.baseline import Baseline, BaselineCell, load_baseline, make_baseline
 from ctxbench.gate.check import Tolerances, check, compare_cell
 from ctxbench.sweep import ResultsDir
 from ctxbench.testing import assert_no_regression, run_sweep, write_baseline
 from tests import REPO
 
 CI_SWEEP = REPO / "examples" / "ci" / "ci-sweep.toml"
+EVENTS = "baseline.events.jsonl.gz"  # the committed example baselines' events files
 WORKFLOW = REPO / "examples" / "github-actions" / "ctxbench.yml"
 
 
@@ -31,13 +31,20 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture()
-def baseline(results: Path, tmp_path: Path) -> dict[str, Any]:
+def baseline(results: Path, tmp_path: Path) -> Baseline:
     return make_baseline(ResultsDir(results).results())
 
 
-def save(doc: dict[str, Any], path: Path) -> Path:
-    path.write_text(json.dumps(doc), "utf-8")
+def save(doc: Baseline, path: Path) -> Path:
+    path.write_text(doc.text(), "utf-8")
     return path
+
+
+def edited(doc: Baseline, index: int, **changes: Any) -> Baseline:
+    """``doc`` with its cell ``index`` changed (run id, key, a metric...)."""
+    cells = list(doc.cells)
+    cells[index] = replace(cells[index], **changes)
+    return replace(doc, cells=tuple(cells))
 
 
 def invoke(*args: str) -> Any:
@@ -54,10 +61,26 @@ def test_baseline_records_every_cell_by_run_id_and_key_with_versions(
     assert out.exit_code == 0, out.output
     doc = load_baseline(tmp_path / "b.json")
     rows = ResultsDir(results).results()
-    assert [c["run_id"] for c in doc["cells"]] == sorted(r.run_id for r in rows)
-    assert doc["ctxbench_version"] and doc["result_schema_version"] == "ctxbench.result/1"
-    assert all("|w=" in c["key"] and c["trace_id"] in c["key"] for c in doc["cells"])
-    assert len({c["key"] for c in doc["cells"]}) == len(doc["cells"])
+    assert [c.run_id for c in doc.cells] == sorted(r.run_id for r in rows)
+    assert doc.ctxbench_version and doc.result_schema_version == "ctxbench.result/1"
+    assert all("|w=" in c.key and c.trace_id and c.trace_id in c.key for c in doc.cells)
+    assert len({c.key for c in doc.cells}) == len(doc.cells)
+    assert doc.results_dir == str(results) and doc.events == "b.events.jsonl.gz"
+    assert (tmp_path / "b.json").read_text("utf-8") == make_baseline(
+        rows, str(results), "b.events.jsonl.gz"
+    ).text()
+
+
+def test_a_baseline_file_is_the_same_bytes_as_the_committed_example_recorded_by_ctxbench_baseline(
+    results: Path,
+) -> None:
+    """``examples/ci/baseline.json`` was written by ``ctxbench baseline /tmp/ci-results`` (its
+    generator; record it again after an intended change): the same sweep gives its bytes."""
+    rows = ResultsDir(results).results()
+    doc = make_baseline(rows, "/tmp/ci-results", EVENTS)
+    committed = (REPO / "examples" / "ci" / "baseline.json").read_text("utf-8")
+    assert doc.text() == committed
+    assert load_baseline(REPO / "examples" / "ci" / "baseline.json") == doc
 
 
 def test_the_committed_example_baseline_matches_this_ctxbench(results: Path) -> None:
@@ -69,7 +92,7 @@ def test_the_committed_example_baseline_matches_this_ctxbench(results: Path) -> 
 
 
 def test_check_exits_0_when_nothing_regressed(
-    results: Path, baseline: dict[str, Any], tmp_path: Path
+    results: Path, baseline: Baseline, tmp_path: Path
 ) -> None:
     out = invoke("check", str(results), "--baseline", str(save(baseline, tmp_path / "b.json")))
     assert out.exit_code == 0, out.output
@@ -77,20 +100,22 @@ def test_check_exits_0_when_nothing_regressed(
 
 
 def test_check_exits_1_on_a_retention_regression(
-    results: Path, baseline: dict[str, Any], tmp_path: Path
+    results: Path, baseline: Baseline, tmp_path: Path
 ) -> None:
-    cell = next(c for c in baseline["cells"] if c["retention"] is not None and c["retention"] < 1)
-    cell["retention"] = round(cell["retention"] + 0.25, 4)
-    out = invoke("check", str(results), "--baseline", str(save(baseline, tmp_path / "b.json")))
+    i, cell = next(
+        (i, c) for i, c in enumerate(baseline.cells) if c.retention is not None and c.retention < 1
+    )
+    better = edited(baseline, i, retention=round((cell.retention or 0) + 0.25, 4))
+    out = invoke("check", str(results), "--baseline", str(save(better, tmp_path / "b.json")))
     assert out.exit_code == 1
     assert "retention" in out.output and "REGRESSION" in out.output
-    assert cell["run_id"] in out.output and f"--run-a {cell['run_id']}" in out.output
-    assert cell["key"] not in out.output  # readable names, not 150-character keys
+    assert cell.run_id in out.output and f"--run-a {cell.run_id}" in out.output
+    assert cell.key not in out.output  # readable names, not 150-character keys
 
 
 @pytest.mark.parametrize("args", [["--baseline", "missing.json"], ["--max-retention-drop", "-1"]])
 def test_check_exits_2_on_usage_or_input_errors(
-    results: Path, baseline: dict[str, Any], tmp_path: Path, args: list[str]
+    results: Path, baseline: Baseline, tmp_path: Path, args: list[str]
 ) -> None:
     base = ["--baseline", str(save(baseline, tmp_path / "b.json"))]
     if args[0] == "--baseline":
@@ -104,7 +129,7 @@ def test_check_exits_2_on_usage_or_input_errors(
 
 
 def test_check_of_a_directory_that_is_not_results_exits_2(
-    tmp_path: Path, baseline: dict[str, Any]
+    tmp_path: Path, baseline: Baseline
 ) -> None:
     from ctxbench.cli import main
 
@@ -116,8 +141,10 @@ def test_check_of_a_directory_that_is_not_results_exits_2(
 # -- tolerances --------------------------------------------------------------------------------------
 
 
-def cell(**kw: Any) -> dict[str, Any]:
-    base = {
+def cell(**kw: Any) -> BaselineCell:
+    base: dict[str, Any] = {
+        "run_id": "r",
+        "key": "k",
         "retention": 0.8,
         "cost_usd": 1.0,
         "input_tokens_total": 1000,
@@ -126,8 +153,7 @@ def cell(**kw: Any) -> dict[str, Any]:
         "pairing_violations": 0,
         "error": None,
     }
-    base.update(kw)
-    return base
+    return BaselineCell(**{**base, **kw})
 
 
 def test_a_retention_drop_equal_to_the_tolerance_passes_and_a_larger_one_fails() -> None:
@@ -169,13 +195,16 @@ def test_pairing_violations_and_new_errors_always_fail() -> None:
 
 
 def test_the_aggregate_fails_when_mean_retention_drops_beyond_tolerance(
-    results: Path, baseline: dict[str, Any]
+    results: Path, baseline: Baseline
 ) -> None:
     rows = ResultsDir(results).results()
-    worse = copy.deepcopy(baseline)
-    for c in worse["cells"]:
-        if c["retention"] is not None:
-            c["retention"] = min(1.0, c["retention"] + 0.02)
+    worse = replace(
+        baseline,
+        cells=tuple(
+            c if c.retention is None else replace(c, retention=min(1.0, c.retention + 0.02))
+            for c in baseline.cells
+        ),
+    )
     report = check(rows, worse, Tolerances(max_retention_drop=0.03))
     assert report.regressed == [] and report.aggregate == []
     report = check(rows, worse, Tolerances(max_retention_drop=0.01))
@@ -186,25 +215,24 @@ def test_the_aggregate_fails_when_mean_retention_drops_beyond_tolerance(
 
 
 def test_missing_cells_fail_unless_allowed_and_new_cells_are_reported(
-    results: Path, baseline: dict[str, Any], tmp_path: Path
+    results: Path, baseline: Baseline, tmp_path: Path
 ) -> None:
-    dropped = baseline["cells"].pop(0)
-    ghost = dict(baseline["cells"][0], run_id="ffffffffffffffff", key="ghost|none()|w=1|r=0|x|y|z")
-    baseline["cells"].append(ghost)
-    path = save(baseline, tmp_path / "b.json")
+    dropped, kept = baseline.cells[0], baseline.cells[1:]
+    ghost = replace(kept[0], run_id="ffffffffffffffff", key="ghost|none()|w=1|r=0|x|y|z")
+    path = save(replace(baseline, cells=(*kept, ghost)), tmp_path / "b.json")
     out = invoke("check", str(results), "--baseline", str(path))
     assert out.exit_code == 1
-    assert f"(run {dropped['run_id']}) has no baseline" in out.output
+    assert f"(run {dropped.run_id}) has no baseline" in out.output
     assert "(run ffffffffffffffff) is in the baseline but not in the results" in out.output
     out = invoke("check", str(results), "--baseline", str(path), "--allow-missing")
     assert out.exit_code == 0, out.output
 
 
 def test_a_cell_whose_run_id_changed_still_matches_by_key(
-    results: Path, baseline: dict[str, Any]
+    results: Path, baseline: Baseline
 ) -> None:
-    baseline["cells"][0]["run_id"] = "0000000000000000"
-    report = check(ResultsDir(results).results(), baseline, Tolerances())
+    moved = edited(baseline, 0, run_id="0000000000000000")
+    report = check(ResultsDir(results).results(), moved, Tolerances())
     renamed = [c for c in report.cells if c.matched_by == "key"]
     assert len(renamed) == 1 and not report.failed and not report.new and not report.missing
 
@@ -213,11 +241,11 @@ def test_a_cell_whose_run_id_changed_still_matches_by_key(
 
 
 def test_junit_has_one_test_case_per_cell_and_parses_back(
-    results: Path, baseline: dict[str, Any], tmp_path: Path
+    results: Path, baseline: Baseline, tmp_path: Path
 ) -> None:
-    baseline["cells"][0]["retention"] = 1.0
-    baseline["cells"][0]["input_tokens_total"] = 1
-    baseline["cells"].append(dict(baseline["cells"][1], run_id="ffffffffffffffff", key="ghost"))
+    baseline = edited(baseline, 0, retention=1.0, input_tokens_total=1)
+    ghost = replace(baseline.cells[1], run_id="ffffffffffffffff", key="ghost")
+    baseline = replace(baseline, cells=(*baseline.cells, ghost))
     path = save(baseline, tmp_path / "b.json")
     out = invoke(
         "check",
@@ -238,7 +266,7 @@ def test_junit_has_one_test_case_per_cell_and_parses_back(
     assert int(suite.get("failures", "0")) == len(failed) >= 2
     report = check(rows, baseline, Tolerances())
     names = {c.run_id: c.name for c in report.cells}
-    assert {c.get("name") for c in failed} >= {names[baseline["cells"][0]["run_id"]]}
+    assert {c.get("name") for c in failed} >= {names[baseline.cells[0].run_id]}
     assert all(" | w=" in str(c.get("name")) for c in failed if c.get("name") != "aggregate")
     md = (tmp_path / "s.md").read_text("utf-8")
     assert md.startswith("## ctxbench check: ❌ regression") and "| cell | runs | metric |" in md
@@ -253,9 +281,7 @@ def test_testing_api_passes_on_the_same_results_and_raises_on_a_regression(
 ) -> None:
     path = write_baseline(results, tmp_path / "b.json")
     assert not assert_no_regression(results, path).failed
-    doc = json.loads(path.read_text("utf-8"))
-    doc["cells"][0]["cost_usd"] = 0.000001
-    save(doc, path)
+    save(edited(load_baseline(path), 0, cost_usd=0.000001), path)
     with pytest.raises(AssertionError, match="ctxbench regression"):
         assert_no_regression(results, path)
 
@@ -292,10 +318,9 @@ def test_the_printed_diff_command_works_where_the_baselines_results_are_gone(
     assert out.exit_code == 0, out.output
     assert (tmp_path / "b.events.jsonl.gz").is_file()
     shutil.rmtree(old)  # CI: only the committed baseline and its events are there
-    doc = json.loads((tmp_path / "b.json").read_text("utf-8"))
-    assert doc["events"] == "b.events.jsonl.gz"
-    doc["cells"][0]["retention"] = 1.0  # the current cell then dropped retention
-    save(doc, tmp_path / "b.json")
+    doc = load_baseline(tmp_path / "b.json")
+    assert doc.events == "b.events.jsonl.gz"
+    save(edited(doc, 0, retention=1.0), tmp_path / "b.json")  # the current cell then dropped
     out = invoke("check", str(results), "--baseline", str(tmp_path / "b.json"))
     assert out.exit_code == 1
     (command,) = [
@@ -343,6 +368,11 @@ def test_the_plug_in_workflow_gates_the_example_teams_compactor_against_its_base
         result = CliRunner().invoke(cli, argv)
         assert result.exit_code == 0, f"{command}\n{result.output}"
     assert "no regression" in (out_dir / "summary.md").read_text("utf-8")
+    # its committed baseline is what `ctxbench baseline /tmp/gate-results` writes, byte for
+    # byte, each cell naming the version of the plug-in's code
+    doc = make_baseline(ResultsDir(out_dir).results(), "/tmp/gate-results", EVENTS)
+    assert doc.text() == (PLUGIN_REPO / "ctxbench" / "baseline.json").read_text("utf-8")
+    assert all(c.plugin.startswith("acme_agent.compaction:compact@sha256:") for c in doc.cells)
 
 
 def test_the_example_teams_v2_that_keeps_fewer_messages_fails_and_its_diff_hint_works(

@@ -59,11 +59,11 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[gate.CheckReport, 
     run_sweep(load_sweep(root / "sweep.toml"), root / "results", with_csv=True)
     rows = ResultsDir(root / "results").results()
     baseline = make_baseline(rows)
-    kept = [c for c in baseline["cells"] if c["trace_id"] != HOSTILE_IDS[-1]]
-    for cell in kept:  # the cells regress: they raise now
-        cell["error"] = None
-    gone = dict(kept[0], run_id="f" * 16, key=kept[0]["key"].replace("|", "|gone ", 1))
-    baseline["cells"] = [*kept, gone]
+    kept = [  # the cells regress: they raise now
+        dataclasses.replace(c, error=None) for c in baseline.cells if c.trace_id != HOSTILE_IDS[-1]
+    ]
+    gone = dataclasses.replace(kept[0], run_id="f" * 16, key=kept[0].key.replace("|", "|gone ", 1))
+    baseline = dataclasses.replace(baseline, cells=(*kept, gone))
     current = [dataclasses.replace(r, error="RuntimeError: <b>boom</b>\n## fake") for r in rows]
     result = gate.check(current, baseline, gate.Tolerances())
     assert result.failed and result.regressed and result.missing and result.new

@@ -5,8 +5,8 @@ and JUnit outputs compare each limited kind over the cells."""
 
 from __future__ import annotations
 
-import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from ctxbench.cli import cli, main
 from ctxbench.errors import ConfigError
-from ctxbench.gate.baseline import make_baseline
+from ctxbench.gate.baseline import Baseline, BaselineCell, load_baseline, make_baseline
 from ctxbench.gate.check import Tolerances, check
 from ctxbench.gate.check_report import junit_report, markdown_report, text_report
 from ctxbench.gate.loss_table import ResultsLosses
@@ -62,8 +62,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_sweep(folder / "gate.toml", folder / "results")
 
 
-def strategy_cell(doc: dict[str, Any], strategy: str) -> dict[str, Any]:
-    return next(c for c in doc["cells"] if c["strategy"] == strategy)
+def strategy_cell(doc: Baseline, strategy: str) -> BaselineCell:
+    return next(c for c in doc.cells if c.strategy == strategy)
 
 
 def test_a_keep_last_compactor_loses_a_mid_run_safety_rule_and_the_gate_names_it(
@@ -74,7 +74,8 @@ def test_a_keep_last_compactor_loses_a_mid_run_safety_rule_and_the_gate_names_it
     report = check(rows, make_baseline(rows), tol, losses=ResultsLosses(results, rows))
     assert report.failed
     ((cell, finding),) = report.kind_failures  # `none` keeps every rule: only keep_last fails
-    assert cell.current["strategy"] == KEEP_LAST and finding.kind == "safety"
+    assert cell.current is not None and cell.current.strategy == KEEP_LAST
+    assert finding.kind == "safety"
     assert finding.current < 1.0 and "under the floor 1" in finding.detail
     (lost,) = [x for x in finding.lost if x.probe_id == "safety-1"]
     assert lost.stated and lost.stated[0] > 1, "stated in a user message mid-run"
@@ -110,10 +111,11 @@ def test_a_kind_dropped_from_its_baseline_fails_beyond_the_allowed_drop(results:
     rows = ResultsDir(results).results()
     doc = make_baseline(rows)
     cell = strategy_cell(doc, KEEP_LAST)
-    now = cell["retention_by_kind"]["constraint"]
+    assert cell.retention_by_kind is not None
+    now = cell.retention_by_kind["constraint"]
     assert now < 1.0, "keep-last loses a constraint given mid-run"
-    better = copy.deepcopy(doc)
-    strategy_cell(better, KEEP_LAST)["retention_by_kind"]["constraint"] = 1.0
+    kept = replace(cell, retention_by_kind={**cell.retention_by_kind, "constraint": 1.0})
+    better = replace(doc, cells=tuple(kept if c is cell else c for c in doc.cells))
     strict = check(rows, better, Tolerances(kinds=KindLimits({}, {"constraint": 0.0})))
     (finding,) = [f for c in strict.regressed for f in c.findings if f.kind]
     assert (finding.baseline, finding.current) == (1.0, now)
@@ -127,7 +129,8 @@ def test_a_new_cell_under_a_floor_fails_without_a_baseline(results: Path) -> Non
     doc = make_baseline([r for r in rows if r.strategy == "none"])
     report = check(rows, doc, Tolerances(kinds=KindLimits({"safety": 1.0})))
     (failed,) = report.regressed
-    assert failed.current["strategy"] == KEEP_LAST and not failed.baseline
+    assert failed.current is not None and failed.current.strategy == KEEP_LAST
+    assert failed.baseline is None
     assert "ctxbench diff" not in text_report(report)  # no baseline run to diff against
     assert not check(rows, doc, Tolerances()).failed  # without the floor a new cell is news
 
@@ -135,8 +138,7 @@ def test_a_new_cell_under_a_floor_fails_without_a_baseline(results: Path) -> Non
 def test_a_baseline_without_kinds_cannot_gate_a_drop(results: Path) -> None:
     rows = ResultsDir(results).results()
     doc = make_baseline(rows)
-    for cell in doc["cells"]:
-        del cell["retention_by_kind"]
+    doc = replace(doc, cells=tuple(replace(c, retention_by_kind=None) for c in doc.cells))
     with pytest.raises(ConfigError, match="records no retention by probe kind") as caught:
         check(rows, doc, Tolerances(kinds=KindLimits({}, {"constraint": 0.0})))
     assert "ctxbench baseline" in str(caught.value.hint)
@@ -148,8 +150,8 @@ def test_the_command_line_gate_reads_the_sweep_file_limits_and_exits_1(
     runner = CliRunner()
     baseline = tmp_path / "b.json"
     assert runner.invoke(cli, ["baseline", str(results), "-o", str(baseline)]).exit_code == 0
-    stored = json.loads(baseline.read_text("utf-8"))
-    assert all(isinstance(c["retention_by_kind"], dict) for c in stored["cells"])
+    stored = load_baseline(baseline)
+    assert all(c.retention_by_kind is not None for c in stored.cells)
     # the sweep file says min_kind_retention = { safety = 1.0 }: no option needed
     out = runner.invoke(cli, ["check", str(results), "--baseline", str(baseline)])
     assert out.exit_code == 1, out.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
+from ctxbench.gate.baseline import BaselineCell
 from ctxbench.gate.check import CellCheck, CheckReport, Tolerances
 from ctxbench.gate.check_report import junit_report
 
@@ -39,8 +40,8 @@ def test_one_change_shared_by_many_matched_cells_is_noted_once() -> None:
     from ctxbench.gate.check_report import match_notes
 
     def pair(i: int) -> CellCheck:
-        base = {"run_id": f"a{i}", "plugin": "m:f@sha256:1"}
-        cur = {"run_id": f"b{i}", "plugin": "m:f@sha256:2"}
+        base = BaselineCell(run_id=f"a{i}", key=f"k{i}", plugin="m:f@sha256:1")
+        cur = BaselineCell(run_id=f"b{i}", key=f"k{i}", plugin="m:f@sha256:2")
         return CellCheck(f"k{i}", f"b{i}", "ok", "key", [], base, cur, [], f"cell {i}")
 
     (note,) = match_notes(CheckReport([pair(i) for i in range(8)], [], Tolerances()))
@@ -53,7 +54,8 @@ def test_diff_hints_that_would_compare_a_folder_with_itself_say_so() -> None:
     from ctxbench.gate.check_report import text_report
 
     worse = Finding("retention", 0.8, 0.5, "dropped 0.3")
-    cell = CellCheck("k", "b", "regressed", "key", [worse], {"run_id": "a"}, {"run_id": "b"})
+    base, cur = BaselineCell(run_id="a", key="k"), BaselineCell(run_id="b", key="k")
+    cell = CellCheck("k", "b", "regressed", "key", [worse], base, cur)
     report = CheckReport([cell], [], Tolerances(), results_dir="ci-results")
     report.baseline_results = "ci-results/"  # an old baseline: only its results folder, reused
     assert "compare the new runs with themselves" in text_report(report)

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxbench.cli import cli, main
+from ctxbench.engine.result import RunResult
 from ctxbench.formats.canonical import write_traces
 from ctxbench.gate.loss_table import results_losses
 from ctxbench.synth import generate, load_scenario
@@ -34,11 +35,11 @@ def test_a_rows_file_replayed_gives_the_loss_table_its_events_give(rows: Path) -
     (replayed,) = results_losses(rows)
     (recorded,) = results_losses(rows, rows.with_name("events.jsonl"))
     assert replayed == recorded  # replays are deterministic
-    row = json.loads(rows.read_text("utf-8").splitlines()[0])
-    assert recorded.run_id == row["run_id"] and recorded.cliffs == json.loads(row["cliff_by_kind"])
-    kinds = json.loads(row["retention_by_kind"])
+    row = RunResult.from_row(json.loads(rows.read_text("utf-8").splitlines()[0]))
+    assert recorded.run_id == row.run_id and recorded.cliffs == json.loads(row.cliff_by_kind)
+    kinds = json.loads(row.retention_by_kind)
     assert {k: round(kept / asked, 4) for k, (kept, asked) in recorded.kinds.items()} == kinds
-    assert len(recorded.losses) == row["probes"] - row["in_context"]
+    assert len(recorded.losses) == row.probes - row.in_context
 
 
 def test_losses_prints_each_lost_probe_and_each_kinds_cliff(rows: Path) -> None:

@@ -4,7 +4,6 @@ user's rules fails it with each probe lost and its call."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 from ctxbench.cli import cli
 from ctxbench.errors import ConfigError
 from ctxbench.gate.scaffold import KINDS, scaffold_files, write_scaffold
+from ctxbench.probes.probe_file import load_probes
 from tests.test_pytest_plugin import run_pytest
 
 
@@ -27,9 +27,8 @@ def test_init_strategy_writes_the_plugin_its_probes_a_test_and_a_workflow(tmp_pa
         "ctxbench/probes.jsonl",
         "tests/test_acme_compact.py",
     ]
-    (line,) = (tmp_path / "ctxbench" / "probes.jsonl").read_text("utf-8").splitlines()
-    probes = json.loads(line)["probes"]
-    assert {p["kind"] for p in probes} == set(KINDS)
+    (probes,) = load_probes(tmp_path / "ctxbench" / "probes.jsonl").values()
+    assert {p.kind for p in probes} == set(KINDS)
     workflow = yaml.safe_load((tmp_path / ".github/workflows/ctxbench.yml").read_text("utf-8"))
     steps = workflow["jobs"]["retention"]["steps"]
     assert steps[-1]["run"].endswith("pytest -q tests/test_acme_compact.py")
