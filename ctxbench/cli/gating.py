@@ -217,12 +217,19 @@ def _sweep_limits(results_dir: str) -> KindLimits:
 @click.option("--run-id", "run_ids", multiple=True, help="Only this run (repeatable).")
 @click.option("--kind", "kinds", multiple=True, help="Only probes of this kind (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per run.")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Replay each run whose loss call was inferred once more, asking its lost probes at "
+    "every call: the exact call each left the prompt (`seen`).",
+)
 def losses(
     source: str,
     events_file: str | None,
     run_ids: tuple[str, ...],
     kinds: tuple[str, ...],
     as_json: bool,
+    watch: bool,
 ) -> None:
     """List, per run, the probes it did not keep: probe, kind, outcome, where it was stated
     (trace message / the first call that sent it), the call it was lost at (and which
@@ -232,12 +239,15 @@ def losses(
     under half.
 
     RESULTS is a results directory; ROWS a file of rows (`run --out`), replayed from each
-    row's spec unless --events gives the run's events file.
+    row's spec unless --events gives the run's events file. A loss rewritten away (or dropped
+    in a run whose summaries may have carried it) has its call inferred from the events;
+    --watch replays those runs once more to name the exact call.
 
     \b
     Examples:
       ctxbench losses results
       ctxbench losses results --kind safety --kind constraint --run-id 0a1b2c3d4e5f6a7b
+      ctxbench losses results --run-id 0a1b2c3d4e5f6a7b --watch
       ctxbench run t.jsonl -s sliding_window -w 16k --out rows.jsonl && ctxbench losses rows.jsonl
     """
     from dataclasses import replace
@@ -252,14 +262,13 @@ def losses(
             key="--kind",
             hint=f"known kinds: {', '.join(PROBE_KINDS)}",
         )
-    tables = results_losses(source, events_file)
+    tables = results_losses(source, events_file, run_ids=run_ids, watch=watch)
     known = {t.run_id for t in tables}
     for run_id in run_ids:
         if run_id not in known:
             raise ConfigError(
                 f"no run {run_id!r}", path=source, hint="run ids are in the run_id column"
             )
-    tables = [t for t in tables if not run_ids or t.run_id in run_ids]
     if kinds:
         tables = [replace(t, losses=tuple(x for x in t.losses if x.kind in kinds)) for t in tables]
     if as_json:

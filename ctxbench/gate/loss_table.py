@@ -19,7 +19,15 @@ from typing import Any
 from ctxbench.engine import events as ev
 from ctxbench.engine.events import Event
 from ctxbench.engine.result import RunResult
-from ctxbench.probes.losses import Loss, cliffs, compaction_calls, kind_retention, losses
+from ctxbench.probes.losses import (
+    Loss,
+    cliffs,
+    compaction_calls,
+    inferred,
+    kind_retention,
+    losses,
+    tracking_probes,
+)
 from ctxbench.trace import Trace
 
 
@@ -75,6 +83,37 @@ def run_losses(
     )
 
 
+def watched(
+    table: RunLosses, events: Sequence[Event], row: RunResult, trace: Trace | None
+) -> RunLosses:
+    """``table`` with the exact call of each loss whose call it inferred (rewritten away, or
+    dropped in a run whose compactions added a summary): the run replayed from its row's spec
+    once more, each such probe asked at every call from its statement to its ask point
+    (:func:`~ctxbench.probes.losses.tracking_probes`; the loss then reads ``seen``). The same
+    table when no call was inferred or the trace is not at hand; its kinds and cliffs are the
+    run's own."""
+    vague = inferred(events, table.losses)
+    if not vague or trace is None:
+        return table
+    from dataclasses import replace
+
+    from ctxbench.cell.runner import mined_probes, run_spec
+    from ctxbench.results import spec_of_row
+
+    spec = spec_of_row(row)
+    probes = trace.probes or (mined_probes(trace) if spec.mine_probes else ())
+    watch = tracking_probes([p for p in probes if p.id in vague], trace.call_indices)
+    output = run_spec(spec, replace(trace, probes=(*probes, *watch)))
+    found = losses(
+        output.events,
+        probes,
+        trace.call_indices,
+        trace_id=table.trace_id,
+        run_id=table.run_id,
+    )
+    return replace(table, losses=tuple(found))
+
+
 def _label(row: RunResult) -> str:
     params = "" if row.params in ("", "{}") else f" {row.params}"
     return f"{row.strategy}{params} w={row.window}"
@@ -98,18 +137,15 @@ class ResultsLosses:
         self._traces: dict[str, Trace] | None = None
         self._events: dict[str, list[Event]] | None = None
 
-    def table(self, run_id: str) -> RunLosses:
+    def table(self, run_id: str, *, watch: bool = False) -> RunLosses:
+        """One run's table (``watch``: with the exact calls, :func:`watched`)."""
         row = self.rows[run_id]
         if self._traces is None:
             self._traces = _traces(list(self.rows.values()))[0]
         events = self._events_of(run_id)
-        return run_losses(
-            events,
-            self._traces.get(row.trace_id),
-            run_id=run_id,
-            trace_id=row.trace_id,
-            label=_label(row),
-        )
+        trace = self._traces.get(row.trace_id)
+        table = run_losses(events, trace, run_id=run_id, trace_id=row.trace_id, label=_label(row))
+        return watched(table, events, row, trace) if watch else table
 
     def __call__(self, run_id: str) -> Sequence[Loss]:
         return self.table(run_id).losses if run_id in self.rows else ()
@@ -148,15 +184,23 @@ class EventsLosses:
         return losses(events, run_id=run_id)
 
 
-def rows_losses(path: str | Path, events_file: str | Path | None = None) -> list[RunLosses]:
-    """The loss tables of a file of rows: from ``events_file`` when given, else each row
-    replayed from its ``spec`` (the row is data: a plug-in it names is not imported)."""
+def rows_losses(
+    path: str | Path,
+    events_file: str | Path | None = None,
+    *,
+    run_ids: Iterable[str] = (),
+    watch: bool = False,
+) -> list[RunLosses]:
+    """The loss tables of a file of rows (those of ``run_ids``; all when empty): from
+    ``events_file`` when given, else each row replayed from its ``spec`` (the row is data: a
+    plug-in it names is not imported); ``watch``: with the exact calls (:func:`watched`)."""
     from ctxbench.cell.runner import run_spec
     from ctxbench.cell.traces import load_trace
     from ctxbench.results import spec_of_row
     from ctxbench.results.table import read_results
 
-    rows = read_results(Path(path))
+    wanted = set(run_ids)
+    rows = [r for r in read_results(Path(path)) if not wanted or r.run_id in wanted]
     given: dict[str, Sequence[Event]] = {}
     if events_file is not None:
         from ctxbench.divergence import run_events
@@ -168,18 +212,26 @@ def rows_losses(path: str | Path, events_file: str | Path | None = None) -> list
         spec = spec_of_row(row)
         trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
         events: Sequence[Event] = given.get(spec.run_id) or run_spec(spec, trace).events
-        out.append(
-            run_losses(events, trace, run_id=spec.run_id, trace_id=trace.id, label=_label(row))
-        )
+        table = run_losses(events, trace, run_id=spec.run_id, trace_id=trace.id, label=_label(row))
+        out.append(watched(table, events, row, trace) if watch else table)
     return out
 
 
-def results_losses(path: str | Path, events_file: str | Path | None = None) -> list[RunLosses]:
-    """The loss tables of a results directory (every run) or of a file of rows."""
+def results_losses(
+    path: str | Path,
+    events_file: str | Path | None = None,
+    *,
+    run_ids: Iterable[str] = (),
+    watch: bool = False,
+) -> list[RunLosses]:
+    """The loss tables of a results directory or of a file of rows: the runs ``run_ids`` (every
+    run when empty), with the exact calls when ``watch`` (:func:`watched`)."""
     if Path(path).is_dir():
         source = ResultsLosses(path)
-        return [source.table(run_id) for run_id in sorted(source.rows)]
-    return rows_losses(path, events_file)
+        wanted = set(run_ids)
+        chosen = [r for r in sorted(source.rows) if not wanted or r in wanted]
+        return [source.table(run_id, watch=watch) for run_id in chosen]
+    return rows_losses(path, events_file, run_ids=run_ids, watch=watch)
 
 
 LOSS_HEADER = ("probe", "kind", "outcome", "stated", "lost at", "missing answer", "stale present")

@@ -73,3 +73,26 @@ def test_an_unknown_kind_or_run_is_named(rows: Path, capsys: pytest.CaptureFixtu
         with pytest.raises(SystemExit) as info:
             main(["losses", str(rows), *args])
         assert info.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_watch_names_the_exact_call_of_a_loss_whose_call_was_inferred(tmp_path: Path) -> None:
+    """claude_code's summaries may carry a fact past the compaction that dropped its message,
+    so the table infers those calls; --watch replays the run once more, asking each such probe
+    at every call, and names the call it left the prompt (``seen``), kinds and cliffs as they
+    were."""
+    write_traces(tmp_path / "t.jsonl", [TRACE])
+    rows = tmp_path / "rows.jsonl"
+    args = ["run", str(tmp_path / "t.jsonl"), "-s", "claude_code", "-w", "32k", "-q"]
+    assert CliRunner().invoke(cli, [*args, "--out", str(rows)]).exit_code == 0
+    (plain,) = results_losses(rows)
+    (exact,) = results_losses(rows, watch=True)
+    inferred = {x.probe_id for x in plain.losses if x.how in ("dropped", "rewritten")}
+    seen = {x.probe_id for x in exact.losses if x.how == "seen"}
+    assert seen and seen <= inferred and not any(x.how == "seen" for x in plain.losses)
+    assert [x.probe_id for x in exact.losses] == [x.probe_id for x in plain.losses]
+    assert (exact.kinds, exact.cliffs) == (plain.kinds, plain.cliffs)
+    run_id = plain.run_id
+    out = CliRunner().invoke(cli, ["losses", str(rows), "--run-id", run_id, "--watch", "--json"])
+    assert out.exit_code == 0, out.output
+    hows = {x["probe_id"]: x["how"] for x in json.loads(out.output)["losses"]}
+    assert {p for p, how in hows.items() if how == "seen"} == seen
