@@ -9,7 +9,7 @@ imported only where it is used, through :func:`require`: a missing one is a
 ============  =====================  ==========================================================
 extra         packages               needed by
 ============  =====================  ==========================================================
-``parquet``   pyarrow                ``sweep`` (its ``results.parquet``), ``.parquet`` row files
+``parquet``   pyarrow                ``sweep``'s results.parquet (else .jsonl), .parquet rows
 ``pandas``    pandas                 ``ResultsDir.frame()``
 ``hf``        datasets               ``import`` of Hugging Face datasets (``--hf``, ``.parquet``)
 ``dask``      dask[distributed]      ``sweep --scheduler`` / ``--dask-local``

@@ -20,6 +20,15 @@ from ctxbench.errors import CtxbenchError
 from ctxbench.extras import EXTRAS, MissingExtraError, require
 
 REPO = Path(__file__).resolve().parents[1]
+SWEEP = """
+windows = [16384]
+[[traces]]
+scenario = "support_agent"
+[[strategies]]
+name = "none"
+[[strategies]]
+name = "sliding_window"
+"""
 #: What a core install does not have.
 HEAVY = ("pyarrow", "pandas", "datasets", "transformers", "dask", "distributed", "playwright")
 
@@ -119,11 +128,44 @@ def test_a_parquet_output_names_the_extra_before_replaying(quickstart: Path) -> 
     assert "trace_id" not in result.stdout  # refused before any replay
 
 
-def test_a_sweep_names_the_extra(tmp_path: Path) -> None:
-    result = core_cli("sweep", str(REPO / "examples/ci/ci-sweep.toml"), "-o", "out", cwd=tmp_path)
-    assert result.returncode == 2, result.stderr[-2000:]
+def test_a_sweep_without_pyarrow_writes_its_table_as_json_lines(tmp_path: Path) -> None:
+    """The core sweeps too: its final table is results.jsonl (the same rows parquet holds, a
+    note says how to get parquet), which the report, the gate and a resumed sweep read."""
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(SWEEP, "utf-8")
+    result = core_cli("sweep", str(sweep), "-o", "out", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
     assert "pip install 'ctxbench[parquet]'" in result.stderr
-    assert not (tmp_path / "out" / "cells.jsonl").exists()
+    assert f"results: {Path('out') / 'results.jsonl'}" in result.stdout
+    out = tmp_path / "out"
+    assert not (out / "results.parquet").exists()
+    rows = [json.loads(line) for line in (out / "results.jsonl").open()]
+    assert len(rows) == 2 and sorted(r["run_id"] for r in rows) == [r["run_id"] for r in rows]
+    again = core_cli("sweep", str(sweep), "-o", "out", "--resume", "--quiet", cwd=tmp_path)
+    assert "2 cells: 0 ran, 2 already done" in ok(again)
+    assert [json.loads(line) for line in (out / "results.jsonl").open()] == rows
+    ok(core_cli("baseline", "out", "-o", "baseline.json", cwd=tmp_path))
+    assert "RESULT: ok" in ok(core_cli("check", "out", "--baseline", "baseline.json", cwd=tmp_path))
+    ok(core_cli("report", "out", "-o", "report.html", cwd=tmp_path))
+    assert "sliding_window" in (tmp_path / "report.html").read_text("utf-8")
+
+
+def test_the_json_lines_table_holds_the_rows_the_parquet_table_holds(tmp_path: Path) -> None:
+    """The same sweep with and without pyarrow: the same rows, read back by ResultsDir."""
+    from dataclasses import replace
+
+    from ctxbench.results import ResultsDir
+    from ctxbench.testing import run_sweep
+
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(SWEEP, "utf-8")
+    ok(core_cli("sweep", str(sweep), "-o", "core", "--quiet", cwd=tmp_path))
+    run_sweep(sweep, tmp_path / "full")
+    core, full = ResultsDir(tmp_path / "core"), ResultsDir(tmp_path / "full")
+    untimed = [[replace(r, replay_seconds=0.0) for r in d.results()] for d in (core, full)]
+    assert untimed[0] == untimed[1] and len(untimed[0]) == 2
+    assert core.complete and full.complete
+    assert [e for _, e in core.typed_events()] == [e for _, e in full.typed_events()]
 
 
 def test_require_names_the_extra_of_a_missing_package(tmp_path: Path) -> None:

@@ -85,7 +85,8 @@ def sweep(
 
     Every finished cell is saved as it completes; --resume continues an interrupted sweep
     (and runs failed cells again). At the end DIR holds results.parquet (one row per cell,
-    sorted by run_id), events.jsonl and sweep.json. Results are the same whatever the executor
+    sorted by run_id; results.jsonl where the parquet extra is not installed), events.jsonl
+    and sweep.json. Results are the same whatever the executor
     or worker count. Exits 1 when a cell failed (its row holds the error).
 
     \b
@@ -229,7 +230,16 @@ def execute(
         f"{summary.cells} cells: {summary.ran} ran, {summary.skipped} already done, "
         f"{summary.failed} failed"
     )
-    click.echo(f"results: {os.path.join(out_dir, 'results.parquet')}")
+    from ctxbench.results.layout import RESULTS, final_table
+
+    table = final_table()
+    if table != RESULTS:
+        click.echo(
+            f"note: {table}: pyarrow is not installed (`pip install 'ctxbench[parquet]'` "
+            f"writes {RESULTS})",
+            err=True,
+        )
+    click.echo(f"results: {os.path.join(out_dir, table)}")
     click.echo(f"events:  {os.path.join(out_dir, 'events.jsonl')}")
     for run_id, error in summary.failed_examples:
         click.echo(f"  failed {run_id}: {error}", err=True)

@@ -47,8 +47,8 @@ class ResultsDir:
 
     @property
     def complete(self) -> bool:
-        """Whether the sweep finished (its final table is written)."""
-        return (self.path / layout.RESULTS).is_file()
+        """Whether the sweep finished (its final table is written, parquet or JSON Lines)."""
+        return self._row_file is not None
 
     @property
     def has_events(self) -> bool:

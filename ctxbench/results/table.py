@@ -99,17 +99,26 @@ def _bits(flags: Sequence[bool]) -> Any:
 
 
 class TableWriter:
-    """Rows to parquet (in row groups) and optionally CSV, both written atomically: the files
-    appear when the block ends without an error (``then`` ends a failed write's hint)."""
+    """Rows to parquet (in row groups), or to JSON Lines for a ``.jsonl`` path (the core
+    install's table), and optionally CSV, all written atomically: the files appear when the
+    block ends without an error (``then`` ends a failed write's hint)."""
 
     def __init__(self, parquet: Path, csv_path: Path | None = None, *, then: str = RESUME) -> None:
         self.parquet = parquet
         self.parquet_tmp = parquet.with_name(f".{parquet.name}.tmp")
         self.then = then
         self.csv = AtomicFile(csv_path, then=then) if csv_path else None
+        self.jsonl = AtomicFile(parquet, then=then) if parquet.suffix == ".jsonl" else None
         self._batch: list[Mapping[str, Any]] = []
 
     def __enter__(self) -> TableWriter:
+        self._csv_writer = None
+        if self.csv is not None:
+            self._csv_writer = csv.DictWriter(self.csv.__enter__(), RunResult.columns())
+            self._csv_writer.writeheader()
+        if self.jsonl is not None:
+            self._lines = self.jsonl.__enter__()
+            return self
         pq = _parquet()
 
         self.schema = arrow_schema()
@@ -117,16 +126,15 @@ class TableWriter:
             self._parquet_writer = pq.ParquetWriter(str(self.parquet_tmp), self.schema)
         except OSError as exc:
             raise OutputError.from_os_error(exc, self.parquet, then=self.then) from None
-        self._csv_writer = None
-        if self.csv is not None:
-            self._csv_writer = csv.DictWriter(self.csv.__enter__(), RunResult.columns())
-            self._csv_writer.writeheader()
         return self
 
     def add(self, row: Mapping[str, Any]) -> None:
-        self._batch.append(row)
         if self._csv_writer is not None:
             self._csv_writer.writerow({k: csv_cell(v) for k, v in row.items()})
+        if self.jsonl is not None:
+            self._lines.write(json.dumps(dict(row), ensure_ascii=False) + "\n")
+            return
+        self._batch.append(row)
         if len(self._batch) >= ROW_GROUP:
             self._flush()
 
@@ -147,6 +155,15 @@ class TableWriter:
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         """Close both files; rename them into place only when every row was written."""
+        if self.jsonl is not None:
+            try:
+                if self.csv is not None:
+                    self.csv.__exit__(exc_type)
+            except BaseException:  # the CSV failed: no table either
+                self.jsonl.__exit__(OutputError)
+                raise
+            self.jsonl.__exit__(exc_type)
+            return
         error: OutputError | None = None
         try:
             if exc_type is None:

@@ -19,7 +19,6 @@ from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.collector import paced
 from ctxbench.engine.result import Prices
-from ctxbench.extras import require
 from ctxbench.sweep.executors import Executor, InlineExecutor
 from ctxbench.sweep.sources import TraceEntry, catalogue
 from ctxbench.sweep.spec import SweepSpec
@@ -230,8 +229,6 @@ def run_sweep(
     """
     import json
 
-    # the final table is parquet: a core install learns which extra before any cell runs
-    require("pyarrow.parquet", what="a sweep's results.parquet")
     executor = executor or InlineExecutor()
     dropped = 0
     try:

@@ -59,10 +59,10 @@ from ctxbench.results.layout import (
     JOURNAL,
     LOCK,
     OWN_FILES,
-    RESULTS,
     RESULTS_CSV,
     RESUME,
     SPEC_FILE,
+    final_table,
 )
 from ctxbench.results.reader import ResultsDir
 from ctxbench.results.table import TableWriter
@@ -217,7 +217,7 @@ class ResultsWriter:
         with (
             AtomicFile(self.path / EVENTS, then=RESUME) as events_out,
             TableWriter(
-                self.path / RESULTS, self.path / RESULTS_CSV if with_csv else None
+                self.path / final_table(), self.path / RESULTS_CSV if with_csv else None
             ) as table,
         ):
             for rid in wanted:
