@@ -188,7 +188,9 @@ def _tail(text: str) -> int:
     """Where the whitespace that ends ``text`` starts when a letter or digit precedes it (else
     the text's length): a text's last line ends its text, and a text that holds it (a
     transcript) follows it with a newline, so that line is cut there."""
-    end = len(text.rstrip())
+    if not text[-1:].isspace():
+        return len(text)
+    end = len(text) - 1 if text[-2:-1].isalnum() else len(text.rstrip())  # mostly "word\n"
     return end if 0 < end < len(text) and text[end - 1].isalnum() else len(text)
 
 
@@ -339,44 +341,36 @@ def _count_lines(
     known = list(map(peek, parts))
     if None not in known:
         return known  # type: ignore[return-value]
+    missing = [i for i, n in enumerate(known) if n is None]
     tokenize: list[str] = []
-    inner: dict[int, tuple[int, str, str]] = {}  # part's index: inner count, head, tail
-    for i, (part, n) in enumerate(zip(parts, known)):
-        if n is not None:
+    inner: list[tuple[int, int, str, str]] = []  # part's index, inner count, before, after
+    for i in missing:
+        part = parts[i]
+        if len(part) < INNER_FROM and not (part[-1:] == "\n" and part[-2:-1].isalnum()):
+            tokenize.append(part)  # no inner part (the usual short line: its own text's)
             continue
-        if inners := _inners(part):
-            hit = next(
-                (
-                    (found, part[:start], part[end:])
-                    for start, end in inners
-                    if (found := peek(part[start:end])) is not None
-                ),
-                None,
-            )
-            if hit is not None:
-                inner[i] = hit
-                tokenize += hit[1:]
-                continue
-        tokenize.append(part)
-    counted: dict[str, int] = {"": 0}
-    distinct = []
-    for part in dict.fromkeys(tokenize):  # the ends of inner parts may be known
-        if (n := peek(part)) is not None:
-            counted[part] = n
-        elif part:
-            distinct.append(part)
+        for start, end in _inners(part):
+            if (found := peek(part[start:end])) is not None:
+                inner.append((i, found, part[:start], part[end:]))
+                break
+        else:
+            tokenize.append(part)
+    ends: dict[str, int] = {"": 0}
+    for _, _, before, after in inner:  # the words and line ends around inner parts
+        for piece in (before, after):
+            if piece not in ends and (n := peek(piece)) is not None:
+                ends[piece] = n
+            elif piece not in ends:
+                tokenize.append(piece)
+    distinct = list(dict.fromkeys(tokenize))
     put = memo.put
-    for part, n in zip(distinct, count_each(distinct) if distinct else ()):
-        counted[part] = n
+    counted = dict(zip(distinct, count_each(distinct))) if distinct else {}
+    for part, n in counted.items():
         put(part, n, sys.getsizeof(part))
-    out: list[int] = []
-    for i, (part, n) in enumerate(zip(parts, known)):
-        if n is None:
-            if i in inner:
-                found, head, tail = inner[i]
-                n = found + counted[head] + counted[tail]
-                put(part, n, sys.getsizeof(part))
-            else:
-                n = counted[part]
-        out.append(n)
-    return out
+    ends.update(counted)
+    for i in missing:
+        known[i] = counted.get(parts[i])
+    for i, found, before, after in inner:
+        known[i] = n = found + ends[before] + ends[after]
+        put(parts[i], n, sys.getsizeof(parts[i]))
+    return known  # type: ignore[return-value]
