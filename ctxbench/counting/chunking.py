@@ -341,22 +341,27 @@ def _count_lines(
     known = list(map(peek, parts))
     if None not in known:
         return known  # type: ignore[return-value]
-    missing = [i for i, n in enumerate(known) if n is None]
-    tokenize: list[str] = []
-    inner: list[tuple[int, int, str, str]] = []  # part's index, inner count, before, after
-    for i in missing:
+    # a line with an inner part to look up: a long one, or a short one that ends in a letter or
+    # digit and a newline after a known line (the last line of a text counted before, which
+    # another continues); the usual short line of a new text is tokenized at once
+    inner: dict[int, tuple[int, str, str]] = {}  # part's index: inner count, before, after
+    for i in [
+        i
+        for i, (part, n) in enumerate(zip(parts, known))
+        if n is None
+        and (
+            len(part) >= INNER_FROM
+            or (i and known[i - 1] is not None and part[-1:] == "\n" and part[-2:-1].isalnum())
+        )
+    ]:
         part = parts[i]
-        if len(part) < INNER_FROM and not (part[-1:] == "\n" and part[-2:-1].isalnum()):
-            tokenize.append(part)  # no inner part (the usual short line: its own text's)
-            continue
         for start, end in _inners(part):
             if (found := peek(part[start:end])) is not None:
-                inner.append((i, found, part[:start], part[end:]))
+                inner[i] = (found, part[:start], part[end:])
                 break
-        else:
-            tokenize.append(part)
+    tokenize = [p for i, (p, n) in enumerate(zip(parts, known)) if n is None and i not in inner]
     ends: dict[str, int] = {"": 0}
-    for _, _, before, after in inner:  # the words and line ends around inner parts
+    for _, before, after in inner.values():  # the words and line ends around inner parts
         for piece in (before, after):
             if piece not in ends and (n := peek(piece)) is not None:
                 ends[piece] = n
@@ -368,9 +373,7 @@ def _count_lines(
     for part, n in counted.items():
         put(part, n, sys.getsizeof(part))
     ends.update(counted)
-    for i in missing:
-        known[i] = counted.get(parts[i])
-    for i, found, before, after in inner:
+    for i, (found, before, after) in inner.items():
         known[i] = n = found + ends[before] + ends[after]
         put(parts[i], n, sys.getsizeof(parts[i]))
-    return known  # type: ignore[return-value]
+    return [counted[p] if n is None else n for p, n in zip(parts, known)]
