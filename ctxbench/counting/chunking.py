@@ -198,10 +198,10 @@ def lines(text: str, *, head: bool = True) -> list[str]:
     """``text`` cut after every newline where :func:`is_safe_cut` allows, (``head``) after its
     first words (the first space after a letter, a digit or punctuation near its start) and
     before the whitespace that ends it when a letter or digit precedes it, else before its
-    last words (:func:`is_safe_line_cut`): a text that
-    differs from another by a prefix or its first line (DB-GPT's ``Observation: `` form of a
-    tool result, a transcript's ``[tool]: ``) or by an added last line (a system prompt that
-    gains a line of progress at every call) shares all its other lines with it."""
+    last words (:func:`is_safe_line_cut`): a text that differs from another by a prefix or its
+    first line (DB-GPT's ``Observation: `` form of a tool result, a transcript's ``[tool]: ``)
+    or by an added last line (a system prompt that gains a line of progress at every call)
+    shares all its other lines with it."""
     out: list[str] = []
     start = 0
     end = text.find("\n") + 1
