@@ -118,15 +118,17 @@ class Meter:
 
 @contextmanager
 def whole_texts() -> Iterator[None]:
-    """Counters count every text whole (the raw tokenizer's cost)."""
-    from ctxbench.counting import chunking
+    """Counters count every text whole (the raw tokenizer's cost): not in segments, and not
+    line by line or through the memo (tiktoken's ``lines_from``)."""
+    from ctxbench.counting import chunking, tiktoken_counter
 
-    default = chunking.SEGMENTED_FROM
+    default, lines_from = chunking.SEGMENTED_FROM, tiktoken_counter.LINES_FROM
     chunking.SEGMENTED_FROM = 1 << 62
+    tiktoken_counter.LINES_FROM = None  # type: ignore[assignment]
     try:
         yield
     finally:
-        chunking.SEGMENTED_FROM = default
+        chunking.SEGMENTED_FROM, tiktoken_counter.LINES_FROM = default, lines_from
 
 
 def _parts(case: Case, strategy: str, trace: Any) -> Any:

@@ -22,6 +22,15 @@ text cut at the limit, which can move the total by a token or so per cut.
 The same places let a counter count a long text in :func:`segments` and remember each
 segment's count: a text that grows (DB-GPT 0.8.2's system prompt gains a line of task progress
 at every step) is then tokenized only where it changed, not again whole at every call.
+
+tiktoken's two patterns (cl100k, o200k) also end a piece between a letter or digit and a
+whitespace character, and between ASCII punctuation and a space (:func:`is_safe_line_cut`).
+The tiktoken counters count line by line (:func:`lines`: after each safe newline, after a
+text's first words, before its last words), every cut decided by the characters around it,
+so a text that holds another (a summary prompt's ``[tool]: `` + a message + ``\n``) shares
+that text's inner lines; a line missing from the memo is looked up without its first words
+and its end (:func:`_count_lines`), so only those are tokenized. Segments longer than
+:data:`CHUNK_CHARS` are never cut in lines: where they are cut at the limit stays where it was.
 """
 
 from __future__ import annotations
@@ -118,47 +127,144 @@ def segments(text: str, *, least: int = 2048, most: int = 8192, one_in: int = 8)
 LINES_FROM = 256
 
 
-#: how far into its first line :func:`lines` looks for a safe place between two words
+#: how far into its first line :func:`lines` looks for a place to cut its first words off
 HEAD_WORDS = 512
 
+#: what tiktoken's patterns never join to a space that follows (see :func:`is_safe_line_cut`)
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
-def _word_cut(text: str, hi: int) -> int | None:
-    """The first safe place between two words before ``hi`` (None: there is none)."""
+
+def is_safe_line_cut(text: str, i: int) -> bool:
+    """Whether tiktoken's encodings (cl100k, o200k) end a piece at ``i``: where
+    :func:`is_safe_cut` allows, and also
+
+    - between a letter or digit and a whitespace character: a letter is only ever in a word
+      piece (cl100k's contractions end in one too; the optional character a word piece starts
+      with is not a letter), a digit only in a run of digits, and neither takes whitespace
+      after it;
+    - between ASCII punctuation and a space: punctuation is in a punctuation run, which ends
+      at a space (o200k's takes only newlines and slashes after it), or starts a word piece,
+      which needs a letter after it.
+
+    Either way a piece ends at ``i``, and the pieces from ``i`` on read nothing before it (no
+    pattern looks behind), so ``text[:i]`` and ``text[i:]`` tokenize to the pieces of
+    ``text``. Only the counters that count line by line (``lines_from``: the tiktoken ones)
+    cut there; other pre-tokenizers are not held to it."""
+    if not 0 < i < len(text):
+        return False
+    after, before = text[i], text[i - 1]
+    if after.isspace() and before.isalnum():
+        return True
+    return (after == " " and before in _PUNCTUATION) or is_safe_cut(text, i)
+
+
+def _heads(text: str, hi: int, most: int) -> list[int]:
+    """The first ``most`` places before ``hi`` where a space follows a letter, a digit or
+    punctuation (:func:`is_safe_line_cut`)."""
+    out: list[int] = []
     at = text.find(" ", 1, hi)
-    while at != -1:
-        if is_safe_cut(text, at):
-            return at
+    while at != -1 and len(out) < most:
+        before = text[at - 1]
+        if before.isalnum() or before in _PUNCTUATION:
+            out.append(at)
         at = text.find(" ", at + 1, hi)
+    return out
+
+
+def _last_words(text: str, hi: int) -> int | None:
+    """The last place before ``hi`` and within :data:`HEAD_WORDS` of it where a space follows a
+    letter, a digit or punctuation (:func:`is_safe_line_cut`), if any."""
+    lo = max(0, hi - HEAD_WORDS)
+    at = text.rfind(" ", lo + 1, hi)
+    while at != -1:
+        before = text[at - 1]
+        if before.isalnum() or before in _PUNCTUATION:
+            return at
+        at = text.rfind(" ", lo + 1, at)
     return None
 
 
-def lines(text: str) -> list[str]:
-    """``text`` cut after every newline where :func:`is_safe_cut` allows, and at the first safe
-    place between two words near its start: a text that differs from another by a prefix or
-    its first line (DB-GPT's ``Observation: `` form of a tool result) or by an
-    added last line (a system prompt that gains a line of progress at every call) shares all
-    its other lines with it."""
+def _tail(text: str) -> int:
+    """Where the whitespace that ends ``text`` starts when a letter or digit precedes it (else
+    the text's length): a text's last line ends its text, and a text that holds it (a
+    transcript) follows it with a newline, so that line is cut there."""
+    if not text[-1:].isspace():
+        return len(text)
+    end = len(text) - 1 if text[-2:-1].isalnum() else len(text.rstrip())  # mostly "word\n"
+    return end if 0 < end < len(text) and text[end - 1].isalnum() else len(text)
+
+
+def lines(text: str, *, head: bool = True) -> list[str]:
+    """``text`` cut after every newline where :func:`is_safe_cut` allows, (``head``) after its
+    first words (the first space after a letter, a digit or punctuation near its start) and
+    before the whitespace that ends it when a letter or digit precedes it, else before its
+    last words (:func:`is_safe_line_cut`): a text that differs from another by a prefix or its
+    first line (DB-GPT's ``Observation: `` form of a tool result, a transcript's ``[tool]: ``)
+    or by an added last line (a system prompt that gains a line of progress at every call)
+    shares all its other lines with it."""
     out: list[str] = []
     start = 0
     end = text.find("\n") + 1
-    head = _word_cut(text, min(end - 1 if end else len(text), HEAD_WORDS))
-    if head is not None:  # a first line told apart by a prefix: "Observation: " + text
-        out.append(text[:head])
-        start = head
+    if head and (cut := _heads(text, min(end - 1 if end else len(text), HEAD_WORDS), 1)):
+        out.append(text[: cut[0]])
+        start = cut[0]
     while 0 < end < len(text):
         following = text[end]
         if not (following.isspace() or following == "/"):
             out.append(text[start:end])
             start = end
         end = text.find("\n", end) + 1
-    out.append(text[start:])
+    last = text[start:]
+    tail = _tail(last)
+    if tail == len(last):  # its last words, which a text that holds it may follow with more
+        tail = _last_words(last, len(last)) or tail
+    if 0 < tail < len(last):
+        out += (last[:tail], last[tail:])
+    else:
+        out.append(last)
     return out
 
 
-def _by_lines(segment: str) -> list[str]:
+def _by_lines(segment: str, first: bool = True) -> list[str]:
     """A segment by :func:`lines` when it is counted whole (no longer than :data:`CHUNK_CHARS`:
-    a longer one may be cut at the limit, where a cut changes its count), else as it is."""
-    return lines(segment) if len(segment) <= CHUNK_CHARS else [segment]
+    a longer one may be cut at the limit, where a cut changes its count), else as it is; a
+    segment after a text's first is cut at its newlines only (:func:`lines` cuts a text's first
+    words off, not every segment's)."""
+    if len(segment) > CHUNK_CHARS:
+        return [segment]
+    return lines(segment, head=first)
+
+
+#: a line missing from the memo at least this long is looked up without its first words too
+#: (:func:`_inners`)
+INNER_FROM = 256
+
+
+def _inners(line: str) -> list[tuple[int, int]]:
+    """Where a part of ``line`` that another text may hold begins and ends, at places
+    :func:`is_safe_line_cut` allows: before the whitespace that ends it (the last line of a
+    text that another one continues, or a transcript's line of a message that ended there)
+    and, for a line of :data:`INNER_FROM` characters or more, also after one or two of its
+    first words (a transcript's ``[tool]: `` before a message's text), before its first
+    newline (a transcript's message followed by its tool calls) and before the last words of
+    its first line (a message that ends in punctuation: :func:`lines` cuts its text there)."""
+    tail = _tail(line)
+    if len(line) < INNER_FROM:
+        return [(0, tail)] if tail < len(line) else []
+    first = line.find("\n")
+    body = first if first != -1 else len(line)
+    starts = [0, *_heads(line, min(body, HEAD_WORDS), 2)]
+    ends = [len(line), tail]
+    if (words := _last_words(line, body)) is not None:
+        ends.append(words)
+    if first > 0 and line[first - 1].isalnum():
+        ends.append(first)
+    return [
+        (start, end)
+        for start in starts
+        for end in dict.fromkeys(ends)
+        if start < end and (start, end) != (0, len(line))
+    ]
 
 
 def count_in_segments(
@@ -171,24 +277,103 @@ def count_in_segments(
     ``memo`` when a text before had that segment; the others are counted in one
     ``count_each`` call (a tokenizer that batches runs them in parallel). A text up to
     :data:`SEGMENTED_FROM` characters is counted whole, or with ``lines_from`` (a tokenizer
-    whose calls cost little) line by line (:func:`lines`) from that length on, and a longer
-    text's first and last segments line by line too.
+    whose calls cost little) line by line (:func:`lines`) from that length on (and kept in
+    ``memo`` below it: a text that holds it as a line finds it there).
+
+    With ``lines_from``, a longer text's segments missing from the memo are counted line by
+    line against the memo too (:func:`_count_lines`), so a text that holds others (a summary
+    prompt's transcript of the messages, each ``[role]: `` + its text) costs what is new in it.
     ``count_each`` must count any text cut at a safe place to the same total."""
     if len(text) <= SEGMENTED_FROM:
-        if lines_from is None or len(text) <= lines_from:
+        if lines_from is None:
             return count_each([text])[0]
-        parts = lines(text)
-    elif lines_from is None:
-        parts = segments(text)
-    else:  # the first and last segments by lines: a text differs from another at its ends
-        parts = segments(text)
-        if len(parts) == 1:
-            parts = _by_lines(text)
-        else:
-            parts = [*_by_lines(parts[0]), *parts[1:-1], *_by_lines(parts[-1])]
+        if len(text) <= lines_from:  # kept: a longer text may hold it as a line
+            n = memo.peek(text)
+            if n is None:
+                n = count_each([text])[0]
+                memo.put(text, n, sys.getsizeof(text))
+            return n
+        return sum(_count_lines(lines(text), count_each, memo))
+    parts = segments(text)
     known = list(map(memo.peek, parts))
+    if lines_from is not None and None in known:
+        return _count_segments_by_lines(parts, known, count_each, memo)
     new = list(dict.fromkeys(p for p, n in zip(parts, known) if n is None))
     counted = dict(zip(new, count_each(new))) if new else {}
     for part, n in counted.items():
         memo.put(part, n, sys.getsizeof(part))
     return sum(counted[p] if n is None else n for p, n in zip(parts, known))
+
+
+def _count_segments_by_lines(
+    parts: list[str],
+    known: list[int | None],
+    count_each: Callable[[list[str]], list[int]],
+    memo: ContentMemo[str, int],
+) -> int:
+    """The sum of ``parts``' counts, those ``known`` from the memo and the others line by line;
+    each of those is kept in ``memo`` with its lines."""
+    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []  # where each missing segment's lines are in ``pieces``
+    for i, (part, n) in enumerate(zip(parts, known)):
+        if n is None:
+            start = len(pieces)
+            pieces += _by_lines(part, i == 0)
+            spans.append((start, len(pieces)))
+    counts = _count_lines(pieces, count_each, memo)
+    missing = (part for part, n in zip(parts, known) if n is None)
+    total = 0
+    for part, (start, end) in zip(missing, spans):
+        n = sum(counts[start:end])
+        memo.put(part, n, sys.getsizeof(part))
+        total += n
+    return total + sum(n for n in known if n is not None)
+
+
+def _count_lines(
+    parts: list[str], count_each: Callable[[list[str]], list[int]], memo: ContentMemo[str, int]
+) -> list[int]:
+    """Each of ``parts``' counts (parts of a text cut at safe places): from ``memo``; else, for
+    a line with an inner part (:func:`_inners`) the memo holds, that count plus the counts of
+    what is before and after it; else tokenized. The parts tokenized (in one ``count_each``
+    call) and the lines counted from their inner part are kept in ``memo``."""
+    peek = memo.peek
+    known = list(map(peek, parts))
+    if None not in known:
+        return known  # type: ignore[return-value]
+    # a line with an inner part to look up: a long one, or a short one that ends in a letter or
+    # digit and a newline after a known line (the last line of a text counted before, which
+    # another continues); the usual short line of a new text is tokenized at once
+    inner: dict[int, tuple[int, str, str]] = {}  # part's index: inner count, before, after
+    for i in [
+        i
+        for i, (part, n) in enumerate(zip(parts, known))
+        if n is None
+        and (
+            len(part) >= INNER_FROM
+            or (i and known[i - 1] is not None and part[-1:] == "\n" and part[-2:-1].isalnum())
+        )
+    ]:
+        part = parts[i]
+        for start, end in _inners(part):
+            if (found := peek(part[start:end])) is not None:
+                inner[i] = (found, part[:start], part[end:])
+                break
+    tokenize = [p for i, (p, n) in enumerate(zip(parts, known)) if n is None and i not in inner]
+    ends: dict[str, int] = {"": 0}
+    for _, before, after in inner.values():  # the words and line ends around inner parts
+        for piece in (before, after):
+            if piece not in ends and (n := peek(piece)) is not None:
+                ends[piece] = n
+            elif piece not in ends:
+                tokenize.append(piece)
+    distinct = list(dict.fromkeys(tokenize))
+    put = memo.put
+    counted = dict(zip(distinct, count_each(distinct))) if distinct else {}
+    for part, n in counted.items():
+        put(part, n, sys.getsizeof(part))
+    ends.update(counted)
+    for i, (found, before, after) in inner.items():
+        known[i] = n = found + ends[before] + ends[after]
+        put(parts[i], n, sys.getsizeof(parts[i]))
+    return [counted[p] if n is None else n for p, n in zip(parts, known)]

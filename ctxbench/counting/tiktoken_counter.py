@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import tiktoken
 
 from ctxbench.counting.base import Framing, TokenCounter, replay_text, tool_schemas_json
-from ctxbench.counting.chunking import LINES_FROM, chunks, count_in_segments
+from ctxbench.counting.chunking import CHUNK_CHARS, LINES_FROM, chunks, count_in_segments
 from ctxbench.counting.vendored import read_vendored
 from ctxbench.trace import Message, ToolSpec
 
@@ -125,7 +125,12 @@ class TiktokenCounter(TokenCounter):
     def _count_each(self, texts: list[str]) -> list[int]:
         """Each text's count, whole."""
         encode = self.encoding.encode_ordinary
-        return [sum(len(encode(piece)) for piece in chunks(text)) for text in texts]
+        return [
+            len(encode(text))
+            if len(text) <= CHUNK_CHARS
+            else sum(len(encode(piece)) for piece in chunks(text))
+            for text in texts
+        ]
 
     def message_tokens(self, message: Message) -> int:
         f = self.framing

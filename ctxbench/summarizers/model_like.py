@@ -122,13 +122,33 @@ def one_line(text: str, limit: int) -> str:
     return cut + " …"
 
 
+#: a sentence's end: its mark (kept with it) and the spaces after it
+_SENTENCE_END = re.compile(r"([.!?])\s+")
+
+
 def sentences(text: str) -> Iterable[str]:
+    """The sentences of ``text`` longer than 20 characters, split after ``.``, ``!`` or ``?``
+    and the spaces that follow (``re.split(r"(?<=[.!?])\\s+", line)``, without the lookbehind
+    tried at every position: the mark is matched and put back)."""
     for line in text.splitlines():
         if _GUTTER.match(line):
             continue
-        for s in re.split(r"(?<=[.!?])\s+", line.strip()):
-            if len(s) > 20:
-                yield s
+        parts = _SENTENCE_END.split(line.strip())
+        for i in range(0, len(parts) - 1, 2):
+            if len(parts[i]) + 1 > 20:
+                yield parts[i] + parts[i + 1]
+        if len(parts[-1]) > 20:
+            yield parts[-1]
+
+
+def find_task_ids(text: str) -> list[str]:
+    """``TASK_ID_RE.findall(text)``, searched only in the words that hold ``-`` or ``#``
+    (every id holds one): an id holds no whitespace, and the pattern reads a whitespace beside
+    a match as it reads the text's ends, so the words joined by spaces hold the same ids in
+    the same order, without the lookbehind tried at every position of a long tool result."""
+    if "-" not in text and "#" not in text:
+        return []
+    return TASK_ID_RE.findall(" ".join([w for w in text.split() if "-" in w or "#" in w]))
 
 
 def _arguments(message: Message) -> list[tuple[str, dict[str, object]]]:
@@ -246,19 +266,19 @@ def items(messages: Sequence[Message]) -> list[Item]:
     texts = [m.content for m in messages] + [c.arguments for m in messages for c in m.tool_calls]
     root = repo_root([*edited, *read], texts)
     for m in users:
-        for tid in TASK_ID_RE.findall(m.content):
+        for tid in find_task_ids(m.content):
             if tid not in task_ids:
                 task_ids.append(tid)
     for m in messages:
         if m.role == "assistant":
             for c in m.tool_calls:
-                for tid in TASK_ID_RE.findall(c.arguments):
+                for tid in find_task_ids(c.arguments):
                     if tid not in task_ids:
                         task_ids.append(tid)
     listed: dict[str, int] = {}  # ids in tool results (a task list), by how many results
     for m in messages:
         if m.role == "tool" or m.is_observation:
-            for tid in set(TASK_ID_RE.findall(m.content)):
+            for tid in set(find_task_ids(m.content)):
                 listed[tid] = listed.get(tid, 0) + 1
     task_ids += [tid for tid, n in listed.items() if n >= 2 and tid not in task_ids]
     if users:
@@ -279,18 +299,15 @@ def items(messages: Sequence[Message]) -> list[Item]:
     )
     if last is not None:
         out.append(Item("current", f"Working on: {one_line(last.content, 400)}"))
+    said = {id(m): list(sentences(m.content)) for m in messages if m.role == "assistant"}
     nexts = [
-        s
-        for m in messages[-12:]
-        if m.role == "assistant"
-        for s in sentences(m.content)
-        if NEXT_RE.search(s)
+        s for m in messages[-12:] if m.role == "assistant" for s in said[id(m)] if NEXT_RE.search(s)
     ]
     if nexts:
         out.append(Item("next", one_line(nexts[-1], 300)))
     for m in messages:
         if m.role == "assistant":
-            for s in sentences(m.content):
+            for s in said[id(m)]:
                 if DECISION_RE.search(s):
                     out.append(Item("decision", one_line(s, 240)))
     for path, written in code.items():
@@ -333,6 +350,22 @@ def _failed(message: Message) -> bool:
     return any(ERROR_RE.search(ln) and not _GUTTER.match(ln) for ln in head)
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def digits_as_n(text: str, limit: int) -> str:
+    """``re.sub(r"\\d+", "N", text)[:limit]`` (an error line's key) from as little of ``text``
+    as gives ``limit`` characters: a run of digits cut short is one ``N`` where the whole run
+    is one too, so a prefix's replacement starts as the whole line's does, and a long line of a
+    tool result costs its first characters, not a pass over all of it."""
+    end = limit
+    while True:
+        head = _DIGITS.sub("N", text[:end])
+        if len(head) >= limit or end >= len(text):
+            return head[:limit]
+        end *= 2
+
+
 def _errors(messages: Sequence[Message]) -> list[Item]:
     """The first error line of each failing tool result, and what the agent did next (the
     next assistant text), once per distinct line."""
@@ -347,7 +380,7 @@ def _errors(messages: Sequence[Message]) -> list[Item]:
         )
         if line is None:
             continue
-        key = re.sub(r"\d+", "N", line.strip())[:80]
+        key = digits_as_n(line.strip(), 80)
         if key in seen:
             continue
         seen.add(key)

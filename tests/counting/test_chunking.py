@@ -19,9 +19,11 @@ from ctxbench.counting.chunking import (
     chunks,
     count_in_segments,
     is_safe_cut,
+    is_safe_line_cut,
     lines,
     segments,
 )
+from ctxbench.counting.tiktoken_counter import TiktokenCounter
 from ctxbench.memo import ContentMemo
 
 EXACT = [
@@ -197,7 +199,7 @@ def test_lines_rebuild_the_text_and_end_at_safe_places(text: str, prefix: str) -
     parts = lines(prefix + text)
     assert "".join(parts) == prefix + text
     ends = [sum(map(len, parts[: i + 1])) for i in range(len(parts) - 1)]
-    assert all(is_safe_cut(prefix + text, end) for end in ends)
+    assert all(is_safe_line_cut(prefix + text, end) for end in ends)
 
 
 @pytest.mark.parametrize("spec", ["tiktoken:o200k_base", "tiktoken:cl100k_base"])
@@ -229,4 +231,98 @@ def test_a_text_told_apart_by_its_first_line_or_a_last_line_is_tokenized_there()
     tokenized.clear()
     grown = body + "line 40 of a tool result"
     assert count_in_segments(grown, count, memo, LINES_FROM) == len(grown.split())
-    assert tokenized == ["line 40 of a tool result"]
+    assert "".join(tokenized) == "line 40 of a tool result"  # the new line, not its text
+
+
+# -- line by line against the memo: a text that holds others costs what is new in it ----------
+
+TIKTOKEN = ["tiktoken:o200k_base", "tiktoken:cl100k_base"]
+
+
+def _tiktoken(spec: str) -> TiktokenCounter:
+    counter = get_counter(spec)
+    assert isinstance(counter, TiktokenCounter)
+    return counter
+
+
+@pytest.mark.parametrize("spec", TIKTOKEN)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=lined)
+def test_a_cut_where_tiktoken_ends_a_piece_does_not_change_the_count(spec: str, text: str) -> None:
+    encode = _tiktoken(spec).encoding.encode_ordinary
+    whole = len(encode(text))
+    cuts = [i for i in range(len(text)) if is_safe_line_cut(text, i)]
+    for i in cuts[:4] + cuts[-4:]:
+        assert len(encode(text[:i])) + len(encode(text[i:])) == whole, (text[:i], text[i:])
+
+
+# words, JSON, punctuation before spaces and newlines, lines that start with a space or a slash
+_WORDS = [
+    "alpha", " beta", " gamma.", ", ", ": ", '{"id": 12, "name": "x"}', " 0.25", "\n", "\n\n",
+    " \n", "\n  -> call", "\n/tmp", "(x)", " 1999", "é", "中文", "!", " ", "\t", "'s", ".\n",
+]  # fmt: skip
+_line = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=40).map("".join)
+# a message's text: short, or one long line, or many lines (long enough to be counted by lines)
+_message = st.one_of(
+    _line,
+    st.tuples(_line, st.integers(8, 90)).map(lambda p: p[0] * p[1]),
+    st.lists(_line, min_size=20, max_size=120).map("\n".join),
+)
+
+
+def _transcript(texts: list[str], roles: list[str]) -> str:
+    return "\n".join(f"[{role}]: {text}" for role, text in zip(roles, texts))
+
+
+@pytest.mark.parametrize("spec", TIKTOKEN)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(_message, min_size=1, max_size=8),
+    roles=st.lists(st.sampled_from(["user", "tool", "assistant"]), min_size=8, max_size=8),
+    suffix=st.sampled_from(["", "\n", " ", "\n\n[user]: Summarize.", "x", ".\n"]),
+)
+def test_a_text_that_holds_counted_texts_counts_as_the_whole(
+    spec: str, texts: list[str], roles: list[str], suffix: str
+) -> None:
+    """The definition: the raw tokenizer's count of the whole text, whatever the memo held
+    (each message counted first, then texts that hold them: a transcript, a prefixed or
+    grown text, two texts joined)."""
+    counter = _tiktoken(spec)
+    counter.clear_cache()
+    encode = counter.encoding.encode_ordinary
+    for text in texts:
+        assert counter.count(text) == len(encode(text))
+    joined = [
+        _transcript(texts, roles) + suffix,
+        "Observation: " + texts[0] + suffix,
+        texts[0] + suffix + texts[-1],
+        "".join(texts) + suffix,
+        _transcript(texts[::-1], roles) + "\n" + _transcript(texts, roles),
+    ]
+    for text in joined:
+        if len(text) < CHUNK_CHARS:
+            assert counter.count(text) == len(encode(text)), text
+
+
+def test_a_transcript_of_counted_messages_tokenizes_little_of_them() -> None:
+    """A summary prompt (each message as ``[role]: text``, then the request) after the
+    messages were counted: what is tokenized is their first words and line ends, not them."""
+    counter = _tiktoken("tiktoken:o200k_base")
+    counter.clear_cache()
+    json_line = ", ".join(f'{{"id": {i}, "name": "item{i}", "score": 0.{i}7}}' for i in range(120))
+    prose = " ".join(["the quick brown fox jumps over the lazy dog"] * 60)
+    lined_ = "\n".join(f"line {i}: ok, checked file_{i}.py" for i in range(200))
+    texts = [json_line, prose + " ", lined_ + "\n", prose + "."]
+    for text in texts:
+        counter.count(text)
+    sent: list[str] = []
+    count_each = counter._count_each
+
+    def metered(parts: list[str]) -> list[int]:
+        sent.extend(parts)
+        return count_each(parts)
+
+    counter._count_each = metered  # type: ignore[method-assign,assignment]
+    prompt = _transcript(texts, ["tool", "assistant", "tool", "user"]) + "\n\n[user]: Summarize."
+    assert counter.count(prompt) == len(counter.encoding.encode_ordinary(prompt))
+    assert sum(map(len, sent)) < len(prompt) // 50, sent

@@ -20,10 +20,12 @@ def test_a_cold_replay_tokenizes_the_trace_and_takes_longer_than_its_floor(
 ) -> None:
     case = CASES["synthetic_300"]
     sent = _child("replay", case.name, strategy, ROUNDS, meter=True)["sent"]
-    # the true counter is handed at least the trace's distinct text: nothing came from a cache
+    # the true counter is handed about the trace's distinct text: nothing came from a cache
+    # (lines that distinct texts share, a result and its "Observation: " form, are tokenized
+    # once, so a little less; a replay that found its counts in a cache sends next to nothing)
     assert (
         sent["tiktoken:o200k_base"]["chars_sent"]
-        >= sent["tiktoken:o200k_base"]["trace_distinct_chars"]
+        >= 0.9 * sent["tiktoken:o200k_base"]["trace_distinct_chars"]
     )
     figures = measure(case, strategy, repeats=1, rounds=ROUNDS)
     assert figures["replay_cpu_s"] >= figures["floor_cpu_s"], figures
