@@ -44,6 +44,9 @@ class Change:
     rewritten: int
     added: int
     steps: tuple[Step, ...]
+    #: both lists' keys are known unique (a list the next change starts from need not be
+    #: checked again: :func:`ctxbench.engine.align.aligned`)
+    unique: bool = field(default=False, compare=False)
     #: the trace indices a replay found for the dropped keys, and their ``[first, last]`` runs
     #: (the last worked out: the same indices give the same runs)
     _runs: list[tuple[list[list[int | None]], list[list[int]]]] = field(

@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.recorder import InPlace, _rewrites_in_place, change_of, recorder_of
+from ctxbench.engine.prompt import Change, index_runs
+from ctxbench.engine.recorder import Drops, InPlace, _rewrites_in_place, change_of, recorder_of
 from ctxbench.trace import Message, ToolCall
+from tests.engine.test_align import chunks_of
 from tests.factories import replay_context
 
 PLAN = Message("assistant", "I will read the code first.")
@@ -190,18 +192,44 @@ def call_by_call(draw: st.DrawFn) -> list[tuple[tuple[Message, ...], tuple[Messa
                 del rewrites[i]  # no longer rewritten (the same objects elsewhere)
         after = [rewrites.get(i, m) for i, m in enumerate(history)]
         after[0] = Message("system", f"sys, progress {call}")
-        shape = draw(st.sampled_from(["rebuilt"] * 6 + ["retyped", "repeated", "longer", "reset"]))
+        shape = draw(st.sampled_from(["rebuilt"] * 6 + list(SHAPES)))
+        before = list(history)
         if shape == "retyped" and len(after) > 1:
             after[-1] = Message("user" if after[-1].role != "user" else "tool", f"as{call}")
         elif shape == "repeated" and len(after) > 2:
             after[1] = after[-1]
+        elif shape == "repeated before" and len(before) > 2:
+            before[1] = before[-1]
+        elif shape == "new key of before" and len(before) > 2 and len(after) > 1:
+            after[1] = before[-1] if after[1] is not before[1] else after[1]
         elif shape == "longer":
             after.append(Message("user", f"extra{call}"))
+        elif shape == "shorter":
+            cut = draw(st.integers(0, len(after)))
+            before, after = before[:cut], after[:cut]
+        elif shape == "moved" and len(after) > 3:
+            i, j = sorted(draw(st.lists(st.integers(1, len(after) - 1), min_size=2, max_size=2)))
+            before[i], before[j] = before[j], before[i]
+            after[i], after[j] = after[j], after[i]
         elif shape == "reset":
             history = [Message(draw(roles), f"r{call}.{i}") for i in range(len(history))]
             rewrites.clear()
-        pairs.append((tuple(history), tuple(after)))
+            before = list(history)
+        pairs.append((tuple(before), tuple(after)))
     return pairs
+
+
+#: the pairs other than a DB-GPT rebuild (:func:`call_by_call`)
+SHAPES = (
+    "retyped",
+    "repeated",
+    "repeated before",
+    "new key of before",
+    "longer",
+    "shorter",
+    "moved",
+    "reset",
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -218,3 +246,75 @@ def test_rewrites_in_place_started_from_the_last_call_are_those_of_the_whole_lis
             before, after, a, b
         )
         assert in_place.rewrites(before, after, a, b) == _rewrites_in_place(before, after, a, b)
+
+
+def _columns(change: Change | None) -> object:
+    """A change as the accounting reads it: the rewrites by key (a carried column may hold an
+    earlier object of the same key)."""
+    if change is None:
+        return None
+    steps = [(new, old, [m.fingerprint for m in ms], gone) for new, old, ms, gone in change.steps]
+    return change.dropped, change.rewritten, change.added, steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(call_by_call(), st.integers(1, 8))
+def test_a_change_carried_from_the_last_call_is_the_one_worked_out_whole(
+    pairs: list[tuple[tuple[Message, ...], tuple[Message, ...]]], chunk: int
+) -> None:
+    """Call after call, whatever the pairs in between (a list with a repeated key, a retyped
+    rewrite, a move, a shorter or longer pair, a history started again)."""
+    in_place = InPlace()
+    with chunks_of(chunk):
+        for before, after in pairs:
+            a, b = _keys(list(before)), _keys(list(after))
+            whole = change_of(before, after, a, b)
+            carried = change_of(before, after, a, b, in_place)
+            assert _columns(carried) == _columns(whole)
+            if carried.unique:
+                assert len(set(a)) == len(a) and len(set(b)) == len(b)
+
+
+@st.composite
+def drops_call_by_call(draw: st.DrawFn) -> list[tuple[tuple[str, ...], dict[str, int]]]:
+    """The keys a replay drops call after call, with what it has recorded by then: the oldest
+    rounds of a growing history, a few of them rewritten (a new key, with the index of the
+    key it stands for, or none yet), now and then a shorter run, keys moved, or a run of
+    keys never seen; the replay records more keys as it goes (never forgetting one)."""
+    recorded: dict[str, int] = {}
+    keys: list[str] = []
+    out = []
+    for call in range(draw(st.integers(1, 10))):
+        for i in range(len(keys), len(keys) + draw(st.integers(0, 12))):
+            keys.append(f"k{i}")
+            if draw(st.integers(0, 5)):
+                recorded.setdefault(f"k{i}", draw(st.sampled_from([i, i, i, 2 * i, 3])))
+        for i in draw(st.lists(st.integers(0, max(len(keys) - 1, 0)), max_size=3)):
+            if i < len(keys):
+                keys[i] = f"{keys[i]}/cut{call}"
+                if draw(st.booleans()):
+                    recorded.setdefault(keys[i], i)
+        for key in draw(st.lists(st.sampled_from(keys), max_size=2)) if keys else []:
+            recorded.setdefault(key, len(recorded) + 100)  # a key found only now
+        shape = draw(st.sampled_from(["grown"] * 5 + ["shorter", "moved", "unknown"]))
+        dropped = list(keys)
+        if shape == "shorter":
+            dropped = dropped[: draw(st.integers(0, len(dropped)))]
+        elif shape == "moved" and len(dropped) > 2:
+            dropped[0], dropped[-1] = dropped[-1], dropped[0]
+        elif shape == "unknown":
+            dropped = [f"u{call}.{i}" for i in range(len(dropped))]
+        out.append((tuple(dropped), dict(recorded)))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(drops_call_by_call(), st.integers(1, 8))
+def test_the_dropped_runs_carried_from_the_last_call_are_those_of_the_indices_found(
+    calls: list[tuple[tuple[str, ...], dict[str, int]]], chunk: int
+) -> None:
+    drops = Drops()
+    with chunks_of(chunk):
+        for dropped, recorded in calls:
+            found = sorted({recorded[k] for k in dropped if k in recorded})
+            assert drops.runs(dropped, recorded) == index_runs(found)
