@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from itertools import compress, count
 from typing import Any, Literal
 
+from ctxbench import pairing
+
 Tag = Literal["replace", "delete", "insert", "equal"]
 Opcode = tuple[Tag, int, int, int, int]
 
@@ -80,11 +82,6 @@ def _one_change(
     return blocks
 
 
-#: how many items :func:`equal_head`, :func:`equal_tail` and :func:`changed_places` compare
-#: at once: a slice compared in C, where the same objects compare without a call
-CHUNK = 256
-
-
 def equal_head(a: Sequence[Any], b: Sequence[Any], limit: int | None = None) -> int:
     """How many leading items ``a`` and ``b`` share (equal), at most ``limit``: a chunk at a
     time in C, then the chunk that differs item by item. (Lists of one type: a list and a
@@ -92,7 +89,7 @@ def equal_head(a: Sequence[Any], b: Sequence[Any], limit: int | None = None) -> 
     most = min(len(a), len(b)) if limit is None else min(limit, len(a), len(b))
     i = 0
     while i < most:
-        stop = min(i + CHUNK, most)
+        stop = min(i + pairing.CHUNK, most)
         xs, ys = a[i:stop], b[i:stop]
         if xs != ys:
             found = next(compress(count(i), map(operator.ne, xs, ys)), None)
@@ -109,7 +106,7 @@ def equal_tail(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
     la, lb = len(a), len(b)
     done = 0
     while done < most:
-        size = min(CHUNK, most - done)
+        size = min(pairing.CHUNK, most - done)
         xs, ys = a[la - done - size : la - done], b[lb - done - size : lb - done]
         if xs != ys:
             ends = map(operator.ne, reversed(xs), reversed(ys))
@@ -118,26 +115,6 @@ def equal_tail(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
                 return found
         done += size
     return max(most, 0)
-
-
-def changed_places(x: Sequence[Any], y: Sequence[Any], most: int) -> list[int] | None:
-    """The places of ``x`` and ``y``'s common length where their items may differ, in order:
-    every place where they differ (``!=``), and only places where they are not the same
-    object; None when those would be more than ``most``. A chunk at a time in C: a chunk of
-    the same objects costs a slice compared, so two lists that differ at a few places are
-    read at a few nanoseconds an item (lists of one type, as :func:`equal_head`)."""
-    n = min(len(x), len(y))
-    out: list[int] = []
-    i = 0
-    while i < n:
-        stop = min(i + CHUNK, n)
-        xs, ys = x[i:stop], y[i:stop]
-        if xs != ys:
-            out += compress(count(i), map(operator.is_not, xs, ys))
-            if len(out) > most:
-                return None
-        i = stop
-    return out
 
 
 def _monotone_blocks(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int]] | None:

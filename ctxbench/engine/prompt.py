@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from itertools import compress, count
 from typing import Any
 
+from ctxbench.pairing import changed_places
 from ctxbench.trace import Message
 
 
@@ -103,11 +104,13 @@ class Prompt(tuple[Message, ...]):
         return prompt
 
     def standing_in(self, sources: Prompt) -> tuple[int, ...]:
-        """The places whose message is not ``sources``' at that place (the messages that
-        stand for another: :meth:`ctxbench.engine.context.ReplayContext.reassemble`)."""
+        """The places whose message may not be ``sources``' at that place (the messages that
+        stand for another: :meth:`ctxbench.engine.context.ReplayContext.reassemble`): every
+        place holding an unequal message, and only places holding another object (found a
+        chunk at a time in C: :func:`ctxbench.pairing.changed_places`)."""
         found = self.stand_ins.get(id(sources))
         if found is None or found[0] is not sources:
-            places = tuple(compress(count(), map(operator.is_not, self, sources)))  # in C
+            places = tuple(changed_places(self, sources, len(self)) or ())
             found = self.stand_ins[id(sources)] = (sources, places)
         return found[1]
 

@@ -19,9 +19,9 @@ from itertools import compress, count, repeat
 from typing import TYPE_CHECKING, Any, cast
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.align import aligned, changed_places
+from ctxbench.engine.align import aligned
 from ctxbench.engine.prompt import Change, Prompt, Step, index_runs
-from ctxbench.pairing import PairingMemo
+from ctxbench.pairing import PairingMemo, changed_places
 from ctxbench.trace import Message
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ class Recorder:
         self.in_place = InPlace()
         #: the trace indices of the last run dropped, for the next call's
         self.drops = Drops()
+        #: the last view whose system messages were looked for, and their places
+        self._systems: tuple[tuple[Message, ...], list[int]] | None = None
         #: the prompt last shown whose keys are known unique (:attr:`Change.unique`)
         self._unique: Prompt | None = None
 
@@ -119,12 +121,30 @@ class Recorder:
             return True
         view = self.view.messages
         missing = set(self.system)  # read the system messages until each original is found
-        for message in compress(view, map(operator.eq, map(_ROLE, view), repeat("system"))):
+        for message in map(view.__getitem__, self._system_places(view)):
             text = message.content
             missing = {orig for orig in missing if not (text.startswith(orig) or orig in text)}
             if not missing:
                 return True
         return False
+
+    def _system_places(self, view: tuple[Message, ...]) -> list[int]:
+        """The places of ``view``'s system messages: carried from the last view read where the
+        two hold the same objects (found in C), the other places read."""
+        last = self._systems
+        differ = None
+        if last is not None:
+            differ = changed_places(view, last[0], 8 + len(view) // 16)
+        if last is None or differ is None:
+            places = list(compress(count(), map(operator.eq, map(_ROLE, view), repeat("system"))))
+        else:
+            held, held_places = last
+            read = [*differ, *range(len(held), len(view))]
+            out = set(held_places).difference(read)
+            out.update(i for i in read if view[i].role == "system")
+            places = sorted(i for i in out if i < len(view))
+        self._systems = (view, places)
+        return places
 
     def violations(self, messages: Sequence[Message], prompt: Prompt | None) -> int:
         """The pairing violations of ``messages`` (a prompt's, once)."""
@@ -157,8 +177,8 @@ class Recorder:
             )
         if isinstance(messages, Prompt) and isinstance(sources, Prompt):
             places: Iterable[int] = messages.standing_in(sources)
-        else:
-            places = _positions_not(map(operator.is_, messages, sources))
+        else:  # every place holding an unequal message (an equal one has its index)
+            places = changed_places(messages, sources, len(messages)) or ()
         for i in places:
             source = sources[i]
             if source is not None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.engine import align
+from tests.test_pairing import chunks_of
 
 
 def _difflib(a: list[str], b: list[str]) -> list[align.Opcode]:
@@ -115,16 +115,6 @@ def test_equal_head_counts_the_leading_keys_both_share(a: list[str], b: list[str
     assert align.equal_head(a, b, 2) == min(n, 2)
 
 
-@contextmanager
-def chunks_of(size: int) -> Iterator[None]:
-    """Lists read ``size`` items at a time, so that short lists cross chunks."""
-    saved, align.CHUNK = align.CHUNK, size
-    try:
-        yield
-    finally:
-        align.CHUNK = saved
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.sampled_from("abc"), max_size=20),
@@ -147,36 +137,6 @@ def test_equal_head_and_tail_read_a_chunk_at_a_time_as_item_by_item(
         assert align.equal_head(a, other) == head(a, b, len(a))
         assert align.equal_head(a, other, limit) == head(a, b, limit)
         assert align.equal_tail(a, other, limit) == head(a[::-1], b[::-1], limit)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.sampled_from("abcd"), max_size=30),
-    st.lists(st.tuples(st.integers(0, 35), st.sampled_from(["a", "copy", "new"])), max_size=8),
-    st.integers(1, 6),
-    st.integers(0, 10),
-)
-def test_changed_places_hold_every_difference_and_only_other_objects(
-    base: list[str], edits: list[tuple[int, str]], chunk: int, most: int
-) -> None:
-    """Equal objects that are not the same may or may not be named; a different one always is."""
-    x = [f"k{i}{key}" for i, key in enumerate(base)]
-    y = list(x)
-    for place, edit in edits:
-        if place < len(y):
-            y[place] = "".join(["k", y[place]])[1:] if edit == "copy" else f"{edit}{place}"
-    y += ["tail"] * (len(edits) % 3)
-    with chunks_of(chunk):
-        places = align.changed_places(x, y, most)
-    differ = [i for i in range(len(x)) if x[i] != y[i]]
-    others = [i for i in range(len(x)) if x[i] is not y[i]]
-    if places is None:
-        assert len(others) > most
-    else:
-        assert set(differ) <= set(places) <= set(others)
-        assert places == sorted(places) and len(places) <= most
-    if len(differ) > most:
-        assert places is None
 
 
 @settings(max_examples=400, deadline=None)

@@ -15,8 +15,8 @@ from ctxbench.engine.context import ReplayContext
 from ctxbench.engine.prompt import Change, index_runs
 from ctxbench.engine.recorder import Drops, InPlace, _rewrites_in_place, change_of, recorder_of
 from ctxbench.trace import Message, ToolCall
-from tests.engine.test_align import chunks_of
 from tests.factories import replay_context
+from tests.test_pairing import chunks_of
 
 PLAN = Message("assistant", "I will read the code first.")
 CALL = ToolCall("c1", "bash", '{"cmd": "grep -n _separable core.py"}')
@@ -318,3 +318,45 @@ def test_the_dropped_runs_carried_from_the_last_call_are_those_of_the_indices_fo
         for dropped, recorded in calls:
             found = sorted({recorded[k] for k in dropped if k in recorded})
             assert drops.runs(dropped, recorded) == index_runs(found)
+
+
+@st.composite
+def views_call_by_call(draw: st.DrawFn) -> list[list[Message]]:
+    """Views one after another: the last one with a few places changed (a system message
+    becomes another role, or another system message), grown or cut, or a new list."""
+    pool = [
+        Message(role, f"{role} {i}") for role in ("system", "user", "assistant") for i in range(3)
+    ]
+    pool += [Message("system", "sys, and progress"), Message("system", "before sys")]
+    views = [draw(st.lists(st.sampled_from(pool), max_size=30))]
+    for _ in range(draw(st.integers(0, 8))):
+        view = list(draw(st.sampled_from(views)))
+        for i in draw(st.lists(st.integers(0, 40), max_size=3)):
+            if i < len(view):
+                view[i] = draw(st.sampled_from(pool))
+        shape = draw(st.sampled_from(["changed", "grown", "cut", "new"]))
+        if shape == "grown":
+            view += draw(st.lists(st.sampled_from(pool), max_size=5))
+        elif shape == "cut":
+            view = view[: draw(st.integers(0, len(view)))]
+        elif shape == "new":
+            view = draw(st.lists(st.sampled_from(pool), max_size=30))
+        views.append(view)
+    return views
+
+
+@settings(max_examples=300, deadline=None)
+@given(views_call_by_call(), st.integers(1, 6))
+def test_whether_the_system_texts_survive_is_read_from_the_last_views_system_places(
+    views: list[list[Message]], chunk: int
+) -> None:
+    recorder = recorder_of(replay_context())
+    recorder.system = ("sys", "system 1")
+    with chunks_of(chunk):
+        for view in views:
+            recorder.view.replace(view)
+            expected = all(
+                any(m.role == "system" and orig in m.content for m in view)
+                for orig in recorder.system
+            )
+            assert recorder.system_kept() == expected
