@@ -46,8 +46,6 @@ class Recorder:
         self.in_place = InPlace()
         #: the trace indices of the last run dropped, for the next call's
         self.drops = Drops()
-        #: the last view whose system messages were looked for, and their places
-        self._systems: tuple[tuple[Message, ...], list[int]] | None = None
         #: the prompt last shown whose keys are known unique (:attr:`Change.unique`)
         self._unique: Prompt | None = None
 
@@ -121,30 +119,13 @@ class Recorder:
             return True
         view = self.view.messages
         missing = set(self.system)  # read the system messages until each original is found
-        for message in map(view.__getitem__, self._system_places(view)):
+        # read lazily: the originals are found at the head, as a rule
+        for message in compress(view, map(operator.eq, map(_ROLE, view), repeat("system"))):
             text = message.content
             missing = {orig for orig in missing if not (text.startswith(orig) or orig in text)}
             if not missing:
                 return True
         return False
-
-    def _system_places(self, view: tuple[Message, ...]) -> list[int]:
-        """The places of ``view``'s system messages: carried from the last view read where the
-        two hold the same objects (found in C), the other places read."""
-        last = self._systems
-        differ = None
-        if last is not None:
-            differ = changed_places(view, last[0], 8 + len(view) // 16)
-        if last is None or differ is None:
-            places = list(compress(count(), map(operator.eq, map(_ROLE, view), repeat("system"))))
-        else:
-            held, held_places = last
-            read = [*differ, *range(len(held), len(view))]
-            out = set(held_places).difference(read)
-            out.update(i for i in read if view[i].role == "system")
-            places = sorted(i for i in out if i < len(view))
-        self._systems = (view, places)
-        return places
 
     def violations(self, messages: Sequence[Message], prompt: Prompt | None) -> int:
         """The pairing violations of ``messages`` (a prompt's, once)."""
@@ -244,7 +225,7 @@ class Drops:
     was found (the replay may know the key now), and past the shorter are looked up again;
     an index found at every other place stays (a replay never forgets a key). The runs are
     extended when indices only arrive after the last, else made again from the counted
-    indices. More than a sixteenth of the keys changed: worked out whole again."""
+    indices. More than a sixteenth of the keys to read again (:func:`_few`): worked out whole again."""
 
     def __init__(self) -> None:
         self._keys: tuple[str, ...] | None = None
@@ -258,10 +239,8 @@ class Drops:
         last = self._keys
         places = None
         if last is not None:
-            shorter = min(len(keys), len(last))
-            places = changed_places(keys, last, 8 + shorter // 16)
-            if places is not None and len(self._none) > 8 + shorter // 16:
-                places = None
+            most = _few(len(keys)) - abs(len(keys) - len(last)) - len(self._none)
+            places = changed_places(keys, last, most) if most >= 0 else None
         if places is None or last is None:
             self._whole(keys, recorded)
         else:
@@ -320,6 +299,12 @@ class Drops:
             return False
         del self._counts[index]
         return True
+
+
+def _few(n: int) -> int:
+    """How many places of a list of ``n`` are read one by one before the whole list is read
+    again in C instead (a sixteenth, and a few)."""
+    return 8 + n // 16
 
 
 def recorder_of(ctx: ReplayContext) -> Recorder:
@@ -408,7 +393,8 @@ class InPlace:
     The next pair of that length is compared with it (:func:`changed_places`, in C): the
     places where a key changed and those past the shorter pair are taken out of the counts
     and put back as they are now; every other place holds the keys (and so the roles) it held.
-    More than a sixteenth of the places changed: worked out whole again."""
+    More than a sixteenth of the places to read again, those added or gone included
+    (:func:`_few`): worked out whole again."""
 
     def __init__(self) -> None:
         self._a: list[str] | None = None  # None: nothing to start from
@@ -454,14 +440,12 @@ class InPlace:
             return False
         last_a, last_b = self._a, self._b
         n = len(a)
-        if last_a is not None:
-            shorter = min(n, len(last_a))
-            most = 8 + shorter // 16
+        if last_a is not None and (most := _few(n) - abs(n - len(last_a))) >= 0:
             in_a = changed_places(a, last_a, most)
             in_b = changed_places(b, last_b, most) if in_a is not None else None
-            if in_a is not None and in_b is not None:
+            if in_a is not None and in_b is not None and len(in_a) + len(in_b) <= most:
                 places = sorted({*in_a, *in_b})
-                places += range(shorter, max(n, len(last_a)))
+                places += range(min(n, len(last_a)), max(n, len(last_a)))
                 self._again(before, after, a, b, places)
                 return True
         self._whole(before, after, a, b)
