@@ -182,9 +182,10 @@ class Recorder:
         last]`` runs (new lists): a change dropping one run has them carried from the last
         such change (:class:`Drops`), any other works them out once for the indices found
         (:meth:`Change.runs_of`)."""
-        if sum(1 for step in change.steps if step[3]) != 1:
+        drops = sum(map(bool, map(_DROPPED, change.steps)))
+        if drops > 1:
             return change.runs_of(self.settle(change))
-        runs: list[list[int]] = []
+        runs: list[list[int]] = []  # (none dropped: no runs)
         for step in change.steps:
             self._settle_rewrites(step)
             if step[3]:
@@ -230,42 +231,45 @@ class Drops:
     def __init__(self) -> None:
         self._keys: tuple[str, ...] | None = None
         self._found: list[int | None] = []
-        self._none: list[int] = []  # the places of ``_found`` that hold None
+        self._none: set[int] = set()  # the places of ``_found`` that hold None
         self._counts: dict[int, int] = {}
         self._runs: list[list[int]] = []
 
     def runs(self, keys: tuple[str, ...], recorded: dict[str, int]) -> list[list[int]]:
         """The runs of the indices ``recorded`` holds for ``keys`` (new lists)."""
         last = self._keys
-        places = None
-        if last is not None:
-            most = _few(len(keys)) - abs(len(keys) - len(last)) - len(self._none)
-            places = changed_places(keys, last, most) if most >= 0 else None
+        places: list[int] | None = None
+        if last is not None and (most := _few(len(keys)) - abs(len(keys) - len(last))) >= 0:
+            most -= len(self._none)
+            if len(keys) >= len(last) and keys[: len(last)] == last:  # the last, and more
+                places = [] if most >= 0 else None
+            elif most >= 0:
+                places = changed_places(keys, last, most)
         if places is None or last is None:
             self._whole(keys, recorded)
         else:
-            looked = sorted({*places, *(i for i in self._none if i < len(keys))})
-            looked += range(min(len(keys), len(last)), len(keys))
-            self._again(keys, recorded, looked)
+            self._again(keys, recorded, places)
         self._keys = keys
         return [list(run) for run in self._runs]
 
     def _whole(self, keys: tuple[str, ...], recorded: dict[str, int]) -> None:
         found = list(map(recorded.get, keys))
         nones = list(map(operator.is_, found, repeat(None)))
-        self._found, self._none = found, list(compress(count(), nones))
+        self._found, self._none = found, set(compress(count(), nones))
         self._counts = Counter(cast("Iterator[int]", compress(found, map(operator.not_, nones))))
         self._runs = index_runs(sorted(self._counts))
 
-    def _again(self, keys: tuple[str, ...], recorded: dict[str, int], looked: list[int]) -> None:
-        """``looked``: the places to look up again, in order (those past ``keys`` go)."""
-        found, counts = self._found, self._counts
+    def _again(self, keys: tuple[str, ...], recorded: dict[str, int], places: list[int]) -> None:
+        """``places``: where the keys may differ from the last (within both)."""
+        found, counts, n = self._found, self._counts, len(keys)
         gone = False  # an index no place holds any more
         new: list[int] = []  # indices no place held
-        for place in range(len(keys), len(found)):  # the old keys past the new ones
-            gone = self._uncount(found[place]) or gone
-        del found[len(keys) :]
-        found += repeat(None, len(keys) - len(found))
+        for index in found[n:]:  # the old keys past the new ones
+            gone = self._uncount(index) or gone
+        del found[n:]
+        none = {i for i in self._none if i < n}
+        looked = [*places, *none, *range(len(found), n)]  # a place twice finds the same
+        found += repeat(None, n - len(found))
         for place in looked:
             index = recorded.get(keys[place])
             held = found[place]
@@ -277,8 +281,9 @@ class Drops:
                 if index not in counts:
                     new.append(index)
                 counts[index] = counts.get(index, 0) + 1
-        self._none = [i for i in (*self._none, *looked) if i < len(found) and found[i] is None]
-        self._none = sorted(set(self._none))
+        if looked:
+            none.update(looked)
+            self._none = {i for i in none if found[i] is None}
         runs = self._runs
         if gone or (new and runs and min(new) <= runs[-1][1]):
             self._runs = index_runs(sorted(counts))
@@ -347,6 +352,7 @@ def check_messages(ctx: ReplayContext, layer: str, messages: object) -> None:
 
 
 _ROLE = operator.attrgetter("role")
+_DROPPED = operator.itemgetter(3)
 
 
 def _positions_not(flags: Iterator[bool]) -> Iterator[int]:
