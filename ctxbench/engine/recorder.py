@@ -16,11 +16,11 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress, count, repeat
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.align import aligned
-from ctxbench.engine.prompt import Change, Prompt, Step, index_runs
+from ctxbench.engine.prompt import Change, Drops, Prompt, Step, few
 from ctxbench.pairing import PairingMemo, changed_places
 from ctxbench.trace import Message
 
@@ -216,102 +216,6 @@ class Recorder:
             self.settled = new
 
 
-class Drops:
-    """The trace indices of the messages a replay's compactions drop, as ``[first, last]``
-    runs, carried from the last run of keys dropped: DB-GPT 0.8.2 drops the oldest rounds of
-    its rebuilt prompt at every call, the same keys as the last call's (but the few messages
-    newly cut) and a few more. It keeps the last keys (a tuple of a :class:`Change`), the
-    indices found for them, the places found none, each index's count and the runs. The next
-    keys are compared with them in C (:func:`changed_places`): where a key changed, where none
-    was found (the replay may know the key now), and past the shorter are looked up again;
-    an index found at every other place stays (a replay never forgets a key). The runs are
-    extended when indices only arrive after the last, else made again from the counted
-    indices. More than a sixteenth of the keys to read again (:func:`_few`): worked out whole again."""
-
-    def __init__(self) -> None:
-        self._keys: tuple[str, ...] | None = None
-        self._found: list[int | None] = []
-        self._none: set[int] = set()  # the places of ``_found`` that hold None
-        self._counts: dict[int, int] = {}
-        self._runs: list[list[int]] = []
-
-    def runs(self, keys: tuple[str, ...], recorded: dict[str, int]) -> list[list[int]]:
-        """The runs of the indices ``recorded`` holds for ``keys`` (new lists)."""
-        last = self._keys
-        places: list[int] | None = None
-        if last is not None and (most := _few(len(keys)) - abs(len(keys) - len(last))) >= 0:
-            most -= len(self._none)
-            if len(keys) >= len(last) and keys[: len(last)] == last:  # the last, and more
-                places = [] if most >= 0 else None
-            elif most >= 0:
-                places = changed_places(keys, last, most)
-        if places is None or last is None:
-            self._whole(keys, recorded)
-        else:
-            self._again(keys, recorded, places)
-        self._keys = keys
-        return [list(run) for run in self._runs]
-
-    def _whole(self, keys: tuple[str, ...], recorded: dict[str, int]) -> None:
-        found = list(map(recorded.get, keys))
-        nones = list(map(operator.is_, found, repeat(None)))
-        self._found, self._none = found, set(compress(count(), nones))
-        self._counts = Counter(cast("Iterator[int]", compress(found, map(operator.not_, nones))))
-        self._runs = index_runs(sorted(self._counts))
-
-    def _again(self, keys: tuple[str, ...], recorded: dict[str, int], places: list[int]) -> None:
-        """``places``: where the keys may differ from the last (within both)."""
-        found, counts, n = self._found, self._counts, len(keys)
-        gone = False  # an index no place holds any more
-        new: list[int] = []  # indices no place held
-        for index in found[n:]:  # the old keys past the new ones
-            gone = self._uncount(index) or gone
-        del found[n:]
-        none = {i for i in self._none if i < n}
-        looked = [*places, *none, *range(len(found), n)]  # a place twice finds the same
-        found += repeat(None, n - len(found))
-        for place in looked:
-            index = recorded.get(keys[place])
-            held = found[place]
-            if index == held:
-                continue
-            gone = self._uncount(held) or gone
-            found[place] = index
-            if index is not None:
-                if index not in counts:
-                    new.append(index)
-                counts[index] = counts.get(index, 0) + 1
-        if looked:
-            none.update(looked)
-            self._none = {i for i in none if found[i] is None}
-        runs = self._runs
-        if gone or (new and runs and min(new) <= runs[-1][1]):
-            self._runs = index_runs(sorted(counts))
-        elif new:  # every new index after the last: the runs grow at their end
-            tail = index_runs(sorted(new))
-            if runs and tail[0][0] == runs[-1][1] + 1:
-                self._runs = [*runs[:-1], [runs[-1][0], tail[0][1]], *tail[1:]]
-            else:
-                self._runs = [*runs, *tail]
-
-    def _uncount(self, index: int | None) -> bool:
-        """Take one ``index`` out of the counts; whether no place holds it any more."""
-        if index is None:
-            return False
-        held = self._counts[index]
-        if held > 1:
-            self._counts[index] = held - 1
-            return False
-        del self._counts[index]
-        return True
-
-
-def _few(n: int) -> int:
-    """How many places of a list of ``n`` are read one by one before the whole list is read
-    again in C instead (a sixteenth, and a few)."""
-    return 8 + n // 16
-
-
 def recorder_of(ctx: ReplayContext) -> Recorder:
     """The recorder behind a replay context (for the engine, and analyses wrapping a strategy)."""
     return ctx._recorder
@@ -446,7 +350,7 @@ class InPlace:
             return False
         last_a, last_b = self._a, self._b
         n = len(a)
-        if last_a is not None and (most := _few(n) - abs(n - len(last_a))) >= 0:
+        if last_a is not None and (most := few(n) - abs(n - len(last_a))) >= 0:
             in_a = changed_places(a, last_a, most)
             in_b = changed_places(b, last_b, most) if in_a is not None else None
             if in_a is not None and in_b is not None and len(in_a) + len(in_b) <= most:

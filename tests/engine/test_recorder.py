@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
-from ctxbench.engine.prompt import Change, index_runs
-from ctxbench.engine.recorder import Drops, InPlace, _rewrites_in_place, change_of, recorder_of
+from ctxbench.engine.prompt import Change
+from ctxbench.engine.recorder import InPlace, _rewrites_in_place, change_of, recorder_of
 from ctxbench.trace import Message, ToolCall
 from tests.factories import replay_context
 from tests.test_pairing import chunks_of
@@ -273,51 +273,6 @@ def test_a_change_carried_from_the_last_call_is_the_one_worked_out_whole(
             assert _columns(carried) == _columns(whole)
             if carried.unique:
                 assert len(set(a)) == len(a) and len(set(b)) == len(b)
-
-
-@st.composite
-def drops_call_by_call(draw: st.DrawFn) -> list[tuple[tuple[str, ...], dict[str, int]]]:
-    """The keys a replay drops call after call, with what it has recorded by then: the oldest
-    rounds of a growing history, a few of them rewritten (a new key, with the index of the
-    key it stands for, or none yet), now and then a shorter run, keys moved, or a run of
-    keys never seen; the replay records more keys as it goes (never forgetting one)."""
-    recorded: dict[str, int] = {}
-    keys: list[str] = []
-    out = []
-    for call in range(draw(st.integers(1, 10))):
-        for i in range(len(keys), len(keys) + draw(st.integers(0, 12))):
-            keys.append(f"k{i}")
-            if draw(st.integers(0, 5)):
-                recorded.setdefault(f"k{i}", draw(st.sampled_from([i, i, i, 2 * i, 3])))
-        for i in draw(st.lists(st.integers(0, max(len(keys) - 1, 0)), max_size=3)):
-            if i < len(keys):
-                keys[i] = f"{keys[i]}/cut{call}"
-                if draw(st.booleans()):
-                    recorded.setdefault(keys[i], i)
-        for key in draw(st.lists(st.sampled_from(keys), max_size=2)) if keys else []:
-            recorded.setdefault(key, len(recorded) + 100)  # a key found only now
-        shape = draw(st.sampled_from(["grown"] * 5 + ["shorter", "moved", "unknown"]))
-        dropped = list(keys)
-        if shape == "shorter":
-            dropped = dropped[: draw(st.integers(0, len(dropped)))]
-        elif shape == "moved" and len(dropped) > 2:
-            dropped[0], dropped[-1] = dropped[-1], dropped[0]
-        elif shape == "unknown":
-            dropped = [f"u{call}.{i}" for i in range(len(dropped))]
-        out.append((tuple(dropped), dict(recorded)))
-    return out
-
-
-@settings(max_examples=400, deadline=None)
-@given(drops_call_by_call(), st.integers(1, 8))
-def test_the_dropped_runs_carried_from_the_last_call_are_those_of_the_indices_found(
-    calls: list[tuple[tuple[str, ...], dict[str, int]]], chunk: int
-) -> None:
-    drops = Drops()
-    with chunks_of(chunk):
-        for dropped, recorded in calls:
-            found = sorted({recorded[k] for k in dropped if k in recorded})
-            assert drops.runs(dropped, recorded) == index_runs(found)
 
 
 @st.composite
