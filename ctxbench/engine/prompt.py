@@ -101,7 +101,8 @@ class Drops:
     was found (the replay may know the key now), and past the shorter are looked up again;
     an index found at every other place stays (a replay never forgets a key). The runs are
     extended when indices only arrive after the last, else made again from the counted
-    indices. More than a sixteenth of the keys to read again (:func:`few`): worked out whole again."""
+    indices. A run that is the last one and more costs one slice compared. More than a
+    sixteenth of the keys to read again (:func:`few`): worked out whole again."""
 
     def __init__(self) -> None:
         self._keys: tuple[str, ...] | None = None

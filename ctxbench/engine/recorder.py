@@ -304,7 +304,7 @@ class InPlace:
     places where a key changed and those past the shorter pair are taken out of the counts
     and put back as they are now; every other place holds the keys (and so the roles) it held.
     More than a sixteenth of the places to read again, those added or gone included
-    (:func:`_few`): worked out whole again."""
+    (:func:`ctxbench.engine.prompt.few`): worked out whole again."""
 
     def __init__(self) -> None:
         self._a: list[str] | None = None  # None: nothing to start from
