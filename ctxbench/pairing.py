@@ -4,10 +4,11 @@ would reject in a prompt."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, count
-from operator import is_not
+from typing import Any
 
 from ctxbench.memo import ObjectMemo, shared_memo
 from ctxbench.trace import Message, Trace
@@ -152,6 +153,32 @@ def pairing_violations(messages: Sequence[Message]) -> int:
     return scan.total
 
 
+#: how many items :func:`changed_places` (and :func:`ctxbench.engine.align.equal_head`)
+#: compare at once: a slice compared in C, where the same objects compare without a call
+CHUNK = 256
+
+
+def changed_places(x: Sequence[Any], y: Sequence[Any], most: int) -> list[int] | None:
+    """The places of ``x`` and ``y``'s common length where their items may differ, in order:
+    every place where they differ (``!=``), and only places where they are not the same
+    object; None when those would be more than ``most``. A chunk at a time in C: a chunk of
+    the same objects costs a slice compared, so two lists that differ at a few places are
+    read at a few nanoseconds an item (lists of one type: a list and a tuple never compare
+    equal, so they are read item by item, with the same answer)."""
+    n = min(len(x), len(y))
+    out: list[int] = []
+    i = 0
+    while i < n:
+        stop = min(i + CHUNK, n)
+        xs, ys = x[i:stop], y[i:stop]
+        if xs != ys:
+            out += compress(count(i), map(operator.is_not, xs, ys))
+            if len(out) > most:
+                return None
+        i = stop
+    return out
+
+
 class PairingMemo:
     """:func:`pairing_violations` for the prompts of one replay: a prompt that extends one of
     the last few checked (a strategy rebuilding a growing history at every call) is read from
@@ -170,23 +197,28 @@ class PairingMemo:
 
     def violations(self, messages: Sequence[Message]) -> int:
         prompt = list(messages)
-        signatures: list[Signature] | None = None  # the prompt's, taken when needed
         best: _Scan | None = None
+        unlike: list[tuple[list[Message], _Scan]] = []  # held prompts that differ everywhere
         for held, scan in self._recent:
             n = len(held)
             if n > len(prompt) or (best is not None and n <= len(best.seen)):
                 continue
-            differ = list(compress(count(), map(is_not, prompt, held)))
-            if len(differ) > 8 + n // 8:  # hardly the same list: compare every signature
-                if signatures is None:
-                    signatures = self._signatures.many(prompt)
-                extends = signatures[:n] == scan.seen
-            else:
-                extends = self._signatures.many(list(map(prompt.__getitem__, differ))) == list(
-                    map(scan.seen.__getitem__, differ)
-                )
-            if extends:
+            # the places that may differ, found a chunk at a time in C (the same objects
+            # compare without a call); hardly the same list: compared signature by signature
+            # below, only when no held prompt is nearly this one
+            differ = changed_places(prompt, held, 8 + n // 8)
+            if differ is None:
+                unlike.append((held, scan))
+            elif self._signatures.many(list(map(prompt.__getitem__, differ))) == list(
+                map(scan.seen.__getitem__, differ)
+            ):
                 best = scan
+        if best is None and unlike:
+            signatures = self._signatures.many(prompt)
+            for held, scan in sorted(unlike, key=lambda pair: -len(pair[0])):
+                if signatures[: len(held)] == scan.seen:
+                    best = scan
+                    break
         scan = best.resumed() if best is not None else _Scan()
         scan.read(self._signatures.many(prompt[len(scan.seen) :]))
         self._recent = [(prompt, scan), *self._recent][: self.SLOTS]

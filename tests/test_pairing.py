@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxbench import pairing
 from ctxbench.pairing import PairingMemo, pairing_violations, rounds
 from ctxbench.trace import Message, ToolCall, Trace
 from ctxbench.validation import validate
 from tests.factories import react_trace, tool_trace, valid_messages
+
+
+@contextmanager
+def chunks_of(size: int) -> Iterator[None]:
+    """Lists read ``size`` items at a time, so that short lists cross chunks."""
+    saved, pairing.CHUNK = pairing.CHUNK, size
+    try:
+        yield
+    finally:
+        pairing.CHUNK = saved
 
 
 def test_a_tool_round_is_the_assistant_and_the_results_of_all_its_parallel_calls() -> None:
@@ -104,22 +118,32 @@ def growing_prompts(draw: st.DrawFn) -> list[list[Message]]:
         ids = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=2, unique=True))
         pool.append(Message("assistant", f"x{i}", tool_calls=tuple(ToolCall(c, "t") for c in ids)))
     pool += [Message("tool", f"r{c}", tool_call_id=c) for c in ("a", "b", "c", "d", None)]
-    pool += [m.with_text(f"{m.content} cut") for m in pool]  # other messages, same signatures
+    twins = {id(m): m.with_text(f"{m.content} cut") for m in pool}
+    pool += twins.values()  # other messages, same signatures
     picks = st.lists(st.sampled_from(pool), max_size=12)
     prompts = [draw(picks)]
     for _ in range(draw(st.integers(0, 6))):
         base = draw(st.sampled_from(prompts))
-        prompts.append(base + draw(picks) if draw(st.booleans()) else draw(picks))
+        shape = draw(st.sampled_from(["extended", "new", "twins", "twins but one"]))
+        if shape.startswith("twins"):  # every message another of its signature, and more
+            twin = [twins.get(id(m), m) for m in base]
+            if shape == "twins but one" and twin:  # one of them of any signature
+                twin[draw(st.integers(0, len(twin) - 1))] = draw(st.sampled_from(pool))
+            prompts.append(twin + draw(picks))
+        else:
+            prompts.append(base + draw(picks) if shape == "extended" else draw(picks))
     return prompts
 
 
 @settings(max_examples=300, deadline=None)
-@given(growing_prompts())
+@given(growing_prompts(), st.integers(1, 6))
 def test_the_pairing_memo_counts_every_prompt_as_a_fresh_check_would(
-    prompts: list[list[Message]],
+    prompts: list[list[Message]], chunk: int
 ) -> None:
     memo = PairingMemo()
-    assert [memo.violations(p) for p in prompts] == [pairing_violations(p) for p in prompts]
+    with chunks_of(chunk):
+        found = [memo.violations(p) for p in prompts]
+    assert found == [pairing_violations(p) for p in prompts]
 
 
 def test_the_calls_of_a_last_assistant_message_are_the_runs_end_not_missing_results() -> None:
@@ -147,3 +171,45 @@ def test_validate_and_the_replays_pairing_check_count_the_same_defects(
         trace = Trace("x", tuple(prompt) or (Message("user", "hi"),))
         found = [p for p in validate(trace) if p.code in pairing_codes]
         assert len(found) == pairing_violations(trace.messages)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcd"), max_size=30),
+    st.lists(st.tuples(st.integers(0, 35), st.sampled_from(["a", "copy", "new"])), max_size=8),
+    st.integers(1, 6),
+    st.integers(0, 10),
+)
+def test_changed_places_hold_every_difference_and_only_other_objects(
+    base: list[str], edits: list[tuple[int, str]], chunk: int, most: int
+) -> None:
+    """Equal objects that are not the same may or may not be named; a different one always is."""
+    x = [f"k{i}{key}" for i, key in enumerate(base)]
+    y = list(x)
+    for place, edit in edits:
+        if place < len(y):
+            y[place] = "".join(["k", y[place]])[1:] if edit == "copy" else f"{edit}{place}"
+    y += ["tail"] * (len(edits) % 3)
+    with chunks_of(chunk):
+        places = pairing.changed_places(x, y, most)
+    differ = [i for i in range(len(x)) if x[i] != y[i]]
+    others = [i for i in range(len(x)) if x[i] is not y[i]]
+    if places is None:
+        assert len(others) > most
+    else:
+        assert set(differ) <= set(places) <= set(others)
+        assert places == sorted(places) and len(places) <= most
+    if len(differ) > most:
+        assert places is None
+
+
+def test_a_prompt_unlike_every_held_one_place_by_place_is_read_from_one_of_its_signatures() -> None:
+    """Every message another object (the chunks all differ), and the signatures the same but
+    for the last: the held check does not extend to it."""
+    held = [Message("user" if i % 2 else "assistant", f"m{i}") for i in range(20)]
+    twins = [m.with_text(f"{m.content} cut") for m in held]
+    orphan = Message("tool", "a result of no call", tool_call_id="zz")
+    memo = PairingMemo()
+    assert memo.violations(held) == 0
+    assert memo.violations([*twins[:-1], orphan]) == 1
+    assert memo.violations([*twins, orphan]) == 1  # the twins extend the first prompt

@@ -22,11 +22,13 @@ drop names) is kept as the keys to look up, and looked up in that replay's own s
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Hashable, Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, count
-from typing import Any
+from itertools import compress, count, repeat
+from typing import Any, cast
 
+from ctxbench.pairing import changed_places
 from ctxbench.trace import Message
 
 
@@ -44,6 +46,9 @@ class Change:
     rewritten: int
     added: int
     steps: tuple[Step, ...]
+    #: both lists' keys are known unique (a list the next change starts from need not be
+    #: checked again: :func:`ctxbench.engine.align.aligned`)
+    unique: bool = field(default=False, compare=False)
     #: the trace indices a replay found for the dropped keys, and their ``[first, last]`` runs
     #: (the last worked out: the same indices give the same runs)
     _runs: list[tuple[list[list[int | None]], list[list[int]]]] = field(
@@ -80,6 +85,103 @@ def index_runs(indices: Sequence[int]) -> list[list[int]]:
 _NEXT = (1).__add__
 
 
+def few(n: int) -> int:
+    """How many places of a list of ``n`` are read one by one before the whole list is read
+    again in C instead (a sixteenth, and a few)."""
+    return 8 + n // 16
+
+
+class Drops:
+    """The trace indices of the messages a replay's compactions drop, as ``[first, last]``
+    runs, carried from the last run of keys dropped: DB-GPT 0.8.2 drops the oldest rounds of
+    its rebuilt prompt at every call, the same keys as the last call's (but the few messages
+    newly cut) and a few more. It keeps the last keys (a tuple of a :class:`Change`), the
+    indices found for them, the places found none, each index's count and the runs. The next
+    keys are compared with them in C (:func:`changed_places`): where a key changed, where none
+    was found (the replay may know the key now), and past the shorter are looked up again;
+    an index found at every other place stays (a replay never forgets a key). The runs are
+    extended when indices only arrive after the last, else made again from the counted
+    indices. A run that is the last one and more costs one slice compared. More than a
+    sixteenth of the keys to read again (:func:`few`): worked out whole again."""
+
+    def __init__(self) -> None:
+        self._keys: tuple[str, ...] | None = None
+        self._found: list[int | None] = []
+        self._none: set[int] = set()  # the places of ``_found`` that hold None
+        self._counts: dict[int, int] = {}
+        self._runs: list[list[int]] = []
+
+    def runs(self, keys: tuple[str, ...], recorded: dict[str, int]) -> list[list[int]]:
+        """The runs of the indices ``recorded`` holds for ``keys`` (new lists)."""
+        last = self._keys
+        places: list[int] | None = None
+        if last is not None and (most := few(len(keys)) - abs(len(keys) - len(last))) >= 0:
+            most -= len(self._none)
+            if len(keys) >= len(last) and keys[: len(last)] == last:  # the last, and more
+                places = [] if most >= 0 else None
+            elif most >= 0:
+                places = changed_places(keys, last, most)
+        if places is None or last is None:
+            self._whole(keys, recorded)
+        else:
+            self._again(keys, recorded, places)
+        self._keys = keys
+        return [list(run) for run in self._runs]
+
+    def _whole(self, keys: tuple[str, ...], recorded: dict[str, int]) -> None:
+        found = list(map(recorded.get, keys))
+        nones = list(map(operator.is_, found, repeat(None)))
+        self._found, self._none = found, set(compress(count(), nones))
+        self._counts = Counter(cast("Iterator[int]", compress(found, map(operator.not_, nones))))
+        self._runs = index_runs(sorted(self._counts))
+
+    def _again(self, keys: tuple[str, ...], recorded: dict[str, int], places: list[int]) -> None:
+        """``places``: where the keys may differ from the last (within both)."""
+        found, counts, n = self._found, self._counts, len(keys)
+        gone = False  # an index no place holds any more
+        new: list[int] = []  # indices no place held
+        for index in found[n:]:  # the old keys past the new ones
+            gone = self._uncount(index) or gone
+        del found[n:]
+        none = {i for i in self._none if i < n}
+        looked = [*places, *none, *range(len(found), n)]  # a place twice finds the same
+        found += repeat(None, n - len(found))
+        for place in looked:
+            index = recorded.get(keys[place])
+            held = found[place]
+            if index == held:
+                continue
+            gone = self._uncount(held) or gone
+            found[place] = index
+            if index is not None:
+                if index not in counts:
+                    new.append(index)
+                counts[index] = counts.get(index, 0) + 1
+        if looked:
+            none.update(looked)
+            self._none = {i for i in none if found[i] is None}
+        runs = self._runs
+        if gone or (new and runs and min(new) <= runs[-1][1]):
+            self._runs = index_runs(sorted(counts))
+        elif new:  # every new index after the last: the runs grow at their end
+            tail = index_runs(sorted(new))
+            if runs and tail[0][0] == runs[-1][1] + 1:
+                self._runs = [*runs[:-1], [runs[-1][0], tail[0][1]], *tail[1:]]
+            else:
+                self._runs = [*runs, *tail]
+
+    def _uncount(self, index: int | None) -> bool:
+        """Take one ``index`` out of the counts; whether no place holds it any more."""
+        if index is None:
+            return False
+        held = self._counts[index]
+        if held > 1:
+            self._counts[index] = held - 1
+            return False
+        del self._counts[index]
+        return True
+
+
 class Prompt(tuple[Message, ...]):
     """Messages a strategy built under a key (:meth:`PromptTable.get`), with the engine's
     answers about them, filled in as the first replay asks."""
@@ -100,11 +202,13 @@ class Prompt(tuple[Message, ...]):
         return prompt
 
     def standing_in(self, sources: Prompt) -> tuple[int, ...]:
-        """The places whose message is not ``sources``' at that place (the messages that
-        stand for another: :meth:`ctxbench.engine.context.ReplayContext.reassemble`)."""
+        """The places whose message may not be ``sources``' at that place (the messages that
+        stand for another: :meth:`ctxbench.engine.context.ReplayContext.reassemble`): every
+        place holding an unequal message, and only places holding another object (found a
+        chunk at a time in C: :func:`ctxbench.pairing.changed_places`)."""
         found = self.stand_ins.get(id(sources))
         if found is None or found[0] is not sources:
-            places = tuple(compress(count(), map(operator.is_not, self, sources)))  # in C
+            places = tuple(changed_places(self, sources, len(self)) or ())
             found = self.stand_ins[id(sources)] = (sources, places)
         return found[1]
 
@@ -174,4 +278,14 @@ class CurrentPrompts:
 PROMPTS = CurrentPrompts()
 
 
-__all__ = ["PROMPTS", "Change", "CurrentPrompts", "Prompt", "PromptTable", "Step", "index_runs"]
+__all__ = [
+    "PROMPTS",
+    "Change",
+    "CurrentPrompts",
+    "Drops",
+    "Prompt",
+    "PromptTable",
+    "Step",
+    "few",
+    "index_runs",
+]

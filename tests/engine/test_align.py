@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.engine import align
+from tests.test_pairing import chunks_of
 
 
 def _difflib(a: list[str], b: list[str]) -> list[align.Opcode]:
@@ -111,3 +113,45 @@ def test_equal_head_counts_the_leading_keys_both_share(a: list[str], b: list[str
         n += 1
     assert align.equal_head(a, b) == n
     assert align.equal_head(a, b, 2) == min(n, 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from("abc"), max_size=20),
+    st.lists(st.sampled_from("abc"), max_size=20),
+    st.integers(1, 5),
+    st.integers(0, 25),
+    st.booleans(),
+)
+def test_equal_head_and_tail_read_a_chunk_at_a_time_as_item_by_item(
+    a: list[str], b: list[str], chunk: int, limit: int, as_tuple: bool
+) -> None:
+    def head(x: list[str], y: list[str], most: int) -> int:
+        n = 0
+        while n < min(most, len(x), len(y)) and x[n] == y[n]:
+            n += 1
+        return n
+
+    other: Sequence[str] = tuple(b) if as_tuple else b  # a tuple never equals a list
+    with chunks_of(chunk):
+        assert align.equal_head(a, other) == head(a, b, len(a))
+        assert align.equal_head(a, other, limit) == head(a, b, limit)
+        assert align.equal_tail(a, other, limit) == head(a[::-1], b[::-1], limit)
+
+
+@settings(max_examples=400, deadline=None)
+@given(one_run_changes(), st.integers(1, 6))
+def test_an_alignment_from_a_list_known_unique_is_difflibs(
+    pair: tuple[list[str], list[str]], chunk: int
+) -> None:
+    """The sets spared for a list known unique change nothing; whenever the one-pass paths
+    answer, both lists are unique."""
+    before, after = pair
+    with chunks_of(chunk):
+        found, unique = align.aligned(before, after, unique=True)
+        assert found == _difflib(before, after)
+        assert align.aligned(after, before, unique=len(set(after)) == len(after))[0] == _difflib(
+            after, before
+        )
+    if unique:
+        assert len(set(after)) == len(after)

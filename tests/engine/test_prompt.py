@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
 from ctxbench.engine.caches import Caches, using
-from ctxbench.engine.prompt import PROMPTS, Change, Prompt, PromptTable, index_runs
+from ctxbench.engine.prompt import PROMPTS, Change, Drops, Prompt, PromptTable, index_runs
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.dbgpt import ledger
 from ctxbench.trace import Message
 from tests.factories import tool_trace
+from tests.test_pairing import chunks_of
 
 TRACE = tool_trace(40, output="a long tool output line\n" * 120)
 
@@ -119,3 +120,48 @@ def test_index_runs_cover_the_indices_and_nothing_else(indices: set[int]) -> Non
     covered = [i for first, last in runs for i in range(first, last + 1)]
     assert covered == sorted(indices)
     assert all(b[0] > a[1] + 1 for a, b in pairwise(runs))  # runs never touch
+
+
+@st.composite
+def drops_call_by_call(draw: st.DrawFn) -> list[tuple[tuple[str, ...], dict[str, int]]]:
+    """The keys a replay drops call after call, with what it has recorded by then: the oldest
+    rounds of a growing history, a few of them rewritten (a new key, with the index of the
+    key it stands for, or none yet), now and then a shorter run, keys moved, or a run of
+    keys never seen; the replay records more keys as it goes (never forgetting one)."""
+    recorded: dict[str, int] = {}
+    keys: list[str] = []
+    out = []
+    for call in range(draw(st.integers(1, 10))):
+        for i in range(len(keys), len(keys) + draw(st.integers(0, 12))):
+            keys.append(f"k{i}")
+            if draw(st.integers(0, 5)):
+                recorded.setdefault(f"k{i}", draw(st.sampled_from([i, i, i, 2 * i, 3])))
+        for i in draw(st.lists(st.integers(0, max(len(keys) - 1, 0)), max_size=3)):
+            if i < len(keys):
+                keys[i] = f"{keys[i]}/cut{call}"
+                if draw(st.booleans()):
+                    recorded.setdefault(keys[i], i)
+        for key in draw(st.lists(st.sampled_from(keys), max_size=2)) if keys else []:
+            recorded.setdefault(key, len(recorded) + 100)  # a key found only now
+        shape = draw(st.sampled_from(["grown"] * 5 + ["shorter", "moved", "unknown"]))
+        dropped = list(keys)
+        if shape == "shorter":
+            dropped = dropped[: draw(st.integers(0, len(dropped)))]
+        elif shape == "moved" and len(dropped) > 2:
+            dropped[0], dropped[-1] = dropped[-1], dropped[0]
+        elif shape == "unknown":
+            dropped = [f"u{call}.{i}" for i in range(len(dropped))]
+        out.append((tuple(dropped), dict(recorded)))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(drops_call_by_call(), st.integers(1, 8))
+def test_the_dropped_runs_carried_from_the_last_call_are_those_of_the_indices_found(
+    calls: list[tuple[tuple[str, ...], dict[str, int]]], chunk: int
+) -> None:
+    drops = Drops()
+    with chunks_of(chunk):
+        for dropped, recorded in calls:
+            found = sorted({recorded[k] for k in dropped if k in recorded})
+            assert drops.runs(dropped, recorded) == index_runs(found)

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from ctxbench.engine import events as ev
 from ctxbench.engine.context import ReplayContext
+from ctxbench.engine.prompt import Change
 from ctxbench.engine.recorder import InPlace, _rewrites_in_place, change_of, recorder_of
 from ctxbench.trace import Message, ToolCall
 from tests.factories import replay_context
+from tests.test_pairing import chunks_of
 
 PLAN = Message("assistant", "I will read the code first.")
 CALL = ToolCall("c1", "bash", '{"cmd": "grep -n _separable core.py"}')
@@ -190,18 +192,44 @@ def call_by_call(draw: st.DrawFn) -> list[tuple[tuple[Message, ...], tuple[Messa
                 del rewrites[i]  # no longer rewritten (the same objects elsewhere)
         after = [rewrites.get(i, m) for i, m in enumerate(history)]
         after[0] = Message("system", f"sys, progress {call}")
-        shape = draw(st.sampled_from(["rebuilt"] * 6 + ["retyped", "repeated", "longer", "reset"]))
+        shape = draw(st.sampled_from(["rebuilt"] * 6 + list(SHAPES)))
+        before = list(history)
         if shape == "retyped" and len(after) > 1:
             after[-1] = Message("user" if after[-1].role != "user" else "tool", f"as{call}")
         elif shape == "repeated" and len(after) > 2:
             after[1] = after[-1]
+        elif shape == "repeated before" and len(before) > 2:
+            before[1] = before[-1]
+        elif shape == "new key of before" and len(before) > 2 and len(after) > 1:
+            after[1] = before[-1] if after[1] is not before[1] else after[1]
         elif shape == "longer":
             after.append(Message("user", f"extra{call}"))
+        elif shape == "shorter":
+            cut = draw(st.integers(0, len(after)))
+            before, after = before[:cut], after[:cut]
+        elif shape == "moved" and len(after) > 3:
+            i, j = sorted(draw(st.lists(st.integers(1, len(after) - 1), min_size=2, max_size=2)))
+            before[i], before[j] = before[j], before[i]
+            after[i], after[j] = after[j], after[i]
         elif shape == "reset":
             history = [Message(draw(roles), f"r{call}.{i}") for i in range(len(history))]
             rewrites.clear()
-        pairs.append((tuple(history), tuple(after)))
+            before = list(history)
+        pairs.append((tuple(before), tuple(after)))
     return pairs
+
+
+#: the pairs other than a DB-GPT rebuild (:func:`call_by_call`)
+SHAPES = (
+    "retyped",
+    "repeated",
+    "repeated before",
+    "new key of before",
+    "longer",
+    "shorter",
+    "moved",
+    "reset",
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -218,3 +246,70 @@ def test_rewrites_in_place_started_from_the_last_call_are_those_of_the_whole_lis
             before, after, a, b
         )
         assert in_place.rewrites(before, after, a, b) == _rewrites_in_place(before, after, a, b)
+
+
+def _columns(change: Change | None) -> object:
+    """A change as the accounting reads it: the rewrites by key (a carried column may hold an
+    earlier object of the same key)."""
+    if change is None:
+        return None
+    steps = [(new, old, [m.fingerprint for m in ms], gone) for new, old, ms, gone in change.steps]
+    return change.dropped, change.rewritten, change.added, steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(call_by_call(), st.integers(1, 8))
+def test_a_change_carried_from_the_last_call_is_the_one_worked_out_whole(
+    pairs: list[tuple[tuple[Message, ...], tuple[Message, ...]]], chunk: int
+) -> None:
+    """Call after call, whatever the pairs in between (a list with a repeated key, a retyped
+    rewrite, a move, a shorter or longer pair, a history started again)."""
+    in_place = InPlace()
+    with chunks_of(chunk):
+        for before, after in pairs:
+            a, b = _keys(list(before)), _keys(list(after))
+            whole = change_of(before, after, a, b)
+            carried = change_of(before, after, a, b, in_place)
+            assert _columns(carried) == _columns(whole)
+            if carried.unique:
+                assert len(set(a)) == len(a) and len(set(b)) == len(b)
+
+
+@st.composite
+def views_call_by_call(draw: st.DrawFn) -> list[list[Message]]:
+    """Views one after another: the last one with a few places changed (a system message
+    becomes another role, or another system message), grown or cut, or a new list."""
+    pool = [
+        Message(role, f"{role} {i}") for role in ("system", "user", "assistant") for i in range(3)
+    ]
+    pool += [Message("system", "sys, and progress"), Message("system", "before sys")]
+    views = [draw(st.lists(st.sampled_from(pool), max_size=30))]
+    for _ in range(draw(st.integers(0, 8))):
+        view = list(draw(st.sampled_from(views)))
+        for i in draw(st.lists(st.integers(0, 40), max_size=3)):
+            if i < len(view):
+                view[i] = draw(st.sampled_from(pool))
+        shape = draw(st.sampled_from(["changed", "grown", "cut", "new"]))
+        if shape == "grown":
+            view += draw(st.lists(st.sampled_from(pool), max_size=5))
+        elif shape == "cut":
+            view = view[: draw(st.integers(0, len(view)))]
+        elif shape == "new":
+            view = draw(st.lists(st.sampled_from(pool), max_size=30))
+        views.append(view)
+    return views
+
+
+@settings(max_examples=200, deadline=None)
+@given(views_call_by_call())
+def test_the_system_texts_survive_when_some_system_message_holds_each(
+    views: list[list[Message]],
+) -> None:
+    recorder = recorder_of(replay_context())
+    recorder.system = ("sys", "system 1")
+    for view in views:
+        recorder.view.replace(view)
+        expected = all(
+            any(m.role == "system" and orig in m.content for m in view) for orig in recorder.system
+        )
+        assert recorder.system_kept() == expected
