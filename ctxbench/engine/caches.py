@@ -35,6 +35,11 @@ V = TypeVar("V")
 #: bytes the prompts may hold, by their weight (:class:`~ctxbench.engine.prompt.PromptTable`):
 #: a few cells' worth of a 300-round DB-GPT 0.8.2 trace, which its sweep's configurations share
 PROMPT_LIMIT = 64 * 2**20
+#: the same for the process's own caches (one ``ctxbench run``, a test, a script replaying
+#: configurations one after the other): a replay never asks for its own prompts again, so
+#: only replays after it in the process use them; a full table still leaves those its first
+#: prompts (:class:`~ctxbench.engine.prompt.PromptTable`)
+PROCESS_PROMPT_LIMIT = 16 * 2**20
 #: shared memos, by what they compute: past this many keys (a program building counters by
 #: the hundred) they start again
 MEMO_LIMIT = 256
@@ -76,7 +81,7 @@ class Caches:
         return memo
 
 
-_PROCESS = Caches()
+_PROCESS = Caches(prompt_limit=PROCESS_PROMPT_LIMIT)
 _PROCESS.memos = current_memos()  # the table shared_memo reads outside any caches
 _CURRENT: ContextVar[Caches] = ContextVar("ctxbench_caches")
 

@@ -141,37 +141,43 @@ Size = int | Callable[[Prompt], int]
 
 
 class _Entry:
-    """A prompt the table holds: its weight, the cell that built it, and whether another cell
-    fetched it since."""
+    """A prompt the table holds: its weight and the cell that built it."""
 
-    __slots__ = ("cell", "prompt", "shared", "weight")
+    __slots__ = ("cell", "prompt", "weight")
 
     def __init__(self, prompt: Prompt, weight: int, cell: int) -> None:
         self.prompt = prompt
         self.weight = weight
         self.cell = cell
-        self.shared = False
 
 
 class PromptTable:
     """The prompts of a sweep (or of the process) by key. A key names everything its prompt is
     made of (object ids too, when the key holds those objects or the prompt does).
 
-    Two rules bound what it holds, and forgetting a prompt changes nothing but time (the
-    prompts in use live on with their users; a key asked again is built again, equal):
+    A replay never asks for a prompt of its own again (each call's keys are new); the table
+    is for a sweep's other configurations of the trace, which ask for the prompts they share
+    in the order the first one built them. Two rules bound what it holds, and forgetting a
+    prompt changes nothing but time (the prompts in use live on with their users; a key
+    asked again is built again, equal):
 
     - **size**: at most ``limit`` bytes, by the weight of each prompt (:data:`REF_BYTES` per
       message, plus the ``size`` its builder gives for what the prompt alone holds, such as a
-      system prompt made for it); past it, the least recently fetched prompts go.
-    - **cells**: a sweep's configurations of one trace fetch the prompts they share, and a
-      cell's own (its thresholds' cuts) are never asked again. :meth:`end_cell` drops the
-      prompts built by a cell ``grace`` cells ago or more that no other cell has fetched, so
-      what the table holds does not grow with the cells a sweep runs."""
+      system prompt made for it). Past it, the prompts no other cell has fetched go newest
+      first, then the shared ones least recently fetched first: a cell whose prompts do not
+      all fit leaves the next cell its first ones (least recently used first would leave it
+      only the last ones, each evicted by the next cell's own before it gets there).
+    - **cells**: a cell's own prompts (its thresholds' cuts) are never asked again.
+      :meth:`end_cell` drops the prompts built ``grace`` cells ago or more that no other cell
+      has fetched, so what the table holds does not grow with the cells a sweep runs."""
 
     def __init__(self, limit: int, *, grace: int = 1) -> None:
         self.limit = limit
         self.grace = grace
-        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        #: the prompts only the cell that built them fetched, oldest first
+        self._own: OrderedDict[Hashable, _Entry] = OrderedDict()
+        #: the prompts another cell fetched too, least recently fetched first
+        self._shared: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._held = 0
         self._cell = 0  # the cell being replayed (counted by end_cell)
 
@@ -179,19 +185,25 @@ class PromptTable:
         """The prompt of ``key``, built by ``build()`` the first time. ``size``: the bytes the
         prompt alone holds besides its messages' references (a message made for it), or a
         function of the prompt giving them; counted in its weight."""
-        entry = self._entries.get(key)
+        entry = self._shared.get(key)
         if entry is not None:
-            self._entries.move_to_end(key)
-            if entry.cell != self._cell:
-                entry.shared = True
+            self._shared.move_to_end(key)
+            return entry.prompt
+        entry = self._own.get(key)
+        if entry is not None:
+            if entry.cell != self._cell:  # another cell's: shared from now on
+                self._shared[key] = self._own.pop(key)
             return entry.prompt
         prompt = Prompt(build())
         weight = REF_BYTES * (len(prompt) + 1) + (size if isinstance(size, int) else size(prompt))
         if weight > self.limit:
             return prompt  # larger than the whole table: not held
         while self._held + weight > self.limit:
-            self._held -= self._entries.popitem(last=False)[1].weight
-        self._entries[key] = _Entry(prompt, weight, self._cell)
+            if self._own:
+                self._held -= self._own.popitem(last=True)[1].weight
+            else:
+                self._held -= self._shared.popitem(last=False)[1].weight
+        self._own[key] = _Entry(prompt, weight, self._cell)
         self._held += weight
         return prompt
 
@@ -200,9 +212,8 @@ class PromptTable:
         it or earlier built and no other cell fetched, and count the next cell."""
         last = self._cell - self.grace  # the prompts of this cell and earlier ones may go
         if last >= 0:
-            gone = [k for k, e in self._entries.items() if e.cell <= last and not e.shared]
-            for key in gone:
-                self._held -= self._entries.pop(key).weight
+            for key in [k for k, e in self._own.items() if e.cell <= last]:
+                self._held -= self._own.pop(key).weight
         self._cell += 1
 
     @property
@@ -211,13 +222,14 @@ class PromptTable:
         return self._held
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._own) + len(self._shared)
 
     def __contains__(self, key: Hashable) -> bool:
-        return key in self._entries
+        return key in self._own or key in self._shared
 
     def clear(self) -> None:
-        self._entries.clear()
+        self._own.clear()
+        self._shared.clear()
         self._held = 0
 
 

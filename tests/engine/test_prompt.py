@@ -99,17 +99,33 @@ def test_a_table_never_holds_more_than_its_limit(gets: list[tuple[int, int, int]
         assert table.held == sum(held) <= limit
 
 
-def test_the_least_recently_fetched_prompt_goes_first_and_is_rebuilt_equal() -> None:
-    table = PromptTable(limit=_weight(2) * 3)
+def test_a_full_table_keeps_a_cells_first_prompts_for_the_next_cell() -> None:
+    """Past its limit, the table drops the newest prompts no other cell fetched: the next
+    cell, asking in the same order, finds the first ones (least recently used first would
+    leave it only the last ones, each evicted by its own misses before it got there)."""
+    table = PromptTable(limit=_weight(1) * 3)
+    messages = [Message("user", str(i)) for i in range(6)]
+    first = [table.get(i, functools.partial(list, [m])) for i, m in enumerate(messages)]
+    table.end_cell()
+    found = [table.get(i, functools.partial(list, [m])) for i, m in enumerate(messages)]
+    assert [a is b for a, b in zip(first, found)] == [True, True, False, False, False, False]
+    assert found[3:] == first[3:]  # rebuilt, equal
+
+
+def test_a_full_table_drops_the_shared_prompts_least_recently_fetched_first() -> None:
+    table = PromptTable(limit=_weight(1) * 3)
     a, b, c = Message("user", "a"), Message("user", "b"), Message("user", "c")
-    first = table.get("a", lambda: [a, a])
-    table.get("b", lambda: [b, b])
-    table.get("c", lambda: [c, c])
-    assert table.get("a", lambda: []) is first  # fetched: now the most recent
-    table.get("d", lambda: [a, b])  # full: "b", the least recently fetched, goes
-    assert "b" not in table and "a" in table and "c" in table
-    again = table.get("b", lambda: [b, b])
-    assert again == (b, b) and isinstance(again, Prompt)
+    for key, m in (("a", a), ("b", b), ("c", c)):
+        table.get(key, functools.partial(list, [m]))
+    table.end_cell()
+    kept = table.get("a", list)  # cell 1 fetches all three: shared
+    table.get("b", list)
+    table.get("c", list)
+    assert table.get("a", list) is kept  # fetched again: "b" is now the least recent
+    table.get("d", functools.partial(list, [a]))
+    assert "b" not in table and "a" in table and "c" in table and "d" in table
+    again = table.get("b", functools.partial(list, [b]))
+    assert again == (b,) and isinstance(again, Prompt)
 
 
 def test_a_size_given_by_a_function_of_the_prompt_counts_in_its_weight() -> None:
