@@ -85,8 +85,8 @@ class Prompt(tuple[Message, ...]):
     """Messages a strategy built under a key (:meth:`PromptTable.get`), with the engine's
     answers about them, filled in as the first replay asks.
 
-    A prompt's answers about another prompt (a change to it, the places standing for it) are
-    kept under the other's :attr:`serial`, never the other itself, and the view's counts
+    A prompt's answers about another prompt (the change from it, the places standing for it)
+    are kept under the other's :attr:`serial`, never the other itself, and the view's counts
     without the prompt itself: a prompt holds no prompt, so one the table forgot is freed by
     reference counting at once, not by a collection of cycles (which the replay's paced
     collector runs rarely), and does not keep the prompts after it alive."""
@@ -102,7 +102,7 @@ class Prompt(tuple[Message, ...]):
     def __new__(cls, messages: Sequence[Message]) -> Prompt:
         prompt = super().__new__(cls, messages)
         prompt.counts = {}  # the view's counts and keys, by its counters
-        prompt.changes = {}  # serial of after -> (whether it differs, the change)
+        prompt.changes = {}  # serial of a prompt before -> (whether it differs, the change)
         prompt.violations = None
         prompt.system_kept = {}  # by the replay's original system texts
         prompt.stand_ins = {}  # serial of sources -> the places not their own source
@@ -120,10 +120,13 @@ class Prompt(tuple[Message, ...]):
 
     def change_to(self, after: Prompt) -> tuple[bool, Change | None] | None:
         """(whether ``after`` differs, the change) when worked out before, else None."""
-        return self.changes.get(after.serial)
+        return after.changes.get(self.serial)
 
     def remember(self, after: Prompt, differs: bool, change: Change | None) -> None:
-        self.changes[after.serial] = (differs, change)
+        """Keep the change to ``after``: on ``after``, which the configurations reaching it
+        share (a prompt every configuration shows, such as DB-GPT's rebuilt memory, would
+        otherwise gather a change per configuration's own next prompt, kept as long as it)."""
+        after.changes[self.serial] = (differs, change)
 
 
 _SERIALS = count()
@@ -141,7 +144,7 @@ Size = int | Callable[[Prompt], int]
 
 
 class _Entry:
-    """A prompt the table holds: its weight and the cell that built it."""
+    """A prompt the table holds: its weight and the last cell that built or fetched it."""
 
     __slots__ = ("cell", "prompt", "weight")
 
@@ -167,9 +170,12 @@ class PromptTable:
       first, then the shared ones least recently fetched first: a cell whose prompts do not
       all fit leaves the next cell its first ones (least recently used first would leave it
       only the last ones, each evicted by the next cell's own before it gets there).
-    - **cells**: a cell's own prompts (its thresholds' cuts) are never asked again.
-      :meth:`end_cell` drops the prompts built ``grace`` cells ago or more that no other cell
-      has fetched, so what the table holds does not grow with the cells a sweep runs."""
+    - **cells**: a sweep's cells come configuration by configuration, and a prompt serves
+      the run of cells that share what it depends on (every cell, for DB-GPT's rebuilt
+      memory; the cells with one ``min_keep_recent_rounds``, for its Layer 2 cuts).
+      :meth:`end_cell` drops the prompts no cell built or fetched in the last ``grace``
+      cells (a cell's own among them), so what the table holds does not grow with the
+      cells a sweep runs."""
 
     def __init__(self, limit: int, *, grace: int = 1) -> None:
         self.limit = limit
@@ -188,11 +194,13 @@ class PromptTable:
         entry = self._shared.get(key)
         if entry is not None:
             self._shared.move_to_end(key)
+            entry.cell = self._cell
             return entry.prompt
         entry = self._own.get(key)
         if entry is not None:
             if entry.cell != self._cell:  # another cell's: shared from now on
                 self._shared[key] = self._own.pop(key)
+                entry.cell = self._cell
             return entry.prompt
         prompt = Prompt(build())
         weight = REF_BYTES * (len(prompt) + 1) + (size if isinstance(size, int) else size(prompt))
@@ -208,12 +216,12 @@ class PromptTable:
         return prompt
 
     def end_cell(self) -> None:
-        """The cell being replayed ended: drop the prompts that a cell ``grace`` cells before
-        it or earlier built and no other cell fetched, and count the next cell."""
-        last = self._cell - self.grace  # the prompts of this cell and earlier ones may go
-        if last >= 0:
-            for key in [k for k, e in self._own.items() if e.cell <= last]:
-                self._held -= self._own.pop(key).weight
+        """The cell being replayed ended: drop the prompts no cell built or fetched in the
+        last ``grace`` cells (this one included), and count the next cell."""
+        last = self._cell - self.grace  # the prompts last used by this cell or before go
+        for entries in (self._own, self._shared):
+            for key in [k for k, e in entries.items() if e.cell <= last]:
+                self._held -= entries.pop(key).weight
         self._cell += 1
 
     @property

@@ -143,21 +143,36 @@ def test_a_prompt_larger_than_the_table_is_built_but_not_held() -> None:
     assert "big" not in table and table.get("small", lambda: []) is kept
 
 
-def test_a_cells_own_prompts_go_unless_the_next_cell_asks_for_them() -> None:
-    table = PromptTable(limit=10**6)
+def test_a_prompt_no_cell_asked_for_in_the_last_cells_goes() -> None:
+    table = PromptTable(limit=10**6, grace=1)
     message = Message("user", "m")
     table.get("shared", lambda: [message])
     table.get("first's own", lambda: [message])
-    table.end_cell()  # cell 0 ends: its prompts wait for cell 1
+    table.end_cell()  # cell 0 ends: what it built waits for cell 1
     assert "first's own" in table
     table.get("shared", lambda: [])  # cell 1 asks for one of them
     table.get("second's own", lambda: [message])
-    table.end_cell()  # cell 1 ends: what cell 0 built and cell 1 did not ask for goes
+    table.end_cell()  # cell 1 ends: what it did not use goes
     assert "first's own" not in table
     assert "shared" in table and "second's own" in table
-    table.end_cell()  # cell 2 asked for nothing
+    table.get("shared", lambda: [])
+    table.end_cell()  # cell 2 used only "shared"
     assert "second's own" not in table and "shared" in table
     assert table.held == _weight(1)
+    table.end_cell()  # cell 3 used nothing: the run of cells sharing it is over
+    assert len(table) == 0 and table.held == 0
+
+
+def test_a_longer_grace_keeps_a_prompt_for_a_cell_further_on() -> None:
+    table = PromptTable(limit=10**6, grace=2)
+    kept = table.get("k", lambda: [Message("user", "m")])
+    table.end_cell()
+    table.end_cell()  # one cell in between asked for nothing
+    assert table.get("k", lambda: []) is kept
+    table.end_cell()
+    table.end_cell()
+    table.end_cell()
+    assert "k" not in table
 
 
 def test_a_table_outside_cells_keeps_its_prompts_to_its_limit() -> None:
@@ -203,6 +218,18 @@ def test_a_change_is_known_only_for_the_prompt_it_was_worked_out_for() -> None:
     before.remember(after, True, change)
     assert before.change_to(after) == (True, change)
     assert before.change_to(other) is None
+
+
+def test_a_change_is_kept_on_the_prompt_after_it_so_it_goes_with_that_prompt() -> None:
+    """A prompt every configuration shows (DB-GPT's rebuilt memory) is followed by each
+    configuration's own next prompt: the changes live on those, not on the shared one."""
+    shared = Prompt([Message("user", "a")])
+    mine, yours = Prompt([]), Prompt([Message("user", "b")])
+    shared.remember(mine, True, None)
+    shared.remember(yours, True, None)
+    assert shared.changes == {}
+    assert list(mine.changes) == [shared.serial] == list(yours.changes)
+    assert shared.change_to(mine) == (True, None) and mine.change_to(shared) is None
 
 
 def test_a_prompt_knows_which_places_stand_for_another_message() -> None:

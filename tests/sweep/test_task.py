@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ctxbench.cell.runner import run_spec
 from ctxbench.cell.spec import RunSpec
+from ctxbench.cell.traces import load_trace
 from ctxbench.engine.caches import Caches
 from ctxbench.engine.prompt import REF_BYTES
 from ctxbench.formats.canonical import write_traces
@@ -17,9 +19,9 @@ from ctxbench.sweep import task as task_module
 from ctxbench.sweep.task import Task, forget_trace_caches, run_task, trace_caches
 from tests.factories import tool_trace
 
-#: (warning threshold, rounds kept) of the cells: the first and the last are the same
-#: configuration, so the last finds the prompts the first shared
-CONFIGS = ((0.5, 1), (0.6, 2), (0.7, 1), (0.5, 1))
+#: (warning threshold, rounds kept, observation age) of the cells: the first and the last
+#: are the same configuration, so the last finds the prompts the first shared
+CONFIGS = ((0.5, 1, 3), (0.6, 2, 5), (0.7, 1, 2), (0.5, 1, 3))
 
 
 def _task(path: Path) -> Task:
@@ -32,12 +34,16 @@ def _task(path: Path) -> Task:
                 trace_id=trace.id,
                 trace_hash=trace.content_hash,
                 strategy="dbgpt",
-                params={"warning_threshold": warning, "min_keep_recent_rounds": keep},
+                params={
+                    "warning_threshold": warning,
+                    "min_keep_recent_rounds": keep,
+                    "max_observation_age_rounds": age,
+                },
                 window=8192,
                 reserved=512,
                 counter="chars4",
             )
-            for warning, keep in CONFIGS
+            for warning, keep, age in CONFIGS
         )
     )
 
@@ -63,15 +69,18 @@ def test_each_cell_records_the_same_under_a_prompt_table_that_forgets_at_every_c
     assert _events(task) == unbounded
 
 
-def test_a_task_ends_each_cell_so_its_own_prompts_go(tmp_path: Path) -> None:
+def test_a_task_ends_each_cell_so_the_prompts_no_cell_uses_any_more_go(tmp_path: Path) -> None:
     task = _task(tmp_path / "trace.jsonl")
+    first = task.cells[0]
     forget_trace_caches()
     try:
         run_task(task)
-        first = task.cells[0]
         caches = trace_caches(f"{first.trace_source}#{first.trace_id}#{first.trace_hash}")
-        left = len(caches.prompts)
-        caches.end_cell()  # the last cell's own prompts go too (no cell asked for them)
-        assert 0 < len(caches.prompts) < left
+        ended = len(caches.prompts)
     finally:
         forget_trace_caches()
+    trace = load_trace(first.trace_source, first.trace_id, first.trace_hash)
+    whole = Caches()
+    for spec in task.cells:  # the same cells, no cell ended
+        run_spec(spec, trace, caches=whole)
+    assert 0 < ended < len(whole.prompts)
