@@ -10,10 +10,10 @@ cache changes nothing but time, and each is bounded (past its limit it starts ag
 
 Who owns one: a sweep's worker keeps one per trace it replays (:mod:`ctxbench.sweep.task`; the
 next trace starts a new one, so a worker's memory does not grow with the traces it ran) and
-tells it when each cell ends (:meth:`Caches.end_cell`: a cell's own prompts go, so it does
-not grow with the cells either); a
-replay is given one (``run_spec(caches=...)``, ``replay(caches=...)``) and makes it
-:func:`current` while it builds and runs the cell (:func:`using`), so the code a strategy calls
+tells it when each cell ends (:meth:`Caches.end_cell`: the prompts no cell uses any more go,
+so it does not grow with the cells either); a replay is given one (``run_spec(caches=...)``,
+``replay(caches=...)``) and makes it :func:`current` while it builds and runs the cell
+(:func:`using`), so the code a strategy calls
 (:data:`~ctxbench.engine.prompt.PROMPTS`, :func:`~ctxbench.memo.shared_memo`) reads the cell's
 caches. Code given no caches reads the process's own (one ``ctxbench run``, a test).
 """

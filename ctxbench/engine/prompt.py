@@ -1,5 +1,6 @@
 """``Prompt``: a prompt that the replays of a sweep share, with what the engine derives from it
-once; ``PromptTable``: the process's prompts, by the key their strategy names them with.
+once; ``PromptTable``: a sweep's prompts (or the process's), by the key their strategy names
+them with, bounded by the bytes they hold and by the cells that use them.
 
 A sweep replays one trace under many configurations of one strategy. A strategy that rebuilds
 its prompt from the trace's messages makes the same lists under every configuration: DB-GPT
