@@ -9,9 +9,11 @@ to the same file and a trace has the same needed values (:meth:`Caches.content`)
 cache changes nothing but time, and each is bounded (past its limit it starts again).
 
 Who owns one: a sweep's worker keeps one per trace it replays (:mod:`ctxbench.sweep.task`; the
-next trace starts a new one, so a worker's memory does not grow with the traces it ran); a
-replay is given one (``run_spec(caches=...)``, ``replay(caches=...)``) and makes it
-:func:`current` while it builds and runs the cell (:func:`using`), so the code a strategy calls
+next trace starts a new one, so a worker's memory does not grow with the traces it ran) and
+tells it when each cell ends (:meth:`Caches.end_cell`: the prompts no cell uses any more go,
+so it does not grow with the cells either); a replay is given one (``run_spec(caches=...)``,
+``replay(caches=...)``) and makes it :func:`current` while it builds and runs the cell
+(:func:`using`), so the code a strategy calls
 (:data:`~ctxbench.engine.prompt.PROMPTS`, :func:`~ctxbench.memo.shared_memo`) reads the cell's
 caches. Code given no caches reads the process's own (one ``ctxbench run``, a test).
 """
@@ -30,9 +32,14 @@ from ctxbench.probes.scoring import ScoringCache
 K = TypeVar("K")
 V = TypeVar("V")
 
-#: message references the prompts may hold (with what the engine keeps of them, a few hundred
-#: MB): several sweeps' worth of a 300-round trace
-PROMPT_LIMIT = 4_000_000
+#: bytes the prompts may hold, by their weight (:class:`~ctxbench.engine.prompt.PromptTable`):
+#: a few cells' worth of a 300-round DB-GPT 0.8.2 trace, which its sweep's configurations share
+PROMPT_LIMIT = 64 * 2**20
+#: the same for the process's own caches (one ``ctxbench run``, a test, a script replaying
+#: configurations one after the other): a replay never asks for its own prompts again, so
+#: only replays after it in the process use them; a full table still leaves those its first
+#: prompts (:class:`~ctxbench.engine.prompt.PromptTable`)
+PROCESS_PROMPT_LIMIT = 16 * 2**20
 #: shared memos, by what they compute: past this many keys (a program building counters by
 #: the hundred) they start again
 MEMO_LIMIT = 256
@@ -56,6 +63,11 @@ class Caches:
         self.memos = MemoTable(limit=memo_limit)
         self._contents: dict[str, ContentMemo[Any, Any]] = {}
 
+    def end_cell(self) -> None:
+        """A cell replayed under these caches ended: what it alone built goes once the next
+        cell has not asked for it (:meth:`~ctxbench.engine.prompt.PromptTable.end_cell`)."""
+        self.prompts.end_cell()
+
     def memo(self, key: Hashable, compute: Callable[[K], V]) -> ObjectMemo[K, V]:
         """The :class:`ObjectMemo` of ``compute`` under ``key`` (see
         :func:`ctxbench.memo.shared_memo` for what ``key`` must name)."""
@@ -69,7 +81,7 @@ class Caches:
         return memo
 
 
-_PROCESS = Caches()
+_PROCESS = Caches(prompt_limit=PROCESS_PROMPT_LIMIT)
 _PROCESS.memos = current_memos()  # the table shared_memo reads outside any caches
 _CURRENT: ContextVar[Caches] = ContextVar("ctxbench_caches")
 

@@ -1,5 +1,6 @@
 """``Prompt``: a prompt that the replays of a sweep share, with what the engine derives from it
-once; ``PromptTable``: the process's prompts, by the key their strategy names them with.
+once; ``PromptTable``: a sweep's prompts (or the process's), by the key their strategy names
+them with, bounded by the bytes they hold and by the cells that use them.
 
 A sweep replays one trace under many configurations of one strategy. A strategy that rebuilds
 its prompt from the trace's messages makes the same lists under every configuration: DB-GPT
@@ -22,7 +23,7 @@ drop names) is kept as the keys to look up, and looked up in that replay's own s
 from __future__ import annotations
 
 import operator
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
@@ -184,73 +185,164 @@ class Drops:
 
 class Prompt(tuple[Message, ...]):
     """Messages a strategy built under a key (:meth:`PromptTable.get`), with the engine's
-    answers about them, filled in as the first replay asks."""
+    answers about them, filled in as the first replay asks.
+
+    A prompt's answers about another prompt (the change from it, the places standing for it)
+    are kept under the other's :attr:`serial`, never the other itself, and the view's counts
+    without the prompt itself: a prompt holds no prompt, so one the table forgot is freed by
+    reference counting at once, not by a collection of cycles (which the replay's paced
+    collector runs rarely), and does not keep the prompts after it alive."""
 
     counts: dict[Hashable, Any]
-    changes: dict[int, tuple[Prompt, bool, Change | None]]
+    changes: dict[int, tuple[bool, Change | None]]
     violations: int | None
     system_kept: dict[tuple[str, ...], bool]
-    stand_ins: dict[int, tuple[Prompt, tuple[int, ...]]]
+    stand_ins: dict[int, tuple[int, ...]]
+    #: the prompt's number in the process (never given twice)
+    serial: int
 
     def __new__(cls, messages: Sequence[Message]) -> Prompt:
         prompt = super().__new__(cls, messages)
         prompt.counts = {}  # the view's counts and keys, by its counters
-        prompt.changes = {}  # id(after) -> (after, whether it differs, the change)
+        prompt.changes = {}  # serial of a prompt before -> (whether it differs, the change)
         prompt.violations = None
         prompt.system_kept = {}  # by the replay's original system texts
-        prompt.stand_ins = {}  # id(sources) -> (sources, the places not their own source)
+        prompt.stand_ins = {}  # serial of sources -> the places not their own source
+        prompt.serial = next(_SERIALS)
         return prompt
 
     def standing_in(self, sources: Prompt) -> tuple[int, ...]:
         """The places whose message may not be ``sources``' at that place (the messages that
         stand for another: :meth:`ctxbench.engine.context.ReplayContext.reassemble`): every
         place holding an unequal message, and only places holding another object (found a
-        chunk at a time in C: :func:`ctxbench.pairing.changed_places`)."""
-        found = self.stand_ins.get(id(sources))
-        if found is None or found[0] is not sources:
-            places = tuple(changed_places(self, sources, len(self)) or ())
-            found = self.stand_ins[id(sources)] = (sources, places)
-        return found[1]
+        chunk at a time in C: :func:`ctxbench.pairing.changed_places`); kept by the sources'
+        serial (a prompt holds no prompt)."""
+        found = self.stand_ins.get(sources.serial)
+        if found is None:
+            found = tuple(changed_places(self, sources, len(self)) or ())
+            self.stand_ins[sources.serial] = found
+        return found
 
     def change_to(self, after: Prompt) -> tuple[bool, Change | None] | None:
         """(whether ``after`` differs, the change) when worked out before, else None."""
-        found = self.changes.get(id(after))
-        if found is None or found[0] is not after:
-            return None
-        return found[1], found[2]
+        return after.changes.get(self.serial)
 
     def remember(self, after: Prompt, differs: bool, change: Change | None) -> None:
-        self.changes[id(after)] = (after, differs, change)
+        """Keep the change to ``after``: on ``after``, which the configurations reaching it
+        share (a prompt every configuration shows, such as DB-GPT's rebuilt memory, would
+        otherwise gather a change per configuration's own next prompt, kept as long as it)."""
+        after.changes[self.serial] = (differs, change)
+
+
+_SERIALS = count()
+
+
+#: what the table counts for each message a prompt holds, in bytes: its reference in the
+#: prompt and what the engine keeps on a prompt per message (the view's counts and keys, a
+#: change's steps, the places standing in for another), measured with tracemalloc on a
+#: 1,000-round DB-GPT 0.8.2 replay (about 56 bytes)
+REF_BYTES = 64
+
+
+#: what a prompt alone holds, in bytes, or a function of the prompt giving it
+Size = int | Callable[[Prompt], int]
+
+
+class _Entry:
+    """A prompt the table holds: its weight and the last cell that built or fetched it."""
+
+    __slots__ = ("cell", "prompt", "weight")
+
+    def __init__(self, prompt: Prompt, weight: int, cell: int) -> None:
+        self.prompt = prompt
+        self.weight = weight
+        self.cell = cell
 
 
 class PromptTable:
-    """The process's prompts by key. A key names everything its prompt is made of (object ids
-    too, when the key holds those objects or the prompt does). Bounded by the messages the
-    prompts hold: past ``limit`` it starts again (the prompts in use live on with their
-    users; forgetting changes nothing but time)."""
+    """The prompts of a sweep (or of the process) by key. A key names everything its prompt is
+    made of (object ids too, when the key holds those objects or the prompt does).
 
-    def __init__(self, limit: int) -> None:
+    A replay never asks for a prompt of its own again (each call's keys are new); the table
+    is for a sweep's other configurations of the trace, which ask for the prompts they share
+    in the order the first one built them. Two rules bound what it holds, and forgetting a
+    prompt changes nothing but time (the prompts in use live on with their users; a key
+    asked again is built again, equal):
+
+    - **size**: at most ``limit`` bytes, by the weight of each prompt (:data:`REF_BYTES` per
+      message, plus the ``size`` its builder gives for what the prompt alone holds, such as a
+      system prompt made for it). Past it, the prompts no other cell has fetched go newest
+      first, then the shared ones least recently fetched first: a cell whose prompts do not
+      all fit leaves the next cell its first ones (least recently used first would leave it
+      only the last ones, each evicted by the next cell's own before it gets there).
+    - **cells**: a sweep's cells come configuration by configuration, and a prompt serves
+      the run of cells that share what it depends on (every cell, for DB-GPT's rebuilt
+      memory; the cells with one ``min_keep_recent_rounds``, for its Layer 2 cuts).
+      :meth:`end_cell` drops the prompts no cell built or fetched in the last ``grace``
+      cells (a cell's own among them), so what the table holds does not grow with the
+      cells a sweep runs."""
+
+    def __init__(self, limit: int, *, grace: int = 1) -> None:
         self.limit = limit
-        self._prompts: dict[Hashable, Prompt] = {}
+        self.grace = grace
+        #: the prompts only the cell that built them fetched, oldest first
+        self._own: OrderedDict[Hashable, _Entry] = OrderedDict()
+        #: the prompts another cell fetched too, least recently fetched first
+        self._shared: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._held = 0
+        self._cell = 0  # the cell being replayed (counted by end_cell)
 
-    def get(self, key: Hashable, build: Callable[[], Sequence[Message]]) -> Prompt:
-        """The prompt of ``key``, built by ``build()`` the first time."""
-        found = self._prompts.get(key)
-        if found is not None:
-            return found
+    def get(self, key: Hashable, build: Callable[[], Sequence[Message]], size: Size = 0) -> Prompt:
+        """The prompt of ``key``, built by ``build()`` the first time. ``size``: the bytes the
+        prompt alone holds besides its messages' references (a message made for it), or a
+        function of the prompt giving them; counted in its weight."""
+        entry = self._shared.get(key)
+        if entry is not None:
+            self._shared.move_to_end(key)
+            entry.cell = self._cell
+            return entry.prompt
+        entry = self._own.get(key)
+        if entry is not None:
+            if entry.cell != self._cell:  # another cell's: shared from now on
+                self._shared[key] = self._own.pop(key)
+                entry.cell = self._cell
+            return entry.prompt
         prompt = Prompt(build())
-        if self._held + len(prompt) + 1 > self.limit:
-            self.clear()
-        self._prompts[key] = prompt
-        self._held += len(prompt) + 1
+        weight = REF_BYTES * (len(prompt) + 1) + (size if isinstance(size, int) else size(prompt))
+        if weight > self.limit:
+            return prompt  # larger than the whole table: not held
+        while self._held + weight > self.limit:
+            if self._own:
+                self._held -= self._own.popitem(last=True)[1].weight
+            else:
+                self._held -= self._shared.popitem(last=False)[1].weight
+        self._own[key] = _Entry(prompt, weight, self._cell)
+        self._held += weight
         return prompt
 
+    def end_cell(self) -> None:
+        """The cell being replayed ended: drop the prompts no cell built or fetched in the
+        last ``grace`` cells (this one included), and count the next cell."""
+        last = self._cell - self.grace  # the prompts last used by this cell or before go
+        for entries in (self._own, self._shared):
+            for key in [k for k, e in entries.items() if e.cell <= last]:
+                self._held -= entries.pop(key).weight
+        self._cell += 1
+
+    @property
+    def held(self) -> int:
+        """The weight of the prompts held, in bytes (at most :attr:`limit`)."""
+        return self._held
+
     def __len__(self) -> int:
-        return len(self._prompts)
+        return len(self._own) + len(self._shared)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._own or key in self._shared
 
     def clear(self) -> None:
-        self._prompts.clear()
+        self._own.clear()
+        self._shared.clear()
         self._held = 0
 
 
@@ -258,10 +350,10 @@ class CurrentPrompts:
     """The prompts of the caches the cell runs under (:func:`ctxbench.engine.caches.current`):
     what a strategy names its prompts through (:data:`PROMPTS`)."""
 
-    def get(self, key: Hashable, build: Callable[[], Sequence[Message]]) -> Prompt:
+    def get(self, key: Hashable, build: Callable[[], Sequence[Message]], size: Size = 0) -> Prompt:
         from ctxbench.engine.caches import current
 
-        return current().prompts.get(key, build)
+        return current().prompts.get(key, build, size)
 
     def __len__(self) -> int:
         from ctxbench.engine.caches import current
@@ -280,11 +372,13 @@ PROMPTS = CurrentPrompts()
 
 __all__ = [
     "PROMPTS",
+    "REF_BYTES",
     "Change",
     "CurrentPrompts",
     "Drops",
     "Prompt",
     "PromptTable",
+    "Size",
     "Step",
     "few",
     "index_runs",

@@ -180,13 +180,17 @@ class ContextView:
         held: _Held | None = None
         if prompt is not None:
             held = prompt.counts.get(self._counts_key)
+            if held is not None:
+                held = held._replace(messages=prompt)
         if held is None:
             new = list(messages)
             held = next(
                 (h for h in (self._aligned(new, c) for c in (current, *self._recent)) if h), None
             ) or self._around(new, current)
             if prompt is not None:
-                held = prompt.counts[self._counts_key] = held._replace(messages=prompt)
+                # kept without the prompt itself: a prompt holding itself is a cycle
+                prompt.counts[self._counts_key] = held._replace(messages=())
+                held = held._replace(messages=prompt)
         self._prompt, self._shared = prompt, prompt is not None
         # a message with the same fingerprint is the same prompt to the provider's cache
         self._dirty_from = min(self._dirty_from, equal_head(self._keys, held.keys))

@@ -297,6 +297,7 @@ def run_sweep(
                             error = json.loads(outcome.record)["row"]["error"]
                             examples.append((outcome.run_id, error))
                 report(Progress(skipped + done, planned.cells, failed, skipped))
+                del outcomes  # not held while the next task runs (its records, its files)
             failed = writer.finalize(wanted, with_csv=with_csv, on_cell=on_cell)
     finally:
         executor.close()

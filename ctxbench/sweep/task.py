@@ -90,6 +90,8 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
             report = fault_report(spec, exc).encode("utf-8", "backslashreplace")
             out.append(_failed(error_result(spec, exc), {TRACEBACK_FILE: report}))
             continue
+        finally:
+            caches.end_cell()
         out.append(
             CellOutcome(
                 spec.run_id,

@@ -3,6 +3,10 @@ once and is what a replay working it out alone would get."""
 
 from __future__ import annotations
 
+import functools
+import gc
+import operator
+import weakref
 from itertools import pairwise
 
 from hypothesis import given, settings
@@ -10,9 +14,18 @@ from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
 from ctxbench.engine.caches import Caches, using
-from ctxbench.engine.prompt import PROMPTS, Change, Drops, Prompt, PromptTable, index_runs
+from ctxbench.engine.prompt import (
+    PROMPTS,
+    REF_BYTES,
+    Change,
+    Drops,
+    Prompt,
+    PromptTable,
+    index_runs,
+)
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import ReplayOutput, replay
+from ctxbench.engine.view import ContextView
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.dbgpt import ledger
 from ctxbench.trace import Message
@@ -56,7 +69,7 @@ def test_the_same_replay_twice_records_the_same_events() -> None:
 
 
 def test_a_table_builds_a_prompt_once_per_key() -> None:
-    table = PromptTable(limit=100)
+    table = PromptTable(limit=10_000)
     built: list[int] = []
     message = Message("user", "hi")
 
@@ -71,15 +84,140 @@ def test_a_table_builds_a_prompt_once_per_key() -> None:
     assert table.get(("k", 2), build) is not first
 
 
-def test_a_full_table_starts_again_and_the_prompts_in_use_live_on() -> None:
-    table = PromptTable(limit=10)
+def _weight(length: int, size: int = 0) -> int:
+    return REF_BYTES * (length + 1) + size
+
+
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 8), st.integers(0, 300)), max_size=60))
+def test_a_table_never_holds_more_than_its_limit(gets: list[tuple[int, int, int]]) -> None:
+    """Whatever is asked, the weights of the prompts held (a reference per message plus what
+    the builder says the prompt alone holds) stay within the limit, and the table's count is
+    theirs."""
+    limit = _weight(10)
+    table = PromptTable(limit=limit)
+    message = Message("user", "x")
+    built: dict[int, tuple[int, int]] = {}
+    for key, length, size in gets:
+        held_before = key in table
+        prompt = table.get(key, functools.partial(operator.mul, [message], length), size)
+        if not held_before:
+            built[key] = (len(prompt), size)
+        if key in table:
+            assert table.get(key, lambda: []) is prompt
+        held = [_weight(*built[k]) for k in built if k in table]
+        assert table.held == sum(held) <= limit
+
+
+def test_a_full_table_keeps_a_cells_first_prompts_for_the_next_cell() -> None:
+    """Past its limit, the table drops the newest prompts no other cell fetched: the next
+    cell, asking in the same order, finds the first ones (least recently used first would
+    leave it only the last ones, each evicted by its own misses before it got there)."""
+    table = PromptTable(limit=_weight(1) * 3)
+    messages = [Message("user", str(i)) for i in range(6)]
+    first = [table.get(i, functools.partial(list, [m])) for i, m in enumerate(messages)]
+    table.end_cell()
+    found = [table.get(i, functools.partial(list, [m])) for i, m in enumerate(messages)]
+    assert [a is b for a, b in zip(first, found)] == [True, True, False, False, False, False]
+    assert found[3:] == first[3:]  # rebuilt, equal
+
+
+def test_a_full_table_drops_the_shared_prompts_least_recently_fetched_first() -> None:
+    table = PromptTable(limit=_weight(1) * 3)
+    a, b, c = Message("user", "a"), Message("user", "b"), Message("user", "c")
+    for key, m in (("a", a), ("b", b), ("c", c)):
+        table.get(key, functools.partial(list, [m]))
+    table.end_cell()
+    kept = table.get("a", list)  # cell 1 fetches all three: shared
+    table.get("b", list)
+    table.get("c", list)
+    assert table.get("a", list) is kept  # fetched again: "b" is now the least recent
+    table.get("d", functools.partial(list, [a]))
+    assert "b" not in table and "a" in table and "c" in table and "d" in table
+    again = table.get("b", functools.partial(list, [b]))
+    assert again == (b,) and isinstance(again, Prompt)
+
+
+def test_a_size_given_by_a_function_of_the_prompt_counts_in_its_weight() -> None:
+    table = PromptTable(limit=10_000)
+    table.get("head", lambda: [Message("system", "x" * 100)], lambda p: len(p[0].content))
+    assert table.held == _weight(1, 100)
+
+
+def test_a_prompt_larger_than_the_table_is_built_but_not_held() -> None:
+    table = PromptTable(limit=_weight(3))
     message = Message("user", "hi")
-    first = table.get("a", lambda: [message] * 6)
-    second = table.get("b", lambda: [message] * 6)  # 7 + 7 > 10: the table starts again
-    assert len(table) == 1
-    assert list(first) == [message] * 6  # still whole for whoever holds it
-    assert table.get("b", lambda: []) is second
-    assert table.get("a", lambda: [message]) is not first  # rebuilt
+    kept = table.get("small", lambda: [message])
+    big = table.get("big", lambda: [message] * 4)
+    assert list(big) == [message] * 4
+    assert "big" not in table and table.get("small", lambda: []) is kept
+
+
+def test_a_prompt_no_cell_asked_for_in_the_last_cells_goes() -> None:
+    table = PromptTable(limit=10**6, grace=1)
+    message = Message("user", "m")
+    table.get("shared", lambda: [message])
+    table.get("first's own", lambda: [message])
+    table.end_cell()  # cell 0 ends: what it built waits for cell 1
+    assert "first's own" in table
+    table.get("shared", lambda: [])  # cell 1 asks for one of them
+    table.get("second's own", lambda: [message])
+    table.end_cell()  # cell 1 ends: what it did not use goes
+    assert "first's own" not in table
+    assert "shared" in table and "second's own" in table
+    table.get("shared", lambda: [])
+    table.end_cell()  # cell 2 used only "shared"
+    assert "second's own" not in table and "shared" in table
+    assert table.held == _weight(1)
+    table.end_cell()  # cell 3 used nothing: the run of cells sharing it is over
+    assert len(table) == 0 and table.held == 0
+
+
+def test_a_longer_grace_keeps_a_prompt_for_a_cell_further_on() -> None:
+    table = PromptTable(limit=10**6, grace=2)
+    kept = table.get("k", lambda: [Message("user", "m")])
+    table.end_cell()
+    table.end_cell()  # one cell in between asked for nothing
+    assert table.get("k", lambda: []) is kept
+    table.end_cell()
+    table.end_cell()
+    table.end_cell()
+    assert "k" not in table
+
+
+def test_a_table_outside_cells_keeps_its_prompts_to_its_limit() -> None:
+    """One replay (no cells counted) forgets only by size."""
+    table = PromptTable(limit=10**6)
+    for i in range(50):
+        table.get(i, lambda: [Message("user", "m")])
+    assert len(table) == 50
+
+
+def test_a_prompt_holds_no_prompt_so_one_forgotten_is_freed_without_the_collector() -> None:
+    """What the engine keeps on a prompt about another (a change, the places standing in for
+    it) is kept under the other's serial, and the view's counts without the prompt itself: a
+    prompt dropped by the table goes at once, with no cycle left for the collector."""
+    own = Message("user", "only this prompt holds me")
+    others = [Message("user", str(i)) for i in range(20)]
+    before = Prompt([own, *others])
+    after = Prompt([Message("system", "s"), *others])
+    view = ContextView(get_counter("chars4"), get_counter("chars4"))
+    gone = weakref.ref(own)
+    gc.disable()
+    try:
+        view.replace(before)
+        view.replace(after)
+        before.remember(after, True, None)
+        after.remember(before, True, None)
+        assert after.standing_in(before) == (0,) and before.standing_in(after) == (0,)
+        assert before.change_to(after) == (True, None)
+        del before, own
+        view.replace(Prompt(others))
+        view.replace(Prompt(others[:5]))  # the view's recent lists no longer hold it
+        view.replace(Prompt(others[:3]))
+        view.replace(Prompt(others[:2]))
+        assert gone() is None
+    finally:
+        gc.enable()
 
 
 def test_a_change_is_known_only_for_the_prompt_it_was_worked_out_for() -> None:
@@ -89,6 +227,18 @@ def test_a_change_is_known_only_for_the_prompt_it_was_worked_out_for() -> None:
     before.remember(after, True, change)
     assert before.change_to(after) == (True, change)
     assert before.change_to(other) is None
+
+
+def test_a_change_is_kept_on_the_prompt_after_it_so_it_goes_with_that_prompt() -> None:
+    """A prompt every configuration shows (DB-GPT's rebuilt memory) is followed by each
+    configuration's own next prompt: the changes live on those, not on the shared one."""
+    shared = Prompt([Message("user", "a")])
+    mine, yours = Prompt([]), Prompt([Message("user", "b")])
+    shared.remember(mine, True, None)
+    shared.remember(yours, True, None)
+    assert shared.changes == {}
+    assert list(mine.changes) == [shared.serial] == list(yours.changes)
+    assert shared.change_to(mine) == (True, None) and mine.change_to(shared) is None
 
 
 def test_a_prompt_knows_which_places_stand_for_another_message() -> None:

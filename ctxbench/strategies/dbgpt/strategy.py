@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -12,6 +13,7 @@ from itertools import compress, count, repeat
 from typing import ClassVar
 
 from ctxbench.engine import events as ev
+from ctxbench.engine.caches import current
 from ctxbench.engine.context import ReplayContext, json_file, safe_component
 from ctxbench.engine.prompt import PROMPTS
 from ctxbench.engine.strategy import Starter
@@ -318,18 +320,23 @@ class DbgptStrategy(Strategy[DbgptConfig]):
 
     def _progress_head(self, ledger: HistoryLedger) -> Message | None:
         """The memory's first system prompt with the task progress so far (None without
-        progress): one object for the same system prompt and lines in the whole process, so a
-        sweep's replays rebuild the same prompt."""
+        progress): one object for the same system prompt and lines in the sweep's caches
+        (a prompt of its table, weighed by its text, so the heads of a long run, each a line
+        longer than the last, go with the prompts that hold them), so a sweep's replays
+        rebuild the same prompt."""
         if not self._progress_lines:
             return None
         at = ledger.first_system
         system = None if at is None else ledger[at]
-        key = (id(system), self._progress_token)
-        found = _HEADS.peek(key)
-        if found is None or found[0] is not system:
-            found = (system, progress_head(system, task_progress(self._progress_lines) or ""))
-            _HEADS.put(key, found, len(found[1].content))
-        return found[1]
+        lines = self._progress_lines
+
+        def build() -> list[Message]:
+            head = progress_head(system, task_progress(lines) or "")
+            return [head] if system is None else [head, system]
+
+        # the prompt holds the system prompt, so its id stays its own while the key is known
+        key = ("dbgpt.head", id(system), self._progress_token)
+        return PROMPTS.get(key, build, _head_size)[0]
 
     def _ledger_of(self, ctx: ReplayContext) -> HistoryLedger:
         if self._ledger is None:
@@ -631,14 +638,15 @@ class DbgptStrategy(Strategy[DbgptConfig]):
         assistant = _last_assistant(ctx)
         # what the step's file holds depends on these alone: worked out once in the process
         key = (id(message), id(assistant), step, ctx.trace_id, design)
-        found = _SNAPSHOTS.peek(key)
+        files = _snapshot_files()
+        found = files.peek(key)
         if found is None or found[0] is not message or found[1] is not assistant:
             found = (
                 message,
                 assistant,
                 *_snapshot_file(message, assistant, step, ctx.trace_id, design),
             )
-            _SNAPSHOTS.put(key, found, len(found[4]))
+            files.put(key, found, len(found[4]))
         action, relative, content, sha256 = found[2:]
         path = ctx.write_file(relative, content, sha256=sha256)
         if not self.rules.design_snapshots:
@@ -711,20 +719,29 @@ def _snapshot_file(
     return (action, relative, *json_file(payload))
 
 
-#: the snapshot files of the process: (ids of the result and of its call, step, trace, design)
-#: -> (that result and call, held so their ids stay their own; action, relative path,
+#: the snapshot files of a sweep's caches: (ids of the result and of its call, step, trace,
+#: design) -> (that result and call, held so their ids stay their own; action, relative path,
 #: content, sha256), bounded by the files' bytes
-_SNAPSHOTS: ContentMemo[
-    tuple[int, int, int, str, bool], tuple[Message, Message | None, str, str, bytes, str]
-] = ContentMemo(limit=64 * 2**20)
+_SNAPSHOTS = "dbgpt.snapshots"
+_SNAPSHOTS_LIMIT = 64 * 2**20
 
-#: the progress heads of the process: (id of the system prompt, progress token) -> (that
-#: system prompt, held so its id stays its own; the head), bounded by the heads' text
-_HEADS: ContentMemo[tuple[int, int], tuple[Message | None, Message]] = ContentMemo(limit=64 * 2**20)
+
+def _snapshot_files() -> ContentMemo[
+    tuple[int, int, int, str, bool], tuple[Message, Message | None, str, str, bytes, str]
+]:
+    """The snapshot files of the current caches (a sweep's trace's, else the process's)."""
+    return current().content(_SNAPSHOTS, _SNAPSHOTS_LIMIT)
+
+
 #: the task progress of the process: (a token, a line) -> the token of its lines and that line
 _PROGRESS: dict[tuple[int, str], int] = {}
 _PROGRESS_LIMIT = 1_000_000
 _progress_tokens = count(1)
+
+
+def _head_size(prompt: Sequence[Message]) -> int:
+    """The bytes of a progress head's text (the prompt holding it made it)."""
+    return sys.getsizeof(prompt[0].content)
 
 
 def _progressed(token: int, line: str) -> int:
