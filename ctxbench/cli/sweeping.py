@@ -230,9 +230,9 @@ def execute(
         f"{summary.cells} cells: {summary.ran} ran, {summary.skipped} already done, "
         f"{summary.failed} failed"
     )
-    from ctxbench.results.layout import RESULTS, final_table
+    from ctxbench.results.layout import RESULTS
 
-    table = final_table()
+    table = summary.table
     if table != RESULTS:
         click.echo(
             f"note: {table}: pyarrow is not installed (`pip install 'ctxbench[parquet]'` "

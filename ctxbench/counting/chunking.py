@@ -158,14 +158,20 @@ def is_safe_line_cut(text: str, i: int) -> bool:
     return (after == " " and before in _PUNCTUATION) or is_safe_cut(text, i)
 
 
+def _ends_word(text: str, at: int) -> bool:
+    """Whether the space at ``at`` follows a letter, a digit or punctuation: a place
+    :func:`is_safe_line_cut` allows."""
+    before = text[at - 1]
+    return before.isalnum() or before in _PUNCTUATION
+
+
 def _heads(text: str, hi: int, most: int) -> list[int]:
     """The first ``most`` places before ``hi`` where a space follows a letter, a digit or
     punctuation (:func:`is_safe_line_cut`)."""
     out: list[int] = []
     at = text.find(" ", 1, hi)
     while at != -1 and len(out) < most:
-        before = text[at - 1]
-        if before.isalnum() or before in _PUNCTUATION:
+        if _ends_word(text, at):
             out.append(at)
         at = text.find(" ", at + 1, hi)
     return out
@@ -177,8 +183,7 @@ def _last_words(text: str, hi: int) -> int | None:
     lo = max(0, hi - HEAD_WORDS)
     at = text.rfind(" ", lo + 1, hi)
     while at != -1:
-        before = text[at - 1]
-        if before.isalnum() or before in _PUNCTUATION:
+        if _ends_word(text, at):
             return at
         at = text.rfind(" ", lo + 1, at)
     return None

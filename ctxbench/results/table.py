@@ -103,12 +103,12 @@ class TableWriter:
     install's table), and optionally CSV, all written atomically: the files appear when the
     block ends without an error (``then`` ends a failed write's hint)."""
 
-    def __init__(self, parquet: Path, csv_path: Path | None = None, *, then: str = RESUME) -> None:
-        self.parquet = parquet
-        self.parquet_tmp = parquet.with_name(f".{parquet.name}.tmp")
+    def __init__(self, path: Path, csv_path: Path | None = None, *, then: str = RESUME) -> None:
+        self.parquet = path
+        self.parquet_tmp = path.with_name(f".{path.name}.tmp")
         self.then = then
         self.csv = AtomicFile(csv_path, then=then) if csv_path else None
-        self.jsonl = AtomicFile(parquet, then=then) if parquet.suffix == ".jsonl" else None
+        self.jsonl = AtomicFile(path, then=then) if path.suffix == ".jsonl" else None
         self._batch: list[Mapping[str, Any]] = []
 
     def __enter__(self) -> TableWriter:
@@ -202,19 +202,15 @@ def write_rows(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> None:
             f"cannot write rows to {path.name!r}", path=path, hint="use .jsonl, .csv or .parquet"
         )
     then = "run the command again"
-    if path.suffix == ".parquet":
+    if path.suffix in (".parquet", ".jsonl"):
         with TableWriter(path, then=then) as table:
             for row in rows:
                 table.add(row)
         return
     with AtomicFile(path, then=then) as out:
-        if path.suffix == ".jsonl":
-            for row in rows:
-                out.write(json.dumps(dict(row), ensure_ascii=False) + "\n")
-        else:
-            writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else [])
-            writer.writeheader()
-            writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else [])
+        writer.writeheader()
+        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
 
 
 def _clean(value: Any) -> Any:

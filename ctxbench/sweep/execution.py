@@ -19,6 +19,7 @@ from ctxbench.cell.runner import KeepFiles
 from ctxbench.cell.spec import RunSpec
 from ctxbench.collector import paced
 from ctxbench.engine.result import Prices
+from ctxbench.results.layout import RESULTS, final_table
 from ctxbench.sweep.executors import Executor, InlineExecutor
 from ctxbench.sweep.sources import TraceEntry, catalogue
 from ctxbench.sweep.spec import SweepSpec
@@ -154,6 +155,8 @@ class SweepSummary:
     #: how many of their cells were run again for it (their old results were dropped)
     plugins_changed: tuple[str, ...] = ()
     rerun_for_plugins: int = 0
+    #: the final table's file name: results.parquet, or results.jsonl without pyarrow
+    table: str = RESULTS
 
 
 def sweep_record(spec: SweepSpec, planned: Plan) -> dict[str, Any]:
@@ -230,6 +233,7 @@ def run_sweep(
     import json
 
     executor = executor or InlineExecutor()
+    table_name = final_table()  # parquet, or JSON Lines where pyarrow is not installed
     dropped = 0
     try:
         # the collector paced for the whole sweep: its caches grow from cell to cell
@@ -298,7 +302,9 @@ def run_sweep(
                             examples.append((outcome.run_id, error))
                 report(Progress(skipped + done, planned.cells, failed, skipped))
                 del outcomes  # not held while the next task runs (its records, its files)
-            failed = writer.finalize(wanted, with_csv=with_csv, on_cell=on_cell)
+            failed = writer.finalize(
+                wanted, with_csv=with_csv, on_cell=on_cell, table_name=table_name
+            )
     finally:
         executor.close()
         forget_trace_caches()  # the tasks an inline executor ran left theirs in this process
@@ -313,6 +319,7 @@ def run_sweep(
         dropped,
         tuple(changed),
         rerun,
+        table_name,
     )
 
 

@@ -198,11 +198,13 @@ class ResultsWriter:
         *,
         with_csv: bool = False,
         on_cell: Callable[[dict[str, Any], Sequence[str | Mapping[str, Any]]], None] | None = None,
+        table_name: str | None = None,
     ) -> int:
-        """Write the final table and events for ``run_ids`` (the sweep's cells), sorted by run
-        id, from the journal. Returns the number of error rows. ``on_cell(row, events)`` sees
-        each cell as it is written (its events as JSON texts or dicts), so what the sweep
-        reports is worked out without reading the files back."""
+        """Write the final table (``table_name``, else :func:`final_table`'s) and events for
+        ``run_ids`` (the sweep's cells), sorted by run id, from the journal. Returns the number
+        of error rows. ``on_cell(row, events)`` sees each cell as it is written (its events as
+        JSON texts or dicts), so what the sweep reports is worked out without reading the
+        files back."""
         journal = self.path / JOURNAL
         index = journal_index(journal)
         wanted = sorted(set(run_ids))
@@ -217,7 +219,8 @@ class ResultsWriter:
         with (
             AtomicFile(self.path / EVENTS, then=RESUME) as events_out,
             TableWriter(
-                self.path / final_table(), self.path / RESULTS_CSV if with_csv else None
+                self.path / (table_name or final_table()),
+                self.path / RESULTS_CSV if with_csv else None,
             ) as table,
         ):
             for rid in wanted:
