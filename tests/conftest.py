@@ -107,6 +107,9 @@ SLOW: frozenset[str] = frozenset(
         "tests/shipped/",
         "tests/test_structure_golden.py::test_the_quickstart_part_matches_the_golden",
         "tests/test_structure_golden.py::test_recorded_replays_and_errors_match_the_golden",
+        # the events golden, beside the structure golden (25 s of `make test` at stop 49)
+        "tests/test_events_golden.py::test_the_quickstart_scenarios_write_and_read_the_golden_bytes",
+        "tests/test_events_golden.py::test_recorded_traces_write_the_golden_bytes",
         "tests/sweep/test_execution.py::"
         "test_one_worker_two_workers_and_a_dask_cluster_give_identical_results",
         "tests/sweep/test_execution.py::"
