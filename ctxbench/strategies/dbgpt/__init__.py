@@ -111,6 +111,12 @@ from ctxbench.strategies.dbgpt.config import (
     DbgptConfig,
     DbgptRelease,
 )
+from ctxbench.strategies.dbgpt.manager import (
+    LAYER4_MARKERS,
+    MODEL_NAME_ERROR,
+    SUMMARY_PROMPT,
+    SUMMARY_SECTIONS,
+)
 from ctxbench.strategies.dbgpt.memory import (
     PERSISTED_OUTPUT_TAG,
     generate_preview,
@@ -119,13 +125,7 @@ from ctxbench.strategies.dbgpt.memory import (
     snapshot_path,
     stored,
 )
-from ctxbench.strategies.dbgpt.strategy import (
-    LAYER4_MARKERS,
-    MODEL_NAME_ERROR,
-    SUMMARY_PROMPT,
-    SUMMARY_SECTIONS,
-    DbgptStrategy,
-)
+from ctxbench.strategies.dbgpt.strategy import DbgptStrategy
 
 __all__ = [
     "DEFAULT_MAX_CONTEXT_TOKENS",
