@@ -21,7 +21,8 @@ text cut at the limit, which can move the total by a token or so per cut.
 
 The same places let a counter count a long text in :func:`segments` and remember each
 segment's count: a text that grows (DB-GPT 0.8.2's system prompt gains a line of task progress
-at every step) is then tokenized only where it changed, not again whole at every call.
+at every step) is then tokenized only where it changed, not again whole at every call, and
+(:func:`grown_segments`) cut again only from where it changed.
 
 tiktoken's two patterns (cl100k, o200k) also end a piece between a letter or digit and a
 whitespace character, and between ASCII punctuation and a space (:func:`is_safe_line_cut`).
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ctxbench.memo import ContentMemo
 
@@ -103,6 +104,16 @@ def segments(text: str, *, least: int = 2048, most: int = 8192, one_in: int = 8)
         raise ValueError(f"segments need 0 < least <= most, got least={least}, most={most}")
     out: list[str] = []
     start = 0
+    for end in _cuts(text, 0, least, most, one_in):
+        out.append(text[start:end])
+        start = end
+    out.append(text[start:])
+    return out
+
+
+def _cuts(text: str, start: int, least: int, most: int, one_in: int) -> Iterator[int]:
+    """Where :func:`segments` cuts ``text`` after ``start`` (a place it cut, or 0), in order:
+    each cut is decided by the text up to it and the character after it."""
     end = text.find("\n", start + least - 1) + 1  # the first place a segment may end
     while 0 < end < len(text):
         following = text[end]
@@ -112,13 +123,71 @@ def segments(text: str, *, least: int = 2048, most: int = 8192, one_in: int = 8)
                 end - start >= most
                 or zlib.crc32(line.encode("utf-8", "surrogatepass")) % one_in == 0
             ):
-                out.append(text[start:end])
+                yield end
                 start = end
                 end = text.find("\n", start + least - 1) + 1
                 continue
         end = text.find("\n", end) + 1
+
+
+#: the characters of the texts :func:`grown_segments` keeps the segments of (the oldest go
+#: first): a few calls' worth of a long run's texts
+GROWN_CHARS = 4 * 2**20
+#: the segments of the texts :func:`grown_segments` cut last, by their first segment, with
+#: each text's length (insertion order: the oldest first)
+_GROWN: dict[str, tuple[list[str], int]] = {}
+_grown_chars = [0]
+
+
+def grown_segments(text: str) -> list[str]:
+    """:func:`segments` of ``text`` (with its defaults), those it shares with the last text cut
+    here that began with the same segment taken from that text's cuts, not found again: a text
+    that grows at its end or its tail (DB-GPT 0.8.2's system prompt gains a line of task
+    progress before its closing lines at every step) is scanned from where it changed, and a
+    text cut again (by a second counter) not at all. A cut of the earlier text stands when
+    ``text`` holds the same characters up to it and the one after it (what decided it)."""
+    cuts = _cuts(text, 0, 2048, 8192, 8)
+    first = next(cuts, None)
+    if first is None:
+        return [text]
+    head = text[:first]
+    known = _GROWN.pop(head, None)
+    if known is None:
+        out, start = [head], first
+    else:
+        before = known[0]
+        out, start = [before[0]], first  # the held first segment: its hash is known
+        for i in range(1, len(before) - 1):
+            if not text.startswith(before[i], start):
+                break
+            out.append(before[i])
+            start += len(before[i])
+        else:
+            if text.startswith(before[-1], start) and start + len(before[-1]) == len(text):
+                _remember(head, before, len(text), known[1])
+                return before  # the same text
+        if len(out) > 1 and not text.startswith(before[len(out)][:1], start):
+            start -= len(out.pop())  # the character after the last cut differs
+        cuts = _cuts(text, start, 2048, 8192, 8)
+    for end in cuts:
+        out.append(text[start:end])
+        start = end
     out.append(text[start:])
+    _remember(head, out, len(text), 0 if known is None else known[1])
     return out
+
+
+def _remember(head: str, parts: list[str], size: int, forgotten: int) -> None:
+    """Keep ``parts`` (of a text of ``size`` characters) under ``head`` in :data:`_GROWN`, in
+    place of an entry of ``forgotten`` characters, and forget the oldest over the limit (a
+    text longer than the limit is not kept)."""
+    _grown_chars[0] -= forgotten
+    if size > GROWN_CHARS:
+        return
+    _grown_chars[0] += size
+    _GROWN[head] = (parts, size)
+    while _grown_chars[0] > GROWN_CHARS:
+        _grown_chars[0] -= _GROWN.pop(next(iter(_GROWN)))[1]
 
 
 #: where a counter that asks for it (:func:`count_in_segments`' ``lines_from``) counts a text
@@ -299,7 +368,7 @@ def count_in_segments(
                 memo.put(text, n, sys.getsizeof(text))
             return n
         return sum(_count_lines(lines(text), count_each, memo))
-    parts = segments(text)
+    parts = grown_segments(text)
     known = list(map(memo.peek, parts))
     if lines_from is not None and None in known:
         return _count_segments_by_lines(parts, known, count_each, memo)
