@@ -314,6 +314,51 @@ class Message:
         )
 
 
+class GrowingFingerprints:
+    """Fingerprints of text-only messages like ``like`` (its role, tool call id and name) whose
+    texts are a beginning that only grows and then an ending (DB-GPT 0.8.2's system prompt: its
+    task progress gains a line at every step, its closing lines stay): the beginning is hashed
+    as it grows, so a message's :attr:`Message.fingerprint` (the same value) costs its ending,
+    not its whole text again."""
+
+    def __init__(self, like: Message) -> None:
+        self._like = (like.role, like.tool_call_id, like.name)
+        #: the digest's payload (:meth:`Message._digest`) around the text, JSON-escaped
+        rest = json.dumps([None, [], like.tool_call_id, like.name, {}], ensure_ascii=False)
+        before = "[" + json.dumps(like.role, ensure_ascii=False) + ', "'
+        self._hash = hashlib.blake2b(_utf8(before), digest_size=16)
+        self._after = _utf8('", ' + rest[1:])
+        #: the characters of the beginning hashed so far
+        self.length = 0
+
+    def grow(self, more: str) -> None:
+        """The beginning gains ``more``."""
+        self._hash.update(_utf8(json.dumps(more, ensure_ascii=False)[1:-1]))
+        self.length += len(more)
+
+    def give(self, message: Message, ending: str) -> Message:
+        """``message``, whose text is the beginning and then ``ending``, with its fingerprint
+        worked out from the beginning's hash (a message unlike ``like`` or of another length
+        is left to work out its own)."""
+        if (
+            message.parts is not None
+            or message.tool_calls
+            or message.replay
+            or (message.role, message.tool_call_id, message.name) != self._like
+            or len(message.content) != self.length + len(ending)
+            or not message.content.endswith(ending)
+        ):
+            return message
+        digest = self._hash.copy()
+        digest.update(_utf8(json.dumps(ending, ensure_ascii=False)[1:-1]) + self._after)
+        message.__dict__["fingerprint"] = digest.hexdigest()  # the cached property's value
+        return message
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """A tool the agent was given (name, description, JSON-Schema parameters)."""

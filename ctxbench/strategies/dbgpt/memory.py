@@ -17,6 +17,8 @@ _POINTER_RE = re.compile(r"\[Full detail available at: ([^\]\n]+)\]")
 _TRUNCATED_POINTER_RE = re.compile(r"\[truncated, full detail at: ([^\]\n]+)\]")
 #: where a message keeps its snapshot path (DB-GPT's ``AgentMessage.context["snapshot_path"]``)
 SNAPSHOT_PATH_KEY = "snapshot_path"
+#: the first line of ``Role.task_progress_summary`` (role.py:212-240)
+PROGRESS_HEADING = "## Task Progress (do NOT repeat completed steps)"
 #: the lines ``_REACT_SYSTEM_TEMPLATE`` renders after ``{{ task_progress }}`` (react_agent.py:69-73)
 PROGRESS_TAIL = (
     "You MUST NOT repeat any action already listed above as \u2705 completed.\n"
@@ -58,7 +60,7 @@ def task_progress(lines: Sequence[str]) -> str | None:
     """``Role.task_progress_summary`` (role.py:212-240) of its :func:`progress_line` lines."""
     if not lines:
         return None
-    return "\n".join(["## Task Progress (do NOT repeat completed steps)", *lines])
+    return "\n".join([PROGRESS_HEADING, *lines])
 
 
 def with_progress(messages: Sequence[Message], progress: str | None) -> list[Message]:

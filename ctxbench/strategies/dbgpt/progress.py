@@ -1,5 +1,10 @@
 """``TaskProgress``: the ReAct agent's ``_task_progress`` (a line per successful step) and the
-system prompt 0.8.2 renders with it (``role.py:212-240``, ``_REACT_SYSTEM_TEMPLATE``)."""
+system prompt 0.8.2 renders with it (``role.py:212-240``, ``_REACT_SYSTEM_TEMPLATE``).
+
+The agent renders that prompt again at every call, a line longer each step: its fingerprint
+is worked out from the hash of the lines so far (:class:`~ctxbench.trace.GrowingFingerprints`),
+and counters cut it again only where it grew (:func:`~ctxbench.counting.chunking.grown_segments`),
+so a call costs its new line, not the whole progress again."""
 
 from __future__ import annotations
 
@@ -8,8 +13,13 @@ from collections.abc import Sequence
 from itertools import count
 
 from ctxbench.engine.prompt import PROMPTS
-from ctxbench.strategies.dbgpt.memory import progress_head, task_progress
-from ctxbench.trace import Message
+from ctxbench.strategies.dbgpt.memory import (
+    PROGRESS_HEADING,
+    PROGRESS_TAIL,
+    progress_head,
+    task_progress,
+)
+from ctxbench.trace import GrowingFingerprints, Message
 
 
 class TaskProgress:
@@ -19,6 +29,9 @@ class TaskProgress:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.token = 0
+        #: the fingerprints of the heads of one system prompt, and how many lines they hashed
+        self._fingerprints: tuple[Message | None, GrowingFingerprints] | None = None
+        self._hashed = 0
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -39,12 +52,28 @@ class TaskProgress:
         lines = self.lines
 
         def build() -> list[Message]:
-            head = progress_head(system, task_progress(lines) or "")
+            head = self._fingerprinted(progress_head(system, task_progress(lines) or ""), system)
             return [head] if system is None else [head, system]
 
         # the prompt holds the system prompt, so its id stays its own while the key is known
         key = ("dbgpt.head", id(system), self.token)
         return PROMPTS.get(key, build, _head_size)[0]
+
+    def _fingerprinted(self, head: Message, system: Message | None) -> Message:
+        """``head`` (``system`` with the progress) with its fingerprint, from the hash of the
+        system prompt and the lines hashed for the last head, grown by the lines since."""
+        held = self._fingerprints
+        if held is None or held[0] is not system:
+            fingerprints = GrowingFingerprints(head)
+            fingerprints.grow(
+                PROGRESS_HEADING if system is None else f"{system.content}\n{PROGRESS_HEADING}"
+            )
+            held = self._fingerprints = (system, fingerprints)
+            self._hashed = 0
+        for line in self.lines[self._hashed :]:
+            held[1].grow(f"\n{line}")
+        self._hashed = len(self.lines)
+        return held[1].give(head, f"\n{PROGRESS_TAIL}")
 
 
 #: the task progress of the process: (a token, a line) -> the token of its lines and that line
