@@ -12,7 +12,7 @@ from ctxbench.trace import Message, Part
 
 SYSTEMS = {
     "none": None,
-    "plain": Message("system", "You are a data analyst agent.\nAnswer in \"tables\" \\ only."),
+    "plain": Message("system", 'You are a data analyst agent.\nAnswer in "tables" \\ only.'),
     "named": Message("system", "You are an agent.", name="analyst"),
     "media": Message.from_parts(
         "system", (Part("text", "Look:"), Part("image_url", "", {"image_url": {"url": "x.png"}}))
@@ -32,6 +32,7 @@ def test_every_head_is_the_release_text_with_the_fingerprint_of_that_text(which:
         assert head is not None
         expected = progress_head(system, task_progress(progress.lines) or "")
         assert head == expected
+        assert progress.text == task_progress(progress.lines)
         assert head.fingerprint == expected._digest()
         if which != "media":  # worked out as the head was made, not from its whole text
             assert "fingerprint" in vars(head)

@@ -17,7 +17,6 @@ from ctxbench.strategies.dbgpt.memory import (
     PROGRESS_HEADING,
     PROGRESS_TAIL,
     progress_head,
-    task_progress,
 )
 from ctxbench.trace import GrowingFingerprints, Message
 
@@ -29,6 +28,8 @@ class TaskProgress:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.token = 0
+        #: ``task_progress(lines)``, grown a line at a time (not joined again at every call)
+        self.text = PROGRESS_HEADING
         #: the fingerprints of the heads of one system prompt, and how many lines they hashed
         self._fingerprints: tuple[Message | None, GrowingFingerprints] | None = None
         self._hashed = 0
@@ -39,6 +40,7 @@ class TaskProgress:
     def add(self, line: str) -> None:
         """A step succeeded: its line is the progress's last."""
         self.lines.append(line)
+        self.text += f"\n{line}"
         self.token = _progressed(self.token, line)
 
     def head(self, system: Message | None) -> Message | None:
@@ -49,10 +51,9 @@ class TaskProgress:
         replays rebuild the same prompt."""
         if not self.lines:
             return None
-        lines = self.lines
 
         def build() -> list[Message]:
-            head = self._fingerprinted(progress_head(system, task_progress(lines) or ""), system)
+            head = self._fingerprinted(progress_head(system, self.text), system)
             return [head] if system is None else [head, system]
 
         # the prompt holds the system prompt, so its id stays its own while the key is known
