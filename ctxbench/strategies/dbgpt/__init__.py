@@ -52,7 +52,10 @@ in the native view; the release sends text rounds, so no pairing check applies
 (``sends_tool_roles``). Layers 1 and 2 of each rebuilt prompt are worked out from a ledger of
 running sums over the history (``ledger.py``: the counts, the rounds, the cuts made so far),
 so a call costs what arrived since; a prompt it does not answer for (a system message inside
-the history, ages by the view) goes to the message-list layers it is tested against.
+the history, ages by the view) goes to the message-list layers it is tested against. The
+system prompt with the task progress, a line longer at every step, gets its fingerprint from
+the hash of the lines before (``progress.py``) and counters cut it again only where it grew
+(``grown_segments``), so it too costs a call what changed.
 
 Source: eosphoros-ai/DB-GPT, ``packages/dbgpt-core/src/dbgpt/agent/core/context/`` (``budget.py``,
 ``compact.py``, ``manager.py``, ``storage.py``), ``agent/core/base_agent.py`` (Layer 4 retry) and
