@@ -3,7 +3,9 @@ cold replay in a fresh process (medians of 3; 1 with ``--quick``).
 
 The trace is ``bench_replay.synthetic_trace`` (8 KB observations of prose, logs and JSON),
 written as a canonical trace file and read back by the child, replayed with the default
-release (0.8.2), o200k as the true counter, DB-GPT's own estimator and a 128k window. Goals
+release (0.8.2), o200k as the true counter, DB-GPT's own estimator and a 128k window, for a
+caller that keeps no file (a sweep's ``keep_files = "none"``, ``run`` without ``--files-dir``:
+the snapshots are kept by path and hash). Goals
 (issue 43): milliseconds per round flat in the length (the longest / the shortest within
 1.2x), and peak RSS at most 10x the trace file.
 
@@ -40,7 +42,7 @@ def child(path: str) -> dict[str, Any]:
     parts.true_counter.count("warm up")
     parts.estimator.count("warm up")
     started = time.process_time()
-    output = paced_replay(trace, parts)
+    output = paced_replay(trace, parts, file_contents=False)
     seconds = time.process_time() - started
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"seconds": seconds, "peak_rss_mb": peak_kb / 1024, "events": len(output.events)}

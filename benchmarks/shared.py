@@ -58,8 +58,9 @@ def in_child(module: str, *args: str) -> dict[str, Any]:
     return result
 
 
-def paced_replay(trace: Any, parts: Any) -> Any:
-    """One replay of ``trace`` with a cell's built parts, the collector paced as a sweep runs."""
+def paced_replay(trace: Any, parts: Any, *, file_contents: bool = True) -> Any:
+    """One replay of ``trace`` with a cell's built parts, the collector paced as a sweep runs
+    (``file_contents=False``: as for a caller that keeps no file)."""
     from ctxbench.collector import paced
     from ctxbench.engine.replay import replay
 
@@ -71,4 +72,5 @@ def paced_replay(trace: Any, parts: Any) -> Any:
             true_counter=parts.true_counter,
             estimator=parts.estimator,
             summarizer=parts.summarizer,
+            file_contents=file_contents,
         )

@@ -134,6 +134,7 @@ def run_spec(
     answerer: Answerer | None = None,
     on_ask: Callable[[int, int], None] | None = None,
     caches: Caches | None = None,
+    keep_files: KeepFiles = "all",
 ) -> ReplayOutput:
     """Replay one resolved cell; the row's ``replay_seconds`` is the only clock reading, and
     the row is computed once, after it. A trace reusing a tool call id is refused. ``mined``
@@ -143,7 +144,9 @@ def run_spec(
     ``answerer`` (the client serving it) about the prompts the replay scored, after the replay
     (:mod:`ctxbench.answering`); ``on_ask(done, total)`` hears each answer. ``caches`` are
     what the cell shares with the other cells of a sweep (:mod:`ctxbench.engine.caches`): the
-    cell is built and replayed under them."""
+    cell is built and replayed under them. ``keep_files``: the files the caller keeps of the
+    output (:func:`kept_files`); short of ``all``, a file no probe reads is kept by path and
+    hash alone (``ReplayOutput.written``): a cited file is one a probe read."""
     refuse_duplicate_call_ids(trace, source=spec.trace_source)
     if spec.answerer:
         _check_answerer(spec, answerer)
@@ -169,6 +172,7 @@ def run_spec(
             on_call=on_call,
             on_prompt=prompts.__setitem__ if spec.answerer else None,
             caches=caches,
+            file_contents=keep_files == "all",
         )
     seconds = round(time.perf_counter() - started, 6)
     if spec.answerer and answerer is not None:

@@ -282,7 +282,12 @@ def run(
                 bar = terminal_bar(f"run {trace.id}", quiet=quiet)
                 asking = terminal_bar(f"ask {trace.id}", quiet=quiet)
                 output = run_spec(
-                    spec, trace, on_call=bar.update, answerer=answerer, on_ask=asking.update
+                    spec,
+                    trace,
+                    on_call=bar.update,
+                    answerer=answerer,
+                    on_ask=asking.update,
+                    keep_files="none" if files_dir is None else "all",
                 )
                 bar.close()
                 asking.close()
@@ -359,7 +364,7 @@ def _emit(
 ) -> tuple[dict[str, Any], int]:
     """Write one replay's files (only with --files-dir) and events (echo its row as JSON
     when asked); its row, and how many of its files were left unwritten."""
-    missed = keep_files(output.files, files_dir, run_id)
+    missed = keep_files(output, files_dir, run_id)
     if events is not None:
         events.write("".join(event_line(e, run_id=run_id) + "\n" for e in output.events))
     row = output.result.to_row()
@@ -368,14 +373,14 @@ def _emit(
     return row, missed
 
 
-def keep_files(files: dict[str, bytes] | Any, files_dir: str | None, run_id: str) -> int:
+def keep_files(output: ReplayOutput, files_dir: str | None, run_id: str) -> int:
     """Write a replay's files under ``files_dir``/RUN_ID when given; returns how many were
-    left unwritten (``run`` writes files only where told)."""
-    if not files:
-        return 0
+    left unwritten (``run`` writes files only where told: without ``files_dir`` the replay
+    kept most by path and hash alone, ``output.written``)."""
     if files_dir is None:
-        return len(files)
-    write_files(Path(files_dir) / run_id, files)
+        return len(output.files.keys() | output.written.keys())
+    if output.files:
+        write_files(Path(files_dir) / run_id, output.files)
     return 0
 
 
@@ -484,7 +489,13 @@ def rerun_row(
     trace = load_trace(spec.trace_source, spec.trace_id, spec.trace_hash)
     answerer = _rerun_answerer(spec.answerer, source) if spec.answerer else None
     with contextlib.nullcontext(None) if live else cached_only() as offline:
-        output = run_spec(spec, trace, prices=prices, answerer=answerer)
+        output = run_spec(
+            spec,
+            trace,
+            prices=prices,
+            answerer=answerer,
+            keep_files="none" if files_dir is None else "all",
+        )
     if offline is not None and offline.refused:
         raise ConfigError(
             f"the row's summarizer calls {offline.refused[0]}, named by the row; "

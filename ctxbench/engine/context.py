@@ -52,6 +52,7 @@ class ReplayContext:
         n_calls: int,
         summarizer: Summarizer | None,
         seed: int,
+        contents_until: int | None = None,
     ) -> None:
         self.trace_id = trace_id
         self.strategy = strategy
@@ -66,6 +67,9 @@ class ReplayContext:
         self.view = ContextView(estimator, true_counter, tools)
         self.call = 0
         self._recorder = Recorder(self.view)
+        #: the last call whose files keep their contents (None: every file's); a file written
+        #: later is recorded by path and hash alone (:attr:`written`)
+        self.contents_until = contents_until
 
     @property
     def events(self) -> Sequence[ev.Event]:
@@ -75,8 +79,16 @@ class ReplayContext:
     @property
     def files(self) -> dict[str, bytes]:
         """The files written so far (:meth:`write_file`), by path (a file a strategy appends
-        to in place, as AgentScope's offload does, is set here with its ``snapshot`` event)."""
+        to in place, as AgentScope's offload does, is set here with its ``snapshot`` event).
+        A replay whose caller keeps no file holds only the contents that the probes scored at
+        a later call may read (``contents_until``): every file's path is in :attr:`written`."""
         return self._recorder.files
+
+    @property
+    def written(self) -> dict[str, str]:
+        """Every file :meth:`write_file` recorded so far, by path: its sha256 (read it, do not
+        edit it)."""
+        return self._recorder.written
 
     @property
     def history(self) -> tuple[Message, ...]:
@@ -257,13 +269,43 @@ class ReplayContext:
             sha256 = hashlib.sha256(content).hexdigest()
         return self._record(relative_path, content, sha256)
 
+    @property
+    def keeps_contents(self) -> bool:
+        """Whether a file written now keeps its content (``contents_until``): when not, a
+        strategy that holds its files' contents for later replays (DB-GPT's snapshots) may
+        record one by :meth:`name_file`, from its size and hash alone."""
+        return self.contents_until is None or self.call <= self.contents_until
+
+    def name_file(self, relative_path: str, size: int, sha256: str) -> str:
+        """:meth:`write_file` of a content of ``size`` bytes and ``sha256`` that this replay
+        does not keep (:attr:`keeps_contents` is False): the same path and ``snapshot``
+        event, the content never built."""
+        if self.keeps_contents:
+            raise ValueError(f"{relative_path}: this replay keeps the contents: write_file it")
+        return self._record(relative_path, size, sha256)
+
     def write_json(self, relative_path: str, payload: Any) -> str:
         """:meth:`write_file` of ``payload`` as indented JSON."""
         return self._record(relative_path, *json_file(payload))
 
-    def _record(self, relative_path: str, content: bytes, sha256: str) -> str:
-        files = self._recorder.files
-        path = unused_path(safe_path(relative_path), content, files)
-        files[path] = content
-        self.emit(ev.Snapshot(path=path, bytes=len(content), sha256=sha256))
+    def _record(self, relative_path: str, content: bytes | int, sha256: str) -> str:
+        """Record a file of ``content`` (or, not kept, of that many bytes) and ``sha256``."""
+        files, written = self._recorder.files, self._recorder.written
+
+        def free(path: str) -> bool:  # no file there, or one with this content
+            held = written.get(path)
+            if held is not None:
+                return held == sha256
+            # a file set in place (appended to) is known by its content
+            return path not in files or files[path] == content
+
+        path = unused_path(safe_path(relative_path), free)
+        written[path] = sha256
+        if isinstance(content, int):
+            size = content
+        else:
+            size = len(content)
+            if self.keeps_contents:
+                files[path] = content
+        self.emit(ev.Snapshot(path=path, bytes=size, sha256=sha256))
         return path

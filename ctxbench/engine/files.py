@@ -1,7 +1,8 @@
 """The files a replay records (snapshots, offloads): safe names and their JSON.
 
 Pure: :meth:`ctxbench.engine.context.ReplayContext.write_file` keeps the files in memory; the
-command writes them under the run's directory, where these names keep them.
+command writes them under the run's directory, where these names keep them (a replay whose
+caller keeps no file holds only their names and hashes: ``ReplayContext.written``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -61,14 +62,15 @@ _JSON_FILES = "engine.json_files"
 _JSON_FILES_LIMIT = 16 * 2**20
 
 
-def json_file(payload: Any) -> tuple[bytes, str]:
-    """``payload`` as an indented JSON file, and the file's sha256."""
+def json_file(payload: Any, *, memo: bool = True) -> tuple[bytes, str]:
+    """``payload`` as an indented JSON file, and the file's sha256. ``memo=False``: not held
+    for later replays (a caller that keeps its files by size and hash alone)."""
 
     def render() -> tuple[bytes, str]:
         content = indented_json(payload).encode("utf-8", "surrogatepass")
         return content, hashlib.sha256(content).hexdigest()
 
-    if not _flat(payload):
+    if not memo or not _flat(payload):
         return render()
     # the type is part of the key: True == 1, but they are written "true" and "1"
     key = tuple((k, type(v), v) for k, v in payload.items())
@@ -99,17 +101,18 @@ def _scalar_json(value: Any) -> str:
     return json.dumps(value)  # floats (NaN, Infinity), int subclasses
 
 
-def unused_path(path: str, content: bytes, files: Mapping[str, bytes]) -> str:
-    """``path``, or ``name~2.ext``, ``name~3.ext``, ... when another content already has it:
-    a file a strategy wrote is never replaced by a later one (its snapshot event's hash
-    would no longer match the file)."""
-    if files.get(path, content) == content:
+def unused_path(path: str, free: Callable[[str], bool]) -> str:
+    """``path``, or ``name~2.ext``, ``name~3.ext``, ... when another content already has it
+    (``free(p)``: no file is at ``p``, or the one there holds this content): a file a
+    strategy wrote is never replaced by a later one (its snapshot event's hash would no
+    longer match the file)."""
+    if free(path):
         return path
     folder, _, name = path.rpartition("/")
     stem, dot, suffix = name.rpartition(".") if "." in name.lstrip(".") else (name, "", "")
     n = 2
     while True:
         candidate = f"{folder + '/' if folder else ''}{stem}~{n}{dot}{suffix}"
-        if files.get(candidate, content) == content:
+        if free(candidate):
             return candidate
         n += 1

@@ -36,6 +36,9 @@ class Recorder:
         self.view = view
         self.events: list[ev.Event] = []
         self.files: dict[str, bytes] = {}
+        #: every file recorded (:meth:`ReplayContext.write_file`) by path: its sha256, the
+        #: content kept in ``files`` or not
+        self.written: dict[str, str] = {}
         self.system: tuple[str, ...] = ()
         self.recorded: dict[str, int] = {}  # fingerprint -> trace index of recorded messages
         self.pairing = PairingMemo()

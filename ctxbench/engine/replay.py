@@ -70,6 +70,8 @@ class ReplayOutput:
     replay_seconds: float = 0.0
     #: the files a probe's evidence was found in (``via_reference``): what keeps it verifiable
     cited: frozenset[str] = frozenset()
+    #: every file written, by path: its sha256 (``files`` may hold fewer: ``file_contents``)
+    written: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def result(self) -> RunResult:
@@ -98,6 +100,7 @@ def replay(
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None = None,
     on_view: Callable[[int, ContextView], None] | None = None,
     caches: Caches | None = None,
+    file_contents: bool = True,
 ) -> ReplayOutput:
     """Replay ``trace`` through ``strategy`` against ``provider``; see the module docstring.
     ``on_call(done, total)`` hears each model call done (a progress bar at the edge);
@@ -109,6 +112,9 @@ def replay(
     there): the one source of the prompts the viewer shows.
     ``caches`` are what the replay shares with others (a sweep's:
     :mod:`ctxbench.engine.caches`; the process's when None); they change nothing but time.
+    ``file_contents=False``: the caller keeps no file, so the output's files hold only the
+    contents the probes may read (those written up to the last call where something is
+    scored); every file's path and sha256 are in ``written``, its snapshot event the same.
 
     An exception escaping a plug-in strategy (one written outside ctxbench) is raised as one
     :class:`~ctxbench.errors.PluginError` naming the hook, the trace and the call, with the
@@ -135,6 +141,8 @@ def replay(
     try:
         with using(caches) as shared:
             used = _uses_by_call(trace, shared)
+            if not file_contents:  # a file scoring reads was written by the call scored
+                ctx.contents_until = max([*asked, *used], default=-1)
             asks = _Asks(asked, used, on_prompt, shared.scoring, on_view)
             _run(ctx, trace, strategy, provider, asks, cited, on_call)
     except Exception as exc:
@@ -149,6 +157,7 @@ def replay(
         ctx.view.messages,
         prices,
         cited=frozenset(cited),
+        written=dict(ctx.written),
     )
 
 

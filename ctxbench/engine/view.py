@@ -22,11 +22,12 @@ from functools import partial
 from itertools import compress, count
 from typing import NamedTuple, cast
 
+from ctxbench import pairing
 from ctxbench.counting.base import TokenCounter
 from ctxbench.engine.align import equal_head
 from ctxbench.engine.prompt import Prompt
 from ctxbench.memo import ObjectMemo, shared_memo
-from ctxbench.pairing import Round, rounds
+from ctxbench.pairing import Round, changed_places, rounds
 from ctxbench.trace import Message, ToolSpec
 
 #: ``_dirty_from`` when no message has changed since the last accepted prompt (appends are not changes).
@@ -212,8 +213,12 @@ class ContextView:
         n = min(len(held), len(new))
         if n < 16 or any(new[i] is not held[i] for i in (n // 4, n // 2, n - 1 - n // 4)):
             return None
-        differ = list(compress(count(), map(operator.is_not, new, held)))
-        if len(differ) > n // 16:
+        if n < 2 * pairing.CHUNK:  # a short list: one pass in C costs less than chunks
+            differ: list[int] | None = list(compress(count(), map(operator.is_not, new, held)))
+        else:  # the places that may differ, a chunk at a time in C (a list against a list:
+            # a prompt's tuple is read as one); an equal message has the same counts and key
+            differ = changed_places(new, held if type(held) is list else list(held), n // 16)
+        if differ is None or len(differ) > n // 16:
             return None
         est, true, keys = old.est[:n], old.true[:n], old.keys[:n]
         est_sum = old.est_sum - sum(old.est[n:])

@@ -84,6 +84,7 @@ def run_task(task: Task) -> tuple[CellOutcome, ...]:
                 mined=mined,
                 answerer=client,
                 caches=caches,
+                keep_files=task.keep_files,
             )
         except Exception as exc:  # a strategy or plug-in raised: the row carries the error,
             # its folder the traceback and the command that re-runs the cell alone

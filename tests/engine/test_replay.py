@@ -386,3 +386,22 @@ def test_a_run_that_ends_with_a_submit_call_has_no_broken_pair_when_compacted_at
     end = [e for e in out.events if e.type == ev.COMPACTION and e.call == len(trace.call_indices)]
     assert end, "the strategy compacted the prompt that ends with the submit call"
     assert out.result.pairing_violations == 0
+
+
+def test_a_caller_keeping_no_file_gets_the_same_events_and_only_the_contents_probes_read() -> None:
+    """``file_contents=False``: a file written after the last call where something is scored
+    is kept by path and hash alone; the events (snapshots, the probe's ``via_reference``) and
+    the cited file are those of a replay keeping every content."""
+    trace = tool_trace(12, output="filler " * 600 + "the code is")
+    probe = Probe("p", "recall", "q", ("the code is 1.0",), evidence=(6,), ask_at=9)
+    whole = run(trace, "dbgpt", window=6000, probes=(probe,))
+    named = run(trace, "dbgpt", window=6000, probes=(probe,), file_contents=False)
+    assert lines(named) == lines(whole) and named.result == whole.result
+    assert named.cited == whole.cited == {"t/step_002_bash.json"}
+    written = {e["path"]: (e["sha256"], e.call) for e in whole.events if e.type == ev.SNAPSHOT}
+    assert named.written == whole.written == {p: sha for p, (sha, _) in written.items()}
+    assert set(whole.files) == set(written)
+    assert named.files == {p: whole.files[p] for p, (_, call) in written.items() if call <= 9}
+    assert len(named.files) < len(whole.files)
+    unasked = run(trace, "dbgpt", window=6000, file_contents=False)
+    assert unasked.files == {} and unasked.written == whole.written

@@ -3,14 +3,16 @@ got them (appends, replaces keeping a head and a tail, rewrites, drops)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
-from ctxbench.engine.view import ContextView
+from ctxbench.engine.view import ContextView, _Held
 from ctxbench.trace import Message
+from tests.test_pairing import chunks_of
 
 CHARS4 = get_counter("chars4")
 WORDS = get_counter("dbgpt")
@@ -142,3 +144,66 @@ def test_the_view_shows_a_list_of_its_messages_in_order_and_no_other() -> None:
     assert view.shows((Message("user", "one"), second))  # equal messages are the same prompt
     assert not view.shows([second, first])
     assert not view.shows([first])
+
+
+@st.composite
+def aligned_pairs(draw: st.DrawFn) -> tuple[Sequence[Message], list[Message]]:
+    """A list the view held (a list, or a prompt's tuple) and a new one that repeats it place
+    by place but for a few places (rewritten, or an equal copy of the same message), cut or
+    grown at its end."""
+    pool = [
+        Message(role, f"{role} {i} " * (i % 4 + 1)) for role in ("user", "tool") for i in range(6)
+    ]
+    old = draw(
+        st.lists(st.sampled_from(pool), min_size=draw(st.sampled_from([0, 16])), max_size=70)
+    )
+    new = list(old)
+    for i in draw(st.lists(st.integers(0, 80), max_size=draw(st.sampled_from([2, 8])))):
+        if i < len(new):
+            how = draw(st.sampled_from(["rewritten", "copy", "other"]))
+            if how == "rewritten":
+                new[i] = new[i].with_text(f"rewritten {draw(st.integers(0, 3))}")
+            elif how == "copy":  # equal, not the same object
+                new[i] = Message(new[i].role, new[i].content)
+            else:
+                new[i] = draw(st.sampled_from(pool))
+    if draw(st.booleans()):
+        new = new[: draw(st.integers(min(16, len(new)), len(new)))]
+    new += draw(st.lists(st.sampled_from(pool), max_size=4))
+    return (tuple(old) if draw(st.booleans()) else old), new
+
+
+@settings(max_examples=400, deadline=None)
+@given(aligned_pairs(), st.integers(1, 40))
+def test_a_list_aligned_on_an_earlier_one_has_the_counts_and_keys_worked_out_whole(
+    pair: tuple[Sequence[Message], list[Message]], chunk: int
+) -> None:
+    """The counts carried from the earlier list (only the places that may differ read, a
+    chunk at a time, or a short list in one pass) are those of the new list's messages, or
+    the list is not aligned."""
+    old, new = pair
+    view = ContextView(WORDS, CHARS4)
+    whole = [(WORDS.count_message(m), CHARS4.count_message(m)) for m in old]
+    held = _Held(
+        old,
+        [e for e, _ in whole],
+        [t for _, t in whole],
+        [m.fingerprint for m in old],
+        sum(e for e, _ in whole),
+        sum(t for _, t in whole),
+    )
+    with chunks_of(chunk):
+        carried = view._aligned(new, held)
+    n = min(len(old), len(new))
+    near = n >= 16 and all(new[i] is old[i] for i in (n // 4, n // 2, n - 1 - n // 4))
+    differ = sum(a is not b for a, b in zip(old, new))
+    if near and differ <= n // 16:
+        assert carried is not None  # read from the earlier list
+    if carried is None:
+        assert not near or differ > n // 16
+        return
+    assert carried.messages is new
+    assert carried.est == [WORDS.count_message(m) for m in new]
+    assert carried.true == [CHARS4.count_message(m) for m in new]
+    assert carried.keys == [m.fingerprint for m in new]
+    assert (carried.est_sum, carried.true_sum) == (sum(carried.est), sum(carried.true))

@@ -75,7 +75,7 @@ class Offloader:
         name = safe_path(path)
         held = self._appended.get(name)
         if held is None:
-            if name in ctx.files:  # a file written otherwise: never appended to
+            if name in ctx.written or name in ctx.files:  # written otherwise: never appended to
                 return self.write(ctx, path, more)
             self._count(path, len(more))
             held = self._appended[name] = hashlib.sha256()
