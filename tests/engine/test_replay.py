@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ctxbench.counting import get_counter
 from ctxbench.engine import events as ev
+from ctxbench.engine.caches import Caches, using
 from ctxbench.engine.context import ReplayContext, safe_component, safe_path
 from ctxbench.engine.provider import ERROR_STYLES, SimulatedProvider, is_overflow_error
 from ctxbench.engine.recorder import recorder_of
@@ -405,3 +406,17 @@ def test_a_caller_keeping_no_file_gets_the_same_events_and_only_the_contents_pro
     assert len(named.files) < len(whole.files)
     unasked = run(trace, "dbgpt", window=6000, file_contents=False)
     assert unasked.files == {} and unasked.written == whole.written
+
+
+def test_a_caller_keeping_contents_after_one_that_kept_none_gets_every_file() -> None:
+    """A sweep's cells share DB-GPT's snapshot memo: a cell keeping no file leaves only sizes
+    and hashes there, and a later cell of the same caches that keeps its files still gets each
+    file's bytes (the same bytes as a replay alone)."""
+    trace = tool_trace(12, output="filler " * 600 + "the code is")
+    alone = run(trace, "dbgpt", window=6000)
+    with using(Caches()):
+        named = run(trace, "dbgpt", window=6000, file_contents=False)
+        whole = run(trace, "dbgpt", window=6000)
+    assert named.files == {} and named.written == alone.written
+    assert whole.files == alone.files and len(whole.files) == len(alone.written) > 0
+    assert lines(whole) == lines(named) == lines(alone)

@@ -121,15 +121,24 @@ class ToolResults:
         key = (id(message), id(assistant), step, ctx.trace_id, design)
         files = _snapshot_files()
         found = files.peek(key)
-        if found is None or found[0] is not message or found[1] is not assistant:
-            found = (
-                message,
-                assistant,
-                *_snapshot_file(message, assistant, step, ctx.trace_id, design),
+        keeps = ctx.keeps_contents  # else the file is recorded by its size and hash
+        if (
+            found is None
+            or found[0] is not message
+            or found[1] is not assistant
+            or (keeps and found[4] is None)
+        ):
+            action, relative, made, sha256 = _snapshot_file(
+                message, assistant, step, ctx.trace_id, design, memo=keeps
             )
-            files.put(key, found, len(found[4]))
-        action, relative, content, sha256 = found[2:]
-        path = ctx.write_file(relative, content, sha256=sha256)
+            kept = made if keeps else None
+            found = (message, assistant, action, relative, kept, sha256, len(made))
+            files.put(key, found, len(kept or b""))
+        action, relative, content, sha256, size = found[2:]
+        if content is None:
+            path = ctx.name_file(relative, size, sha256)
+        else:
+            path = ctx.write_file(relative, content, sha256=sha256)
         if not self.rules.design_snapshots:
             # 0.8.2 overwrites a step file a later reply names again; the prompt cites that
             # name (ctxbench keeps the later content under ``~2``: a written file stays)
@@ -167,7 +176,13 @@ def _tool_name(message: Message, assistant: Message | None) -> tuple[str, str, s
 
 
 def _snapshot_file(
-    message: Message, assistant: Message | None, step: int, trace_id: str, design: bool
+    message: Message,
+    assistant: Message | None,
+    step: int,
+    trace_id: str,
+    design: bool,
+    *,
+    memo: bool = True,
 ) -> tuple[str, str, bytes, str]:
     """(action, relative path, content, sha256) of the snapshot of result ``message`` at
     ``step`` (``Role._write_op_snapshot``, role.py:408-470)."""
@@ -196,7 +211,7 @@ def _snapshot_file(
         "timestamp": None,
         "conv_id": trace_id,
     }
-    return (action, relative, *json_file(payload))
+    return (action, relative, *json_file(payload, memo=memo))
 
 
 #: the snapshot files of a sweep's caches: (ids of the result and of its call, step, trace,
@@ -207,7 +222,8 @@ _SNAPSHOTS_LIMIT = 64 * 2**20
 
 
 def _snapshot_files() -> ContentMemo[
-    tuple[int, int, int, str, bool], tuple[Message, Message | None, str, str, bytes, str]
+    tuple[int, int, int, str, bool],
+    tuple[Message, Message | None, str, str, bytes | None, str, int],
 ]:
     """The snapshot files of the current caches (a sweep's trace's, else the process's)."""
     return current().content(_SNAPSHOTS, _SNAPSHOTS_LIMIT)
