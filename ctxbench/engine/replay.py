@@ -134,7 +134,7 @@ def replay(
     cited: set[str] = set()
     try:
         with using(caches) as shared:
-            used = _uses_by_call(trace, shared)
+            used = _Uses(trace, shared)
             asks = _Asks(asked, used, on_prompt, shared.scoring, on_view)
             _run(ctx, trace, strategy, provider, asks, cited, on_call)
     except Exception as exc:
@@ -159,7 +159,7 @@ class _Asks:
     hears the prompt (an answerer)."""
 
     probes: Mapping[int, list[Probe]]
-    uses: Mapping[int, list[tuple[Use, frozenset[str]]]]
+    uses: _Uses
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None
     #: the prompts' texts, shared with the replays of the same caches
     scoring: ScoringCache
@@ -173,24 +173,74 @@ _USES_LIMIT = 8 * 2**20
 UsesByCall = dict[int, list[tuple[Use, frozenset[str]]]]
 
 
-def _uses_by_call(trace: Trace, caches: Caches) -> UsesByCall:
-    """Each use of :func:`needed_uses` at its call, with the fingerprints of the messages that
-    hold its value (read only: every replay of the trace shares it)."""
+@dataclass(frozen=True)
+class _Found:
+    """The needed values of a trace's calls from message ``start`` on (by call)."""
 
-    def find() -> UsesByCall:
+    start: int
+    by_call: UsesByCall
+
+
+class _Uses:
+    """Each use of :func:`needed_uses` at its call, with the fingerprints of the messages that
+    hold its value, found when a call first asks (read only: every replay of the trace shares
+    them). A call asks only when its prompt no longer shows some recorded message before it
+    (:class:`_Shown`): until then every value the call writes is still in the prompt, so a
+    replay that never drops one (``none``, a strategy that compacts late) finds none or few."""
+
+    def __init__(self, trace: Trace, caches: Caches) -> None:
+        self.trace = trace
+        self.caches = caches
+        self._found: _Found | None = None
+
+    def at(self, call: int) -> list[tuple[Use, frozenset[str]]]:
+        index = self.trace.call_indices[call]
+        found = self._found
+        if found is None or found.start > index:
+            found = self._found = self._from(index)
+        return found.by_call.get(call, [])
+
+    def _from(self, index: int) -> _Found:
+        """The uses from message ``index`` on: from the caches when a replay found them from
+        there or earlier, else found now (and kept)."""
+        trace = self.trace
+        memo: ContentMemo[str, _Found] = self.caches.content(_USES, _USES_LIMIT)
+        found = memo.peek(trace.content_hash)
+        if found is not None and found.start <= index:
+            return found
         used: UsesByCall = {}
-        for use in needed_uses(trace):
+        for use in needed_uses(trace, index):
             holders = frozenset(trace.messages[i].fingerprint for i in use.holders)
             used.setdefault(use.call, []).append((use, holders))
-        return used
-
-    memo: ContentMemo[str, UsesByCall] = caches.content(_USES, _USES_LIMIT)
-    found = memo.peek(trace.content_hash)
-    if found is None:
-        found = find()
-        size = sum(len(u.value) + 64 * (1 + len(h)) for uses in found.values() for u, h in uses)
+        found = _Found(index, used)
+        size = sum(len(u.value) + 64 * (1 + len(h)) for uses in used.values() for u, h in uses)
         memo.put(trace.content_hash, found, size)
-    return found
+        return found
+
+
+class _Shown:
+    """Whether the view still shows, in order at its head, every recorded message before a
+    call (their fingerprints): then no needed value can be gone from it. Checked only where
+    the view changed since the last call (the keys a replace made, the messages appended), and
+    once it does not, never again (the replay looks the values up from then on)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._fingerprints = [m.fingerprint for m in trace.messages]
+        self._keys: list[str] | None = None
+        self._checked = 0  # the keys' head known to match
+        self.dropped = False
+
+    def all_before(self, keys: list[str], index: int) -> bool:
+        if self.dropped:
+            return False
+        if keys is not self._keys:  # a replace made a new list: compare it all
+            self._keys, self._checked = keys, 0
+        start = min(self._checked, index)
+        if len(keys) < index or keys[start:index] != self._fingerprints[start:index]:
+            self.dropped = True
+            return False
+        self._checked = index
+        return True
 
 
 def _run(
@@ -212,6 +262,7 @@ def _run(
     position = 0
     recorded = {c.call: c for c in trace.recorded_compactions}
     task = _Task(trace.continues_after_failure)
+    shown = _Shown(trace)
     for k, index in enumerate(calls):
         ctx.call = k
         if k in recorded:
@@ -224,7 +275,7 @@ def _run(
             asks.on_view(k, ctx.view)
         if on_prompt is not None and not task.failed:
             on_prompt(k, ctx.view.messages)
-        uses = () if task.failed else used.get(k, ())
+        uses = () if task.failed or shown.all_before(ctx.view.keys, index) else used.at(k)
         _ask(ctx, asked.get(k, ()), uses, cited, task.failed, asks.scoring)
         recorder_of(ctx).append_recorded(messages[index], index)
         position = index + 1

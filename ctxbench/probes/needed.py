@@ -102,9 +102,13 @@ class Use:
     holders: tuple[int, ...] = ()
 
 
-def needed_uses(trace: Trace) -> tuple[Use, ...]:
-    """Every (value, use site) of ``trace``, ordered by use; see the module docstring. (The
-    replay keeps them per trace in its caches: :mod:`ctxbench.engine.replay`.)"""
+def needed_uses(trace: Trace, start: int = 0) -> tuple[Use, ...]:
+    """Every (value, use site) of ``trace``, ordered by use; see the module docstring. With
+    ``start``, only the uses at messages ``start`` and after (the same uses as the whole list
+    holds there): the replay asks for them from the first call whose prompt no longer shows
+    every recorded message, since no value can be gone before (it keeps them per trace in its
+    caches: :mod:`ctxbench.engine.replay`). Only the messages from ``start`` on are read for
+    their values; an earlier one only when it may write a value learned before ``start``."""
     messages = trace.messages
     texts = [message_search_text(m) for m in messages]
     indexes = _Indexes(texts)
@@ -114,19 +118,85 @@ def needed_uses(trace: Trace) -> tuple[Use, ...]:
     )
     fixed = TextIndex.of(always)
     call_of = {index: k for k, index in enumerate(trace.call_indices)}
+    written = _Written(messages)
     uses: list[Use] = []
     verdicts: dict[str, int | None] = {}  # value -> first source (None: not a learned value)
-    for j, message in enumerate(messages):
-        if message.role != "assistant":
+    for j in range(start, len(messages)):
+        if messages[j].role != "assistant":
             continue
-        for value, category in _longest(dict.fromkeys(action_values(message))):
+        for value, category in written.values(j):
             if value not in verdicts:  # learned before its first use, or never
-                verdicts[value] = _first_source(value, j, messages, indexes, fixed)
+                source = _first_source(value, j, messages, indexes, fixed)
+                if source is not None and written.before(value, min(source, start)):
+                    source = None  # the agent wrote it before any message it could learn it from
+                verdicts[value] = source
             source = verdicts[value]
             if source is not None and source + MIN_GAP <= j:
                 holders = tuple(indexes.holding(value, source, j))
                 uses.append(Use(value, category, source, j, call_of[j], holders))
     return tuple(uses)
+
+
+class _Written:
+    """The values each assistant message writes (:func:`action_values`, the longest of each),
+    read when first asked. ``needed_uses`` finds a value's first source at its first use (the
+    first message holding it before that use); from ``start`` on, the first use seen may not
+    be the value's first: the value's verdict is then the same only if no assistant message
+    before its source writes it, which :meth:`before` checks."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self._values: dict[int, list[tuple[str, str]]] = {}
+        self._texts: dict[int, str] = {}
+
+    def values(self, j: int) -> list[tuple[str, str]]:
+        found = self._values.get(j)
+        if found is None:
+            found = self._values[j] = _longest(dict.fromkeys(action_values(self.messages[j])))
+        return found
+
+    def before(self, value: str, stop: int) -> bool:
+        """Whether an assistant message before ``stop`` writes ``value``: only those whose
+        written text holds it (every value is a part of the text or of a string argument,
+        :func:`_written_text`) are read for their values."""
+        for a in range(stop):
+            if self.messages[a].role != "assistant":
+                continue
+            text = self._texts.get(a)
+            if text is None:
+                text = self._texts[a] = _written_text(self.messages[a])
+            if value in text and any(v == value for v, _ in self.values(a)):
+                return True
+        return False
+
+
+def _written_text(message: Message) -> str:
+    """Text holding every value :func:`action_values` may find in ``message``: its content, its
+    tool calls' arguments as written and their decoded strings (a value in an argument is a
+    part of one, which JSON may have escaped), apart."""
+    pieces = [message.content]
+    for call in message.tool_calls:
+        pieces.append(call.arguments)
+        try:
+            pieces += _strings(json.loads(call.arguments))
+        except (ValueError, RecursionError):
+            continue
+    return "\x00".join(pieces)
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings of a decoded JSON value (its keys left out), at every depth."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return out
 
 
 def _longest(values: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
