@@ -219,27 +219,32 @@ class _Uses:
 
 
 class _Shown:
-    """Whether the view still shows, in order at its head, every recorded message before a
-    call (their fingerprints): then no needed value can be gone from it. Checked only where
-    the view changed since the last call (the keys a replace made, the messages appended), and
-    once it does not, never again (the replay looks the values up from then on)."""
+    """Whether the view still shows every recorded message before a call (their fingerprints
+    are among its keys, wherever a strategy put them): then no needed value can be gone from
+    it. Only what changed since the last call is looked at (the keys a replace made, the
+    messages appended), and once a message is gone, never again (the replay looks the values
+    up from then on)."""
 
     def __init__(self, trace: Trace) -> None:
         self._fingerprints = [m.fingerprint for m in trace.messages]
         self._keys: list[str] | None = None
-        self._checked = 0  # the keys' head known to match
+        self._shown: set[str] = set()  # the keys' first ``_held``
+        self._held = 0
+        self._checked = 0  # the recorded messages known to be shown
         self.dropped = False
 
     def all_before(self, keys: list[str], index: int) -> bool:
         if self.dropped:
             return False
-        if keys is not self._keys:  # a replace made a new list: compare it all
-            self._keys, self._checked = keys, 0
-        start = min(self._checked, index)
-        if len(keys) < index or keys[start:index] != self._fingerprints[start:index]:
+        if keys is not self._keys:  # a replace made a new list: look at it all
+            self._keys, self._shown, self._held, self._checked = keys, set(keys), len(keys), 0
+        elif len(keys) > self._held:  # appended to since (the list only grows)
+            self._shown.update(keys[self._held :])
+            self._held = len(keys)
+        if not self._shown.issuperset(self._fingerprints[self._checked : index]):
             self.dropped = True
             return False
-        self._checked = index
+        self._checked = max(self._checked, index)
         return True
 
 

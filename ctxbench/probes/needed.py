@@ -172,11 +172,13 @@ class _Written:
 
 def _written_text(message: Message) -> str:
     """Text holding every value :func:`action_values` may find in ``message``: its content, its
-    tool calls' arguments as written and their decoded strings (a value in an argument is a
-    part of one, which JSON may have escaped), apart."""
+    tool calls' arguments as written and, where JSON escaped a character in them (a ``\\``),
+    their decoded strings (a value in an argument is a part of one), apart."""
     pieces = [message.content]
     for call in message.tool_calls:
         pieces.append(call.arguments)
+        if "\\" not in call.arguments:  # nothing escaped: each string is written as it is
+            continue
         try:
             pieces += _strings(json.loads(call.arguments))
         except (ValueError, RecursionError):
@@ -221,11 +223,20 @@ class _Indexes:
 
     def holding(self, value: str, start: int = 0, stop: int | None = None) -> list[int]:
         """The messages in ``[start, stop)`` that hold ``value``, in order."""
+        return [i for i in self._may_hold(value, start, stop) if self[i].has(value)]
+
+    def first_holding(self, value: str, stop: int) -> int | None:
+        """The first message before ``stop`` that holds ``value`` (only the messages before it
+        that may hold it are indexed), if any."""
+        return next((i for i in self._may_hold(value, 0, stop) if self[i].has(value)), None)
+
+    def _may_hold(self, value: str, start: int, stop: int | None) -> list[int]:
+        """The messages in ``[start, stop)`` whose lower-cased text holds one of ``value``'s
+        forms, in order (a message holds ``value`` only if it is one of them)."""
         stop = len(self.texts) if stop is None else stop
         forms = {f.lower() for f in answer_forms(value)}
         if not all(form.isascii() for form in forms):
-            where = {i for i in range(start, stop) if any(f in self.folded[i] for f in forms)}
-            return [i for i in sorted(where) if self[i].has(value)]
+            return [i for i in range(start, stop) if any(f in self.folded[i] for f in forms)]
         end = self.starts[stop]
         where = set()
         for form in forms:
@@ -234,7 +245,7 @@ class _Indexes:
                 i = bisect_right(self.starts, at) - 1
                 where.add(i)
                 at = self.joined.find(form, self.starts[i + 1], end)  # the next message on
-        return [i for i in sorted(where) if self[i].has(value)]
+        return sorted(where)
 
     def __getitem__(self, i: int) -> TextIndex:
         index = self._built.get(i)
@@ -251,10 +262,10 @@ def _first_source(
     or the tools hold it)."""
     if fixed.has(value):
         return None
-    found = indexes.holding(value, 0, used_at)
-    if not found:
+    found = indexes.first_holding(value, used_at)
+    if found is None:
         return None
-    return found[0] if messages[found[0]].role in ("user", "tool") else None
+    return found if messages[found].role in ("user", "tool") else None
 
 
 def used_after(
