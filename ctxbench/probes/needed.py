@@ -341,20 +341,21 @@ def _tokens(text: str) -> Iterator[tuple[str, str]]:
                     yield value, category
 
 
-#: what a non-space run must hold for a pattern to match in it: no pattern's match holds a
-#: space (``\s``) and every pattern reads a space beside a match as it reads the text's end, so
-#: the matches of a whole text are those of its runs; a run without the trigger has none (an
-#: e-mail address holds ``@``, a path ``/``, a number ``.`` or ``$`` before a digit, an
-#: identifier's run a digit, which its second lookahead requires)
+#: what a non-space run must hold for a pattern to match in it, or for a match to be kept: no
+#: pattern's match holds a space (``\s``) and every pattern reads a space beside a match as it
+#: reads the text's end, so the matches of a whole text are those of its runs; a run without
+#: the trigger has none that :func:`_keep` keeps (an e-mail address holds ``@``, a path ``/``,
+#: a number ``.`` or ``$`` before a digit, an identifier two digits: its lookahead asks for
+#: one, :func:`_keep` for two)
 _TRIGGERS = {
     "email": re.compile("@"),
     "path": re.compile("/"),
-    "identifier": re.compile(r"\d"),
+    "identifier": re.compile(r"\d[^\s\d]*\d"),
     "number": re.compile(r"[.$]\d"),
 }
 _SPACE = re.compile(r"\s")
 #: runs closer than this are searched as one window (fewer searches, the same matches)
-_WINDOW_GAP = 256
+_WINDOW_GAP = 32
 
 
 def _windows(text: str, trigger: re.Pattern[str]) -> list[tuple[int, int]]:
