@@ -33,7 +33,7 @@ from itertools import accumulate
 from typing import Any
 
 from ctxbench.probes.model import Probe
-from ctxbench.probes.scoring import TextIndex, answer_forms
+from ctxbench.probes.scoring import _QUOTES, TextIndex, _contains, _is_exact, answer_forms
 from ctxbench.trace import Message, Trace, message_search_text
 
 #: the fewest messages between the first source of a value and its use
@@ -208,6 +208,10 @@ def _longest(values: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(v, c) for v, c in found if not any(v != w and v in w for w, _ in found)]
 
 
+#: what building a :class:`TextIndex` changes in a text: whitespace and quotes
+_NOT_PLAIN = re.compile("[\\s" + re.escape("".join(map(chr, _QUOTES))) + "]")
+
+
 class _Indexes:
     """Each message's text, indexed for lookups when first needed; all of them lower-cased
     and joined once, so the messages that may hold a value are found by one search."""
@@ -223,12 +227,28 @@ class _Indexes:
 
     def holding(self, value: str, start: int = 0, stop: int | None = None) -> list[int]:
         """The messages in ``[start, stop)`` that hold ``value``, in order."""
-        return [i for i in self._may_hold(value, start, stop) if self[i].has(value)]
+        return [i for i in self._may_hold(value, start, stop) if self.holds(i, value)]
 
     def first_holding(self, value: str, stop: int) -> int | None:
         """The first message before ``stop`` that holds ``value`` (only the messages before it
-        that may hold it are indexed), if any."""
-        return next((i for i in self._may_hold(value, 0, stop) if self[i].has(value)), None)
+        that may hold it are read), if any."""
+        return next((i for i in self._may_hold(value, 0, stop) if self.holds(i, value)), None)
+
+    def holds(self, i: int, value: str) -> bool:
+        """Whether message ``i`` holds ``value`` (:meth:`TextIndex.has` on its text). An ASCII
+        text is read as it is where no form of ``value`` holds whitespace or a quote: the
+        index only turns those into single spaces (and lower-cases ASCII character by
+        character), so such a form's whole-token matches, and the characters beside them, are
+        the same; any other text is indexed."""
+        forms = answer_forms(value)
+        text = self.texts[i]
+        if not text.isascii() or any(map(_NOT_PLAIN.search, forms)):
+            return self[i].has(value)
+        folded = self.folded[i]
+        return any(
+            _contains(text, form) if _is_exact(form) else _contains(folded, form.lower())
+            for form in forms
+        )
 
     def _may_hold(self, value: str, start: int, stop: int | None) -> list[int]:
         """The messages in ``[start, stop)`` whose lower-cased text holds one of ``value``'s
