@@ -386,3 +386,41 @@ def test_a_run_that_ends_with_a_submit_call_has_no_broken_pair_when_compacted_at
     end = [e for e in out.events if e.type == ev.COMPACTION and e.call == len(trace.call_indices)]
     assert end, "the strategy compacted the prompt that ends with the submit call"
     assert out.result.pairing_violations == 0
+
+
+class Shuffles(Strategy):
+    """Drops each message with probability ``drop`` at every call and may insert a hint
+    anywhere (as AgentScope inserts its own)."""
+
+    name = "shuffles"
+
+    def __init__(self, seed: int, drop: float, insert: bool) -> None:
+        super().__init__()
+        self.rng = random.Random(seed)
+        self.drop, self.insert = drop, insert
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        kept = [m for m in ctx.view.messages if self.rng.random() >= self.drop]
+        if self.insert:
+            kept.insert(self.rng.randrange(len(kept) + 1), Message("user", "hint"))
+        if kept != list(ctx.view.messages):
+            ctx.apply("shuffle", kept)
+
+
+@pytest.mark.parametrize("drop", [0.0, 0.5, 0.9])
+@pytest.mark.parametrize("insert", [False, True])
+def test_needed_values_looked_up_lazily_break_where_looked_up_at_every_call(
+    monkeypatch: pytest.MonkeyPatch, drop: float, insert: bool
+) -> None:
+    # the replay looks needed values up only once the prompt lacks a recorded message: the
+    # same events as looking them up at every call
+    from ctxbench.engine import replay as replay_module
+    from tests.probes.test_needed import airline_trace
+
+    trace = airline_trace()
+    lazy = [lines(run(trace, Shuffles(seed, drop, insert))) for seed in range(30)]
+    monkeypatch.setattr(replay_module._Shown, "all_before", lambda self, keys, index: False)
+    eager = [lines(run(trace, Shuffles(seed, drop, insert))) for seed in range(30)]
+    assert lazy == eager
+    broken = sum(ev.OPEN_LOOP_BREAK in e for e in eager)
+    assert broken == 0 if drop == 0.0 else broken > 0
