@@ -36,6 +36,7 @@ and its end (:func:`_count_lines`), so only those are tokenized. Segments longer
 
 from __future__ import annotations
 
+import re
 import sys
 import zlib
 from collections.abc import Callable, Iterator
@@ -268,6 +269,11 @@ def _tail(text: str) -> int:
     return end if 0 < end < len(text) and text[end - 1].isalnum() else len(text)
 
 
+#: a newline after which :func:`is_safe_cut` allows a cut: one followed by a character other
+#: than whitespace (``\s`` is :meth:`str.isspace`, code point for code point) or ``/``
+_LINE_END = re.compile(r"\n(?![\s/])")
+
+
 def lines(text: str, *, head: bool = True) -> list[str]:
     """``text`` cut after every newline where :func:`is_safe_cut` allows, (``head``) after its
     first words (the first space after a letter, a digit or punctuation near its start) and
@@ -278,16 +284,17 @@ def lines(text: str, *, head: bool = True) -> list[str]:
     shares all its other lines with it."""
     out: list[str] = []
     start = 0
-    end = text.find("\n") + 1
-    if head and (cut := _heads(text, min(end - 1 if end else len(text), HEAD_WORDS), 1)):
-        out.append(text[: cut[0]])
-        start = cut[0]
-    while 0 < end < len(text):
-        following = text[end]
-        if not (following.isspace() or following == "/"):
-            out.append(text[start:end])
-            start = end
-        end = text.find("\n", end) + 1
+    if head:
+        first = text.find("\n")
+        if cut := _heads(text, min(first if first != -1 else len(text), HEAD_WORDS), 1):
+            out.append(text[: cut[0]])
+            start = cut[0]
+    ends = [m.end() for m in _LINE_END.finditer(text, start)]  # the newlines found in C
+    if ends and ends[-1] == len(text):  # a newline that ends the text stays in its last line
+        ends.pop()
+    if ends:
+        out += [text[a:b] for a, b in zip([start, *ends], ends)]
+        start = ends[-1]
     last = text[start:]
     tail = _tail(last)
     if tail == len(last):  # its last words, which a text that holds it may follow with more

@@ -140,9 +140,9 @@ def replay(
     cited: set[str] = set()
     try:
         with using(caches) as shared:
-            used = _uses_by_call(trace, shared)
+            used = _Uses(trace, shared)
             if not file_contents:  # a file scoring reads was written by the call scored
-                ctx.contents_until = max([*asked, *used], default=-1)
+                ctx.contents_until = max([*asked, *used.calls()], default=-1)
             asks = _Asks(asked, used, on_prompt, shared.scoring, on_view)
             _run(ctx, trace, strategy, provider, asks, cited, on_call)
     except Exception as exc:
@@ -168,7 +168,7 @@ class _Asks:
     hears the prompt (an answerer)."""
 
     probes: Mapping[int, list[Probe]]
-    uses: Mapping[int, list[tuple[Use, frozenset[str]]]]
+    uses: _Uses
     on_prompt: Callable[[int, tuple[Message, ...]], None] | None
     #: the prompts' texts, shared with the replays of the same caches
     scoring: ScoringCache
@@ -182,24 +182,85 @@ _USES_LIMIT = 8 * 2**20
 UsesByCall = dict[int, list[tuple[Use, frozenset[str]]]]
 
 
-def _uses_by_call(trace: Trace, caches: Caches) -> UsesByCall:
-    """Each use of :func:`needed_uses` at its call, with the fingerprints of the messages that
-    hold its value (read only: every replay of the trace shares it)."""
+@dataclass(frozen=True)
+class _Found:
+    """The needed values of a trace's calls from message ``start`` on (by call)."""
 
-    def find() -> UsesByCall:
+    start: int
+    by_call: UsesByCall
+
+
+class _Uses:
+    """Each use of :func:`needed_uses` at its call, with the fingerprints of the messages that
+    hold its value, found when a call first asks (read only: every replay of the trace shares
+    them). A call asks only when its prompt no longer shows some recorded message before it
+    (:class:`_Shown`): until then every value the call writes is still in the prompt, so a
+    replay that never drops one (``none``, a strategy that compacts late) finds none or few."""
+
+    def __init__(self, trace: Trace, caches: Caches) -> None:
+        self.trace = trace
+        self.caches = caches
+        self._found: _Found | None = None
+
+    def at(self, call: int) -> list[tuple[Use, frozenset[str]]]:
+        index = self.trace.call_indices[call]
+        found = self._found
+        if found is None or found.start > index:
+            found = self._found = self._from(index)
+        return found.by_call.get(call, [])
+
+    def calls(self) -> list[int]:
+        """Every call with a use (all of them found now: a caller that keeps no file's
+        contents needs the last call scoring may read one at)."""
+        found = self._found = self._from(0)
+        return list(found.by_call)
+
+    def _from(self, index: int) -> _Found:
+        """The uses from message ``index`` on: from the caches when a replay found them from
+        there or earlier, else found now (and kept)."""
+        trace = self.trace
+        memo: ContentMemo[str, _Found] = self.caches.content(_USES, _USES_LIMIT)
+        found = memo.peek(trace.content_hash)
+        if found is not None and found.start <= index:
+            return found
         used: UsesByCall = {}
-        for use in needed_uses(trace):
+        for use in needed_uses(trace, index):
             holders = frozenset(trace.messages[i].fingerprint for i in use.holders)
             used.setdefault(use.call, []).append((use, holders))
-        return used
-
-    memo: ContentMemo[str, UsesByCall] = caches.content(_USES, _USES_LIMIT)
-    found = memo.peek(trace.content_hash)
-    if found is None:
-        found = find()
-        size = sum(len(u.value) + 64 * (1 + len(h)) for uses in found.values() for u, h in uses)
+        found = _Found(index, used)
+        size = sum(len(u.value) + 64 * (1 + len(h)) for uses in used.values() for u, h in uses)
         memo.put(trace.content_hash, found, size)
-    return found
+        return found
+
+
+class _Shown:
+    """Whether the view still shows every recorded message before a call (their fingerprints
+    are among its keys, wherever a strategy put them): then no needed value can be gone from
+    it. Only what changed since the last call is looked at (the keys a replace made, the
+    messages appended), and once a message is gone, never again (the replay looks the values
+    up from then on)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._fingerprints = [m.fingerprint for m in trace.messages]
+        self._keys: list[str] | None = None
+        self._shown: set[str] = set()  # the keys' first ``_held``
+        self._held = 0
+        self._checked = 0  # the recorded messages known to be shown
+        self.dropped = False
+
+    def all_before(self, keys: list[str], index: int) -> bool:
+        if self.dropped:
+            return False
+        if keys is not self._keys:  # a replace made a new list: look at it all
+            self._keys, self._shown, self._held, self._checked = keys, set(keys), len(keys), 0
+        elif len(keys) > self._held:  # appended to since (the list only grows)
+            self._shown.update(keys[self._held :])
+            self._held = len(keys)
+        if not self._shown.issuperset(self._fingerprints[self._checked : index]):
+            self.dropped = True
+            return False
+        self._checked = max(self._checked, index)
+        return True
 
 
 def _run(
@@ -221,6 +282,7 @@ def _run(
     position = 0
     recorded = {c.call: c for c in trace.recorded_compactions}
     task = _Task(trace.continues_after_failure)
+    shown = _Shown(trace)
     for k, index in enumerate(calls):
         ctx.call = k
         if k in recorded:
@@ -233,7 +295,7 @@ def _run(
             asks.on_view(k, ctx.view)
         if on_prompt is not None and not task.failed:
             on_prompt(k, ctx.view.messages)
-        uses = () if task.failed else used.get(k, ())
+        uses = () if task.failed or shown.all_before(ctx.view.keys, index) else used.at(k)
         _ask(ctx, asked.get(k, ()), uses, cited, task.failed, asks.scoring)
         recorder_of(ctx).append_recorded(messages[index], index)
         position = index + 1

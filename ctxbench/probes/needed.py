@@ -33,7 +33,7 @@ from itertools import accumulate
 from typing import Any
 
 from ctxbench.probes.model import Probe
-from ctxbench.probes.scoring import TextIndex, answer_forms
+from ctxbench.probes.scoring import _QUOTES, TextIndex, _contains, _is_exact, answer_forms
 from ctxbench.trace import Message, Trace, message_search_text
 
 #: the fewest messages between the first source of a value and its use
@@ -102,9 +102,13 @@ class Use:
     holders: tuple[int, ...] = ()
 
 
-def needed_uses(trace: Trace) -> tuple[Use, ...]:
-    """Every (value, use site) of ``trace``, ordered by use; see the module docstring. (The
-    replay keeps them per trace in its caches: :mod:`ctxbench.engine.replay`.)"""
+def needed_uses(trace: Trace, start: int = 0) -> tuple[Use, ...]:
+    """Every (value, use site) of ``trace``, ordered by use; see the module docstring. With
+    ``start``, only the uses at messages ``start`` and after (the same uses as the whole list
+    holds there): the replay asks for them from the first call whose prompt no longer shows
+    every recorded message, since no value can be gone before (it keeps them per trace in its
+    caches: :mod:`ctxbench.engine.replay`). Only the messages from ``start`` on are read for
+    their values; an earlier one only when it may write a value learned before ``start``."""
     messages = trace.messages
     texts = [message_search_text(m) for m in messages]
     indexes = _Indexes(texts)
@@ -114,14 +118,18 @@ def needed_uses(trace: Trace) -> tuple[Use, ...]:
     )
     fixed = TextIndex.of(always)
     call_of = {index: k for k, index in enumerate(trace.call_indices)}
+    written = _Written(messages)
     uses: list[Use] = []
     verdicts: dict[str, int | None] = {}  # value -> first source (None: not a learned value)
-    for j, message in enumerate(messages):
-        if message.role != "assistant":
+    for j in range(start, len(messages)):
+        if messages[j].role != "assistant":
             continue
-        for value, category in _longest(dict.fromkeys(action_values(message))):
+        for value, category in written.values(j):
             if value not in verdicts:  # learned before its first use, or never
-                verdicts[value] = _first_source(value, j, messages, indexes, fixed)
+                source = _first_source(value, j, messages, indexes, fixed)
+                if source is not None and written.before(value, min(source, start)):
+                    source = None  # the agent wrote it before any message it could learn it from
+                verdicts[value] = source
             source = verdicts[value]
             if source is not None and source + MIN_GAP <= j:
                 holders = tuple(indexes.holding(value, source, j))
@@ -129,11 +137,79 @@ def needed_uses(trace: Trace) -> tuple[Use, ...]:
     return tuple(uses)
 
 
+class _Written:
+    """The values each assistant message writes (:func:`action_values`, the longest of each),
+    read when first asked. ``needed_uses`` finds a value's first source at its first use (the
+    first message holding it before that use); from ``start`` on, the first use seen may not
+    be the value's first: the value's verdict is then the same only if no assistant message
+    before its source writes it, which :meth:`before` checks."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self._values: dict[int, list[tuple[str, str]]] = {}
+        self._texts: dict[int, str] = {}
+
+    def values(self, j: int) -> list[tuple[str, str]]:
+        found = self._values.get(j)
+        if found is None:
+            found = self._values[j] = _longest(dict.fromkeys(action_values(self.messages[j])))
+        return found
+
+    def before(self, value: str, stop: int) -> bool:
+        """Whether an assistant message before ``stop`` writes ``value``: only those whose
+        written text holds it (every value is a part of the text or of a string argument,
+        :func:`_written_text`) are read for their values."""
+        for a in range(stop):
+            if self.messages[a].role != "assistant":
+                continue
+            text = self._texts.get(a)
+            if text is None:
+                text = self._texts[a] = _written_text(self.messages[a])
+            if value in text and any(v == value for v, _ in self.values(a)):
+                return True
+        return False
+
+
+def _written_text(message: Message) -> str:
+    """Text holding every value :func:`action_values` may find in ``message``: its content, its
+    tool calls' arguments as written and, where JSON escaped a character in them (a ``\\``),
+    their decoded strings (a value in an argument is a part of one), apart."""
+    pieces = [message.content]
+    for call in message.tool_calls:
+        pieces.append(call.arguments)
+        if "\\" not in call.arguments:  # nothing escaped: each string is written as it is
+            continue
+        try:
+            pieces += _strings(json.loads(call.arguments))
+        except (ValueError, RecursionError):
+            continue
+    return "\x00".join(pieces)
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings of a decoded JSON value (its keys left out), at every depth."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return out
+
+
 def _longest(values: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The values not part of a longer one of the same message (``test_issue_4898`` inside
     ``tests/regression/test_issue_4898.py``): the longer is the more specific fact."""
     found = list(values)
     return [(v, c) for v, c in found if not any(v != w and v in w for w, _ in found)]
+
+
+#: what building a :class:`TextIndex` changes in a text: whitespace and quotes
+_NOT_PLAIN = re.compile("[\\s" + re.escape("".join(map(chr, _QUOTES))) + "]")
 
 
 class _Indexes:
@@ -151,11 +227,36 @@ class _Indexes:
 
     def holding(self, value: str, start: int = 0, stop: int | None = None) -> list[int]:
         """The messages in ``[start, stop)`` that hold ``value``, in order."""
+        return [i for i in self._may_hold(value, start, stop) if self.holds(i, value)]
+
+    def first_holding(self, value: str, stop: int) -> int | None:
+        """The first message before ``stop`` that holds ``value`` (only the messages before it
+        that may hold it are read), if any."""
+        return next((i for i in self._may_hold(value, 0, stop) if self.holds(i, value)), None)
+
+    def holds(self, i: int, value: str) -> bool:
+        """Whether message ``i`` holds ``value`` (:meth:`TextIndex.has` on its text). An ASCII
+        text is read as it is where no form of ``value`` holds whitespace or a quote: the
+        index only turns those into single spaces (and lower-cases ASCII character by
+        character), so such a form's whole-token matches, and the characters beside them, are
+        the same; any other text is indexed."""
+        forms = answer_forms(value)
+        text = self.texts[i]
+        if not text.isascii() or any(map(_NOT_PLAIN.search, forms)):
+            return self[i].has(value)
+        folded = self.folded[i]
+        return any(
+            _contains(text, form) if _is_exact(form) else _contains(folded, form.lower())
+            for form in forms
+        )
+
+    def _may_hold(self, value: str, start: int, stop: int | None) -> list[int]:
+        """The messages in ``[start, stop)`` whose lower-cased text holds one of ``value``'s
+        forms, in order (a message holds ``value`` only if it is one of them)."""
         stop = len(self.texts) if stop is None else stop
         forms = {f.lower() for f in answer_forms(value)}
         if not all(form.isascii() for form in forms):
-            where = {i for i in range(start, stop) if any(f in self.folded[i] for f in forms)}
-            return [i for i in sorted(where) if self[i].has(value)]
+            return [i for i in range(start, stop) if any(f in self.folded[i] for f in forms)]
         end = self.starts[stop]
         where = set()
         for form in forms:
@@ -164,7 +265,7 @@ class _Indexes:
                 i = bisect_right(self.starts, at) - 1
                 where.add(i)
                 at = self.joined.find(form, self.starts[i + 1], end)  # the next message on
-        return [i for i in sorted(where) if self[i].has(value)]
+        return sorted(where)
 
     def __getitem__(self, i: int) -> TextIndex:
         index = self._built.get(i)
@@ -181,10 +282,10 @@ def _first_source(
     or the tools hold it)."""
     if fixed.has(value):
         return None
-    found = indexes.holding(value, 0, used_at)
-    if not found:
+    found = indexes.first_holding(value, used_at)
+    if found is None:
         return None
-    return found[0] if messages[found[0]].role in ("user", "tool") else None
+    return found if messages[found].role in ("user", "tool") else None
 
 
 def used_after(
@@ -260,20 +361,21 @@ def _tokens(text: str) -> Iterator[tuple[str, str]]:
                     yield value, category
 
 
-#: what a non-space run must hold for a pattern to match in it: no pattern's match holds a
-#: space (``\s``) and every pattern reads a space beside a match as it reads the text's end, so
-#: the matches of a whole text are those of its runs; a run without the trigger has none (an
-#: e-mail address holds ``@``, a path ``/``, a number ``.`` or ``$`` before a digit, an
-#: identifier's run a digit, which its second lookahead requires)
+#: what a non-space run must hold for a pattern to match in it, or for a match to be kept: no
+#: pattern's match holds a space (``\s``) and every pattern reads a space beside a match as it
+#: reads the text's end, so the matches of a whole text are those of its runs; a run without
+#: the trigger has none that :func:`_keep` keeps (an e-mail address holds ``@``, a path ``/``,
+#: a number ``.`` or ``$`` before a digit, an identifier two digits: its lookahead asks for
+#: one, :func:`_keep` for two)
 _TRIGGERS = {
     "email": re.compile("@"),
     "path": re.compile("/"),
-    "identifier": re.compile(r"\d"),
+    "identifier": re.compile(r"\d[^\s\d]*\d"),
     "number": re.compile(r"[.$]\d"),
 }
 _SPACE = re.compile(r"\s")
 #: runs closer than this are searched as one window (fewer searches, the same matches)
-_WINDOW_GAP = 256
+_WINDOW_GAP = 32
 
 
 def _windows(text: str, trigger: re.Pattern[str]) -> list[tuple[int, int]]:

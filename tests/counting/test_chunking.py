@@ -202,6 +202,44 @@ def test_lines_rebuild_the_text_and_end_at_safe_places(text: str, prefix: str) -
     assert all(is_safe_line_cut(prefix + text, end) for end in ends)
 
 
+#: what may follow a newline: whitespace Python's ``str.isspace`` knows beyond ASCII (the file
+#: and record separators, NEL, the line and paragraph separators), ``/``, and text
+_AFTER_NEWLINE = [
+    "\n",
+    " ",
+    "\t",
+    "\x1c",
+    "\x1f",
+    "\x85",
+    "\u2028",
+    "\u3000",
+    "/",
+    "a",
+    "1",
+    ".",
+    "中",
+]
+after_newlines = st.lists(
+    st.sampled_from(_AFTER_NEWLINE).map(lambda c: "\n" + c) | st.sampled_from(_FRAGMENTS),
+    min_size=1,
+    max_size=60,
+).map("".join)
+
+
+@given(after_newlines, st.booleans())
+def test_lines_cut_after_every_newline_that_text_follows(text: str, head: bool) -> None:
+    parts = lines(text, head=head)
+    assert "".join(parts) == text
+    ends = {sum(map(len, parts[: i + 1])) for i in range(len(parts) - 1)}
+    safe = {
+        i + 1
+        for i, ch in enumerate(text[:-1])
+        if ch == "\n" and not (text[i + 1].isspace() or text[i + 1] == "/")
+    }
+    assert safe <= ends  # and the other ends are the first words and the end (at most two)
+    assert len(ends - safe) <= 1 + head
+
+
 @pytest.mark.parametrize("spec", ["tiktoken:o200k_base", "tiktoken:cl100k_base"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=lined, prefix=st.sampled_from(["", "Observation: ", "Action Input: "]))

@@ -79,33 +79,43 @@ def test_a_cell_gives_the_same_events_under_shared_fresh_and_the_process_caches(
     assert sum('"type":"probe"' in e for e in events[0]) == 4
 
 
-def test_a_traces_needed_values_are_found_once_per_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_traces_needed_values_are_found_once_per_caches_from_the_first_dropped_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     trace = airline_trace()
-    found: list[str] = []
+    found: list[tuple[str, int]] = []
 
-    def counted(trace: Trace) -> tuple[Use, ...]:
-        found.append(trace.id)
-        return needed_uses(trace)
+    def counted(trace: Trace, start: int = 0) -> tuple[Use, ...]:
+        found.append((trace.id, start))
+        return needed_uses(trace, start)
 
     monkeypatch.setattr(replay_module, "needed_uses", counted)
-    spec = RunSpec(
-        trace_source="memory",
-        trace_id=trace.id,
-        trace_hash="",
-        strategy="none",
-        params={},
-        window=8192,
-        reserved=512,
-        counter="chars4",
-    )
+
+    def spec(strategy: str, **params: object) -> RunSpec:
+        return RunSpec(
+            trace_source="memory",
+            trace_id=trace.id,
+            trace_hash="",
+            strategy=strategy,
+            params=params,
+            window=8192,
+            reserved=512,
+            counter="chars4",
+        )
+
+    run_spec(spec("none"), trace, caches=Caches())
+    assert found == []  # every prompt shows every recorded message: no value can be gone
+    sliding = spec("sliding_window", keep_rounds=1)
     shared = Caches()
-    first = run_spec(spec, trace, caches=shared)
-    again = run_spec(spec, trace, caches=shared)
-    assert found == [trace.id]  # the second replay read them from the caches
+    first = run_spec(sliding, trace, caches=shared)
+    again = run_spec(sliding, trace, caches=shared)
+    [(_, start)] = found  # the second replay read them from the caches
+    assert 0 < start == trace.call_indices[2]  # the first call whose prompt dropped a round
     kept = shared.content("engine.replay.uses_by_call", 1).peek(trace.content_hash)
-    assert kept is not None
-    assert [u for uses in kept.values() for u, _ in uses] == list(needed_uses(trace))
-    fresh = run_spec(spec, trace, caches=Caches())
-    assert found == [trace.id, trace.id]
+    assert kept is not None and kept.start == start
+    flat = [u for uses in kept.by_call.values() for u, _ in uses]
+    assert flat == [u for u in needed_uses(trace) if u.message >= start] != []
+    fresh = run_spec(sliding, trace, caches=Caches())
+    assert found == [(trace.id, start)] * 2
     events = [[e.to_json() for e in out.events] for out in (first, again, fresh)]
     assert events[0] == events[1] == events[2]

@@ -21,6 +21,7 @@ from ctxbench.engine.replay import MAX_ATTEMPTS, ReplayOutput, replay
 from ctxbench.engine.result import Identity, Prices, result_from_events
 from ctxbench.errors import ConfigError, ProviderOverflowError
 from ctxbench.probes.model import Probe
+from ctxbench.probes.needed import needed_uses
 from ctxbench.strategies import build_strategy
 from ctxbench.strategies.base import ReplyAborted, Strategy
 from ctxbench.trace import Message, ToolCall, Trace
@@ -420,3 +421,58 @@ def test_a_caller_keeping_contents_after_one_that_kept_none_gets_every_file() ->
     assert named.files == {} and named.written == alone.written
     assert whole.files == alone.files and len(whole.files) == len(alone.written) > 0
     assert lines(whole) == lines(named) == lines(alone)
+
+
+class Shuffles(Strategy):
+    """Drops each message with probability ``drop`` at every call and may insert a hint
+    anywhere (as AgentScope inserts its own)."""
+
+    name = "shuffles"
+
+    def __init__(self, seed: int, drop: float, insert: bool) -> None:
+        super().__init__()
+        self.rng = random.Random(seed)
+        self.drop, self.insert = drop, insert
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        kept = [m for m in ctx.view.messages if self.rng.random() >= self.drop]
+        if self.insert:
+            kept.insert(self.rng.randrange(len(kept) + 1), Message("user", "hint"))
+        if kept != list(ctx.view.messages):
+            ctx.apply("shuffle", kept)
+
+
+@pytest.mark.parametrize("drop", [0.0, 0.5, 0.9])
+@pytest.mark.parametrize("insert", [False, True])
+def test_needed_values_looked_up_lazily_break_where_looked_up_at_every_call(
+    monkeypatch: pytest.MonkeyPatch, drop: float, insert: bool
+) -> None:
+    # the replay looks needed values up only once the prompt lacks a recorded message: the
+    # same events as looking them up at every call
+    from ctxbench.engine import replay as replay_module
+    from tests.probes.test_needed import airline_trace
+
+    trace = airline_trace()
+    lazy = [lines(run(trace, Shuffles(seed, drop, insert))) for seed in range(30)]
+    monkeypatch.setattr(replay_module._Shown, "all_before", lambda self, keys, index: False)
+    eager = [lines(run(trace, Shuffles(seed, drop, insert))) for seed in range(30)]
+    assert lazy == eager
+    broken = sum(ev.OPEN_LOOP_BREAK in e for e in eager)
+    assert broken == 0 if drop == 0.0 else broken > 0
+
+
+def test_a_caller_keeping_no_file_keeps_the_contents_a_needed_value_may_be_read_from() -> None:
+    """Needed values are scored at the calls that use them (recoverable through a snapshot):
+    without probes, a caller keeping no file still holds every file written up to the last
+    such call, and only those."""
+    from tests.probes.test_needed import airline_trace
+
+    trace = airline_trace()
+    whole = run(trace, "dbgpt", window=400)
+    named = run(trace, "dbgpt", window=400, file_contents=False)
+    uses = needed_uses(trace)
+    last = max(use.call for use in uses)
+    written = {e["path"]: e.call for e in whole.events if e.type == ev.SNAPSHOT}
+    assert uses and lines(named) == lines(whole)
+    assert named.files == {p: whole.files[p] for p, call in written.items() if call <= last}
+    assert named.files

@@ -179,6 +179,47 @@ def test_generated_traces_plant_needed_facts() -> None:
         assert trace.messages[probe.meta["source_message"]].role in ("tool", "user")
 
 
+def _from_each_start(trace: Trace, step: int = 1) -> None:
+    everything = needed_uses(trace)
+    for start in range(0, len(trace.messages) + 1, step):
+        assert needed_uses(trace, start) == tuple(u for u in everything if u.message >= start)
+
+
+def test_the_uses_from_a_message_on_are_those_of_the_whole_trace_from_there() -> None:
+    _from_each_start(airline_trace())
+    _from_each_start(next(generate(load_scenario("coding_agent"), 1)), step=7)
+
+
+def test_a_value_the_agent_wrote_before_any_source_is_not_a_use_from_any_start() -> None:
+    # the agent writes the path first (JSON escapes its slashes, so no message's text shows it
+    # before the tool result does), a tool prints it, the agent uses it again later
+    first = Message(
+        "assistant",
+        "",
+        tool_calls=(ToolCall("c0", "write_file", '{"path": "src\\/app\\/main.py"}'),),
+    )
+    trace = Trace(
+        "written-first",
+        (
+            Message("system", "You are a coding agent."),
+            Message("user", "Fix the build."),
+            first,
+            result(0, "ok"),
+            call(1, "ls"),
+            result(1, "src/app/main.py\nsrc/app/util.py"),
+            call(2, "noop"),
+            result(2, "ok"),
+            call(3, "noop"),
+            result(3, "ok"),
+            call(4, "read_file", path="src/app/main.py"),
+            result(4, "print(1)"),
+        ),
+    )
+    assert ("src/app/main.py", "path") in action_values(first)
+    assert needed_uses(trace) == ()
+    _from_each_start(trace)
+
+
 # -- real recorded traces ------------------------------------------------------------------------
 
 #: the shared sources, by folder: the share of needed probes mined from them is what this holds
@@ -204,3 +245,19 @@ def test_at_least_half_of_the_probes_mined_on_recorded_traces_are_needed_facts(
                     assert any(probe.answers[0] == v for v, _ in action_values(used))
     assert kinds["needed"] > 0
     assert kinds["needed"] >= sum(kinds.values()) / 2, dict(kinds)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_uses_from_any_call_on_recorded_traces_are_those_of_the_whole_trace(
+    shared_traces: Path, source: str
+) -> None:
+    files = sorted(
+        p for p in (shared_traces / source).rglob("*") if p.suffix in (".json", ".jsonl", ".traj")
+    )
+    for path in files:
+        for trace in list(open_source(path).traces())[:4]:
+            everything = needed_uses(trace)
+            for start in trace.call_indices[::9]:
+                assert needed_uses(trace, start) == tuple(
+                    u for u in everything if u.message >= start
+                )
