@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import tiktoken
 
@@ -89,16 +90,27 @@ def parse_tiktoken_ranks(data: bytes) -> dict[bytes, int]:
     }
 
 
+class _Encoding(tiktoken.Encoding):
+    """A vendored encoding that does not keep its ranks in Python: tiktoken's ``Encoding``
+    holds the rank dict after building its Rust BPE from it, only to pickle it (o200k and
+    cl100k: 36 MB); one of these pickles as its name and is loaded again."""
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return load_encoding, (self.name,)
+
+
 def load_encoding(name: str) -> tiktoken.Encoding:
     """The tiktoken encoding ``name`` built from its vendored, verified file."""
     spec = ENCODINGS[name]
     ranks = parse_tiktoken_ranks(read_vendored(spec.file))
-    return tiktoken.Encoding(
+    encoding = _Encoding(
         name=spec.name,
         pat_str=spec.pattern,
         mergeable_ranks=ranks,
         special_tokens=dict(spec.special_tokens),
     )
+    encoding._mergeable_ranks = {}  # the Rust BPE has them
+    return encoding
 
 
 class TiktokenCounter(TokenCounter):

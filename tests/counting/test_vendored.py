@@ -158,3 +158,17 @@ def test_a_missing_manifest_is_reported(copy_dir: Path) -> None:
     (copy_dir / "MANIFEST.json").unlink()
     with pytest.raises(TokenizerNotFoundError, match="MANIFEST"):
         tiktoken_counter.cl100k_base()
+
+
+@pytest.mark.parametrize("name", sorted(ENCODINGS))
+def test_a_loaded_encoding_keeps_no_python_ranks_and_pickles_as_its_name(name: str) -> None:
+    # the Rust BPE holds the ranks; tiktoken keeps a Python copy (36 MB for both) only to
+    # pickle it, so ours pickle by name and load the verified file again in the worker
+    import pickle
+
+    encoding = load_encoding(name)
+    again = pickle.loads(pickle.dumps(encoding))
+    text = "Observation: the file `setup.py` has 1,204 lines\n\tdef main() -> None: ..."
+    assert encoding._mergeable_ranks == {} and len(pickle.dumps(encoding)) < 200
+    assert again.name == name and again.encode(text) == encoding.encode(text)
+    assert again.n_vocab == encoding.n_vocab and again.decode(again.encode(text)) == text
