@@ -9,8 +9,9 @@ values (everything but ``call`` and ``step``) is kept under a key that gives the
 whenever it is equal: the values, their types (``1``, ``1.0`` and ``True`` are equal but
 written apart), the exact text of the floats when a value is zero (``-0.0 == 0.0``), and a
 list, tuple or dict as its JSON text; values of any other type (a subclass, a plug-in's
-object) are written each time. Bounded by :data:`LIMIT` texts, then started again
-(forgetting changes nothing but time).
+object) are written each time. Bounded by :data:`LIMIT` texts in two halves: the newer takes the texts
+written or found since it started, the older goes when the newer is full (forgetting
+changes nothing but time).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ def _kind(types: tuple[type, ...]) -> _Kind:
     return (floats, nested) if floats or nested else _PLAIN
 
 
-#: how many texts :class:`EventTexts` keeps before it starts again (a few cells' events)
-LIMIT = 1 << 14
+#: how many texts :class:`EventTexts` keeps before it starts again (about two cells of a 300-round DB-GPT trace, under 2 MB)
+LIMIT = 1 << 12
 
 
 class EventTexts:
@@ -60,7 +61,9 @@ class EventTexts:
     def __init__(self, encode: Callable[[Any], str], limit: int = LIMIT) -> None:
         self._encode = encode
         self._limit = limit
+        #: the texts written or read since the last turn, and those of the turn before
         self._texts: dict[Hashable, str] = {}
+        self._older: dict[Hashable, str] = {}
 
     def text(self, event: Any, plan: Plan) -> str:
         """``event``'s JSON line: ``{"type", the data fields, "call", "step"}`` in that order,
@@ -68,7 +71,11 @@ class EventTexts:
         writes)."""
         values = plan.values(event)
         key = self._key(values)
-        head = self._texts.get(key) if key is not None else None
+        head = None
+        if key is not None:
+            head = self._texts.get(key)
+            if head is None and (head := self._older.get(key)) is not None:
+                self._keep(key, head)
         if head is None:
             out = dict(zip(plan.keys, values))
             for name, default in plan.optional:
@@ -76,9 +83,7 @@ class EventTexts:
                     del out[name]
             head = self._encode(out)[:-1]
             if key is not None:
-                if len(self._texts) >= self._limit:
-                    self._texts.clear()
-                self._texts[key] = head
+                self._keep(key, head)
         return f'{head},"call":{int.__repr__(event.call)},"step":{int.__repr__(event.step)}}}'
 
     def _key(self, values: tuple[Any, ...]) -> Hashable | None:
@@ -103,8 +108,16 @@ class EventTexts:
             return (values, types, tuple(map(float.__repr__, map(values.__getitem__, floats))))
         return (values, types)
 
+    def _keep(self, key: Hashable, head: str) -> None:
+        """Keep ``head`` under ``key`` in the newer half (a full newer half becomes the older,
+        and the older goes)."""
+        if len(self._texts) >= self._limit // 2:
+            self._older, self._texts = self._texts, {}
+        self._texts[key] = head
+
     def clear(self) -> None:
         self._texts.clear()
+        self._older.clear()
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._texts) + len(self._older)
