@@ -58,6 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
+from ctxbench.engine.event_text import EventTexts, Plan
 from ctxbench.jsontext import compact_json
 
 CONTEXT_STATUS = "context.status"
@@ -195,6 +196,11 @@ class Event:
 
     def to_json(self) -> str:
         """``to_dict()`` as compact JSON (what the journal and the events file hold)."""
+        plan = _JSON_PLANS.get(type(self), _UNPLANNED)
+        if plan is _UNPLANNED:
+            plan = _json_plan(type(self))
+        if plan is not None:  # the same text as below, its values' part written once
+            return _TEXTS.text(self, plan)
         data = self._json_fields()
         if not data or "type" in data or "call" in data or "step" in data:
             return _ENCODE(self.to_dict())
@@ -571,6 +577,43 @@ def decode(line: str | bytes | Mapping[str, Any]) -> Event:
 
 
 _ENCODE = compact_json
+#: class -> how :meth:`Event.to_json` writes its events (:func:`_json_plan`)
+_JSON_PLANS: dict[type[Event], Plan | None] = {}
+_UNPLANNED: Any = object()
+#: the texts of the events' values, the process's (:class:`EventTexts`)
+_TEXTS = EventTexts(compact_json)
+
+
+def _json_plan(cls: type[Event]) -> Plan | None:
+    """How :meth:`Event.to_json` writes an event of ``cls`` through :data:`_TEXTS`: the line
+    the general path writes (``type``, the data fields in order but the optional ones at their
+    default, ``call`` and ``step``); None for a class with its own fields or type (an
+    :class:`UnknownEvent`) or no data fields."""
+    plan = None
+    names, _, optional = _encoding(cls)
+    if (
+        names
+        and cls._json_fields is Event._json_fields
+        and cls.type is Event.type
+        and not _ENVELOPE & set(names)
+    ):
+        kind = cls.TYPE
+        getter = operator.attrgetter(*names)
+        if len(names) > 1:
+
+            def values(event: Event) -> tuple[Any, ...]:
+                return (kind, *getter(event))
+
+        else:
+
+            def values(event: Event) -> tuple[Any, ...]:
+                return (kind, getter(event))
+
+        plan = Plan(("type", *names), values, optional)
+    _JSON_PLANS[cls] = plan
+    return plan
+
+
 #: each event type as JSON (a handful of types, a hundred thousand events a sweep)
 _KINDS: dict[str, str] = {}
 

@@ -324,9 +324,15 @@ class PromptTable:
         """The cell being replayed ended: drop the prompts no cell built or fetched in the
         last ``grace`` cells (this one included), and count the next cell."""
         last = self._cell - self.grace  # the prompts last used by this cell or before go
+        # each table is in the order of its entries' cells (an entry is added, or moved to
+        # the end of the shared ones, with the cell being replayed; evictions keep the order):
+        # the ones to drop are the first few, not a pass over every prompt held
         for entries in (self._own, self._shared):
-            for key in [k for k, e in entries.items() if e.cell <= last]:
-                self._held -= entries.pop(key).weight
+            while entries:
+                entry = next(iter(entries.values()))
+                if entry.cell > last:
+                    break
+                self._held -= entries.popitem(last=False)[1].weight
         self._cell += 1
 
     @property

@@ -32,6 +32,7 @@ _ENCODE = compact_json
 #: what stands before each event of a record: JSON white space no other text of the line holds
 #: (the encoder writes no white space between tokens, and a tab in a string as ``\t``)
 EVENT_MARK = "\t"
+_MARKED = "," + EVENT_MARK
 
 
 def record_line(result: RunResult, events: Sequence[Mapping[str, object] | Event]) -> str:
@@ -42,7 +43,12 @@ def record_line(result: RunResult, events: Sequence[Mapping[str, object] | Event
     events file is written from the line without decoding the events (:func:`split_record`)."""
     head = f'{{"run_id":{_ENCODE(result.run_id)},"row":{_ENCODE(result.to_row())},"events":['
     texts = (e.to_json() if isinstance(e, Event) else _ENCODE(e) for e in events)
-    line = head + ",".join(EVENT_MARK + text for text in texts) + "]}"
+    # each event after a mark: the first's mark, then the others' after their commas
+    line = head + (EVENT_MARK if events else "") + _MARKED.join(texts) + "]}"
+    # a character is at most 6 bytes here (a lone surrogate's backslash escape): a line that
+    # short is within the limit without encoding it to count
+    if len(line) * 6 <= limits.MAX_LINE_CHARS:
+        return line
     size = len(line.encode("utf-8", "backslashreplace"))
     if size <= limits.MAX_LINE_CHARS:
         return line

@@ -111,7 +111,9 @@ class HistoryLedger:
         self._count_many = count_many
         self._kind_many = kind_many
         self._cut_many = cut_many
-        self._key = key
+        # a number for the key, equal for equal keys: it names the arrays and the prompts at
+        # every call, and a tuple holding the rules is hashed again at each lookup
+        self._key = _KEYS.setdefault(key, len(_KEYS))
         self.reset(())
 
     def reset(self, messages: Sequence[Message]) -> None:
@@ -301,6 +303,9 @@ _CHAINS_LIMIT = 2_000_000
 _held = [0]
 _tokens = count(1)
 
+
+#: the ledgers' keys (the rules, the cut's limit, the estimator) -> their numbers
+_KEYS: dict[Hashable, int] = {}
 
 #: the shared arrays of the histories: (a ledger's key, a token) -> (the arrays that hold the
 #: history the token names, its length there); started again with the tokens

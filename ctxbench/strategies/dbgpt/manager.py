@@ -85,6 +85,14 @@ class ContextManager(Strategy[DbgptConfig]):
         )
         #: the last prompt the manager counted, and its count (asked again of the same prompt)
         self._last_count: tuple[Sequence[Message], int] = ((), 0)
+        #: the states by threshold, from the highest (the config is frozen: made once, not
+        #: at each of the three status events and the layers' checks of a call)
+        self._thresholds: tuple[tuple[float, str], ...] = (
+            (1.0, "overflow"),
+            (self.cfg.critical_threshold, "critical"),
+            (self.cfg.error_threshold, "error"),
+            (self.cfg.warning_threshold, "warning"),
+        )
 
     # -- budget -----------------------------------------------------------------------------------
     def max_context(self, ctx: ReplayContext) -> int:
@@ -98,12 +106,16 @@ class ContextManager(Strategy[DbgptConfig]):
         return self.max_context(ctx) - reserved
 
     def state_thresholds(self) -> tuple[tuple[float, str], ...]:
-        return (
-            (1.0, "overflow"),
-            (self.cfg.critical_threshold, "critical"),
-            (self.cfg.error_threshold, "error"),
-            (self.cfg.warning_threshold, "warning"),
-        )
+        return self._thresholds
+
+    def state_of(self, ratio: float, budget: int) -> str:
+        """:meth:`Strategy.state_of` with the thresholds made once."""
+        if budget <= 0:
+            return "overflow"
+        for threshold, state in self._thresholds:
+            if ratio >= threshold:
+                return state
+        return "normal"
 
     def _state(self, messages: Sequence[Message], ctx: ReplayContext) -> str:
         """The manager's state of the prompt ``messages``."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from typing import ClassVar
 
 from ctxbench.engine import events as ev
@@ -83,8 +84,9 @@ class DbgptStrategy(ContextManager):
         self.layer4_retries = 0
         steps: list[tuple[str, Sequence[Message]]] | None = None
         if not self.rules.persistent:
-            self._track_reply(ctx)
-            prompt, sources, shape = self._rebuild(ctx)
+            new = self._new_since_built(ctx)
+            self._track_reply(ctx, new)
+            prompt, sources, shape = self._rebuild(ctx, new)
             steps = self._cheap_layers(prompt, ctx, shape)
             if self._repeats_last(prompt, steps, ctx):
                 self._built = ctx.view.messages
@@ -107,29 +109,36 @@ class DbgptStrategy(ContextManager):
         final = steps[-1][1] if steps else prompt
         return ctx.view.shows(final) and not self._summary_due(final, ctx)
 
-    def _track_reply(self, ctx: ReplayContext) -> None:
-        """A real user message since the last call starts a new reply (retry counter 0)."""
-        new = ctx.view.messages[len(self._built) :] if self._prefix_kept(ctx) else ctx.view.messages
-        if any(m.role == "user" and not m.is_observation for m in new):
+    def _track_reply(self, ctx: ReplayContext, new: Sequence[Message] | None) -> None:
+        """A real user message since the last call starts a new reply (retry counter 0);
+        ``new``: what the view gained since the last call (None: the view is not the prompt
+        last built and more, every message counts)."""
+        if any(
+            m.role == "user" and not m.is_observation for m in (ctx.view if new is None else new)
+        ):
             self._reply_start = ctx.call
 
-    def _prefix_kept(self, ctx: ReplayContext) -> bool:
-        view = ctx.view.messages
-        n = len(self._built)
-        return len(view) >= n and all(map(operator.is_, view[:n], self._built))
+    def _new_since_built(self, ctx: ReplayContext) -> list[Message] | None:
+        """The messages the view gained since the prompt last built, when it starts with that
+        prompt (the engine only appends between two calls), else None. Read on the view in
+        place: a copy of it each time cost a pass over the whole prompt at every call."""
+        view, n = ctx.view, len(self._built)
+        if len(view) >= n and all(map(operator.is_, view, self._built)):
+            return list(islice(view, n, None))
+        return None
 
     def _rebuild(
-        self, ctx: ReplayContext
+        self, ctx: ReplayContext, new: Sequence[Message] | None
     ) -> tuple[Sequence[Message], Sequence[Message | None], Shape | None]:
         """0.8.2: the agent builds the prompt from memory (the uncompacted history plus what
         arrived since the last call), so last call's compaction is gone. The view is set to that
         history without a compaction event (``ctx.reassemble``): nothing was compacted, the
         agent just forgot. The system prompt carries the task progress so far
-        (``role.py:212-240``). Returns the prompt, the message each entry stands for, and
-        the prompt's shape for the ledger."""
+        (``role.py:212-240``). ``new``: :meth:`_new_since_built`. Returns the prompt, the
+        message each entry stands for, and the prompt's shape for the ledger."""
         ledger = self._ledger_of(ctx)
-        if self._prefix_kept(ctx):
-            ledger.extend(ctx.view.messages[len(self._built) :])
+        if new is not None:
+            ledger.extend(new)
         else:
             ledger.reset(ctx.view.messages)
         head = self._progress_head(ledger) if self.rules.react_memory else None
