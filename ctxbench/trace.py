@@ -461,9 +461,10 @@ class Trace:
     #: compactions the recorded agent made (optional; absent from traces that hold none)
     recorded_compactions: tuple[RecordedCompaction, ...] = ()
 
-    @property
+    @cached_property
     def call_indices(self) -> tuple[int, ...]:
-        """Message indices of the model calls (every assistant message, in order)."""
+        """Message indices of the model calls (every assistant message, in order): worked out
+        once (a replay reads it at every call)."""
         return tuple(i for i, m in enumerate(self.messages) if m.role == "assistant")
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import pytest
 
@@ -83,3 +84,11 @@ def test_unknown_keys_go_to_meta_and_survive_a_round_trip() -> None:
     assert trace.messages[1].replay == {"reasoning_content": "because"}
     assert trace.messages[1].usage is not None and trace.messages[1].usage.meta == {"cost": 0.1}
     assert Trace.from_dict(trace.to_dict()) == trace
+
+
+def test_call_indices_are_worked_out_once_and_a_replaced_trace_has_its_own() -> None:
+    trace = Trace("t", (Message("user", "a"), Message("assistant", "b"), Message("user", "c")))
+    assert trace.call_indices == (1,) and trace.call_indices is trace.call_indices
+    longer = dataclasses.replace(trace, messages=(*trace.messages, Message("assistant", "d")))
+    assert longer.call_indices == (1, 3) and trace.call_indices == (1,)
+    assert longer == pickle.loads(pickle.dumps(longer)) and longer != trace
