@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ctxbench.config",
             "ctxbench.registry",
             "ctxbench.jsontext",
+            "ctxbench.event_json",
             "ctxbench.resources",
             "ctxbench.atomic_file",
             "ctxbench.version",

@@ -58,7 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
-from ctxbench.engine.event_text import EventTexts, Plan
+from ctxbench.event_json import EventTexts, Plan
 from ctxbench.jsontext import compact_json
 
 CONTEXT_STATUS = "context.status"

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbench.engine import events as ev
-from ctxbench.engine.event_text import EventTexts
+from ctxbench.event_json import EventTexts
 from ctxbench.jsontext import compact_json
 
 
