@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from ctxbench.cli.running import strategy_params
 from ctxbench.config import load_toml, parse_set
+from ctxbench.engine import events as ev
 from ctxbench.engine.provider import SimulatedProvider
 from ctxbench.engine.replay import replay
 from ctxbench.errors import ConfigError, CtxbenchError
@@ -125,7 +126,29 @@ def test_set_values_build_and_replay_or_name_the_key_and_fix(
         estimator=CHARS4,
         summarizer=ExtractiveSummarizer(),
     )
-    assert out.result.calls == len(trace.call_indices)
+    # every recorded call was replayed: sent to the provider, or ended before it by the
+    # strategy (Hermes aborts the turn after a call it could not compress: ``aborted``)
+    sent = {e.call for e in out.events if isinstance(e, ev.ProviderCall)}
+    aborted = {e.call for e in out.events if isinstance(e, ev.CallFailed) and e.kind == ev.ABORTED}
+    assert out.result.calls == len(sent) and not sent & aborted
+    assert sent | aborted == set(range(len(trace.call_indices)))
+
+
+def test_a_turn_hermes_aborts_counts_its_calls_as_ended_not_sent() -> None:
+    # the example hypothesis found: Hermes at a 700-token window cannot compress call 3 and
+    # ends the turn, so calls 4-6 are ``aborted`` before the provider: 4 calls sent of 7
+    trace = tool_trace(6, output="x" * 900)
+    out = replay(
+        trace,
+        build_strategy("hermes", parse_set(["model=nan"]), source="--set"),
+        SimulatedProvider(700, 100),
+        true_counter=CHARS4,
+        estimator=CHARS4,
+        summarizer=ExtractiveSummarizer(),
+    )
+    failed = {e.call: e.kind for e in out.events if isinstance(e, ev.CallFailed)}
+    assert (out.result.calls, len(trace.call_indices)) == (4, 7)
+    assert failed == {3: ev.OVERFLOW, 4: ev.ABORTED, 5: ev.ABORTED, 6: ev.ABORTED}
 
 
 @pytest.mark.parametrize(
