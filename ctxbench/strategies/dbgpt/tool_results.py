@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import NamedTuple
 
 from ctxbench.engine.caches import current
 from ctxbench.engine.context import ReplayContext, json_file, safe_component
@@ -124,26 +125,25 @@ class ToolResults:
         keeps = ctx.keeps_contents  # else the file is recorded by its size and hash
         if (
             found is None
-            or found[0] is not message
-            or found[1] is not assistant
-            or (keeps and found[4] is None)
+            or found.message is not message
+            or found.assistant is not assistant
+            or (keeps and found.content is None)
         ):
             action, relative, made, sha256 = _snapshot_file(
                 message, assistant, step, ctx.trace_id, design, memo=keeps
             )
             kept = made if keeps else None
-            found = (message, assistant, action, relative, kept, sha256, len(made))
+            found = _SnapshotFile(message, assistant, action, relative, kept, sha256, len(made))
             files.put(key, found, len(kept or b""))
-        action, relative, content, sha256, size = found[2:]
-        if content is None:
-            path = ctx.name_file(relative, size, sha256)
+        if found.content is None:
+            path = ctx.name_file(found.relative, found.size, found.sha256)
         else:
-            path = ctx.write_file(relative, content, sha256=sha256)
+            path = ctx.write_file(found.relative, found.content, sha256=found.sha256)
         if not self.rules.design_snapshots:
             # 0.8.2 overwrites a step file a later reply names again; the prompt cites that
             # name (ctxbench keeps the later content under ``~2``: a written file stays)
-            path = relative
-        line = progress_line(step, action, path)
+            path = found.relative
+        line = progress_line(step, found.action, path)
         self.progress.add(line)
         return _citing(message, path, design=self.rules.design_snapshots)
 
@@ -214,17 +214,25 @@ def _snapshot_file(
     return (action, relative, *json_file(payload, memo=memo))
 
 
+class _SnapshotFile(NamedTuple):
+    """A step's snapshot file as the memo holds it."""
+
+    message: Message  # the result and its call, held so their ids stay their own
+    assistant: Message | None
+    action: str
+    relative: str
+    content: bytes | None  # None: a caller keeping no file's contents (size and hash only)
+    sha256: str
+    size: int
+
+
 #: the snapshot files of a sweep's caches: (ids of the result and of its call, step, trace,
-#: design) -> (that result and call, held so their ids stay their own; action, relative path,
-#: content, sha256), bounded by the files' bytes
+#: design) -> :class:`_SnapshotFile`, bounded by the files' bytes
 _SNAPSHOTS = "dbgpt.snapshots"
 _SNAPSHOTS_LIMIT = 64 * 2**20
 
 
-def _snapshot_files() -> ContentMemo[
-    tuple[int, int, int, str, bool],
-    tuple[Message, Message | None, str, str, bytes | None, str, int],
-]:
+def _snapshot_files() -> ContentMemo[tuple[int, int, int, str, bool], _SnapshotFile]:
     """The snapshot files of the current caches (a sweep's trace's, else the process's)."""
     return current().content(_SNAPSHOTS, _SNAPSHOTS_LIMIT)
 
