@@ -267,7 +267,7 @@ class ReplayContext:
         """
         if sha256 is None:
             sha256 = hashlib.sha256(content).hexdigest()
-        return self._record(relative_path, content, sha256)
+        return self._record(relative_path, sha256, len(content), content)
 
     @property
     def keeps_contents(self) -> bool:
@@ -282,14 +282,16 @@ class ReplayContext:
         event, the content never built."""
         if self.keeps_contents:
             raise ValueError(f"{relative_path}: this replay keeps the contents: write_file it")
-        return self._record(relative_path, size, sha256)
+        return self._record(relative_path, sha256, size, None)
 
     def write_json(self, relative_path: str, payload: Any) -> str:
         """:meth:`write_file` of ``payload`` as indented JSON."""
-        return self._record(relative_path, *json_file(payload))
+        content, sha256 = json_file(payload)
+        return self._record(relative_path, sha256, len(content), content)
 
-    def _record(self, relative_path: str, content: bytes | int, sha256: str) -> str:
-        """Record a file of ``content`` (or, not kept, of that many bytes) and ``sha256``."""
+    def _record(self, relative_path: str, sha256: str, size: int, content: bytes | None) -> str:
+        """Record a file of ``size`` bytes and ``sha256``, and its ``content`` when the replay
+        keeps it (None: named by :meth:`name_file`, never built)."""
         files, written = self._recorder.files, self._recorder.written
 
         def free(path: str) -> bool:  # no file there, or one with this content
@@ -297,15 +299,11 @@ class ReplayContext:
             if held is not None:
                 return held == sha256
             # a file set in place (appended to) is known by its content
-            return path not in files or files[path] == content
+            return path not in files or (content is not None and files[path] == content)
 
         path = unused_path(safe_path(relative_path), free)
         written[path] = sha256
-        if isinstance(content, int):
-            size = content
-        else:
-            size = len(content)
-            if self.keeps_contents:
-                files[path] = content
+        if content is not None and self.keeps_contents:
+            files[path] = content
         self.emit(ev.Snapshot(path=path, bytes=size, sha256=sha256))
         return path
